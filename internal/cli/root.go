@@ -1,0 +1,153 @@
+// Package cli wires gpunode's commands together. Each command lives in its own
+// file and only parses flags, calls the package that owns the work, and renders
+// the result; no business logic lives here.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpunode/gpunode/internal/hostfs"
+	"github.com/gpunode/gpunode/internal/output"
+)
+
+// Env is everything a command may touch outside its arguments. Tests build one
+// with buffers and a fake environment; main builds it from the process.
+type Env struct {
+	Args   []string
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+	// Getenv reads the environment (os.Getenv in production).
+	Getenv func(string) string
+	// Environ lists the environment (os.Environ in production).
+	Environ func() []string
+	// Exec replaces the current process (unix.Exec in production). Tests
+	// replace it to observe what would be run.
+	Exec func(argv0 string, argv, envv []string) error
+	// IsTerminal reports whether Stdout is a terminal (for colour).
+	IsTerminal bool
+}
+
+// OSEnv returns the Env of the running process.
+func OSEnv(args []string) Env {
+	isTTY := false
+	if fi, err := os.Stdout.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+		isTTY = true
+	}
+	return Env{
+		Args: args, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
+		Getenv: os.Getenv, Environ: os.Environ, Exec: execve, IsTerminal: isTTY,
+	}
+}
+
+// App holds the global flags and the Env for one invocation.
+type App struct {
+	Env
+	Root    string
+	Output  string
+	NoColor bool
+	format  output.Format
+}
+
+// Main runs gpunode with env and returns the process exit code.
+func Main(ctx context.Context, env Env) int {
+	app := &App{Env: env}
+	cmd := app.NewRootCommand()
+	cmd.SetArgs(env.Args)
+	cmd.SetIn(env.Stdin)
+	cmd.SetOut(env.Stdout)
+	cmd.SetErr(env.Stderr)
+	err := cmd.ExecuteContext(ctx)
+	if err != nil && !isFindings(err) {
+		msg := err.Error()
+		msg = strings.TrimPrefix(msg, ErrUsage.Error()+": ")
+		fmt.Fprintf(env.Stderr, "gpunode: %s\n", msg)
+		if isUsage(err) {
+			fmt.Fprintln(env.Stderr, "Run 'gpunode --help' for usage.")
+		}
+	}
+	if errors.Is(err, context.Canceled) {
+		return ExitFailure
+	}
+	return ExitCode(err)
+}
+
+// NewRootCommand builds the command tree.
+func (a *App) NewRootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "gpunode",
+		Short: "Make GPU nodes fast and keep them that way",
+		Long: `gpunode audits, tunes and explains GPU nodes layer by layer: CPU and OS
+(NUMA, hugepages, IRQs, governors), the GPU driver (persistence, MIG, MPS),
+containers and Kubernetes admission.
+
+Every command reads the host through --root (default /), so it works on a live
+node or on a captured copy of one (see 'gpunode topo capture').
+
+Exit codes:
+  0  success
+  1  the command worked and found drift, findings or a rejection
+  2  usage error (bad flags, arguments or input files)
+  3  failure (the command could not do its job)`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			f, err := output.ParseFormat(a.Output)
+			if err != nil {
+				return asUsage(err)
+			}
+			a.format = f
+			return nil
+		},
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return asUsage(err) })
+	pf := root.PersistentFlags()
+	pf.StringVar(&a.Root, "root", "/", "host filesystem root to read (and write) instead of /")
+	pf.StringVarP(&a.Output, "output", "o", "table", "output format: table, json or yaml")
+	pf.BoolVar(&a.NoColor, "no-color", false, "disable colours in table output")
+	_ = root.RegisterFlagCompletionFunc("output", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return []string{"table", "json", "yaml"}, cobra.ShellCompDirectiveNoFileComp
+	})
+	root.AddCommand(a.newVersionCommand())
+	for _, newCmd := range commands() {
+		root.AddCommand(newCmd(a))
+	}
+	// Unknown subcommands and bad args are usage errors.
+	root.Args = cobra.NoArgs
+	return root
+}
+
+// Host opens the host filesystem named by --root. A --root that is not a
+// directory is a usage error.
+func (a *App) Host() (*hostfs.FS, error) {
+	fs, err := hostfs.New(a.Root)
+	if err != nil {
+		return nil, wrapUsage(fmt.Errorf("--root: %w", err))
+	}
+	return fs, nil
+}
+
+// Format is the validated -o value.
+func (a *App) Format() output.Format {
+	if a.format == "" {
+		return output.Table
+	}
+	return a.format
+}
+
+// Render writes v to stdout in the selected format.
+func (a *App) Render(v any) error {
+	return output.Write(a.Stdout, a.Format(), v, output.Options{Color: a.IsTerminal && !a.NoColor})
+}
+
+// Warnf prints a warning line to stderr.
+func (a *App) Warnf(format string, args ...any) {
+	fmt.Fprintf(a.Stderr, "warning: "+format+"\n", args...)
+}

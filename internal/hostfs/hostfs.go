@@ -1,0 +1,341 @@
+// Package hostfs is the one door through which gpunode touches the host: every
+// read (and write) of /sys, /proc, /etc and /dev goes through an FS built from
+// the --root flag. Paths given to FS methods are host-absolute ("/sys/...");
+// the FS maps them below its root and resolves symbolic links inside the root,
+// so a captured tree behaves like the machine it came from.
+//
+// An FS can record every path it reads (see Record); 'gpunode topo capture'
+// uses the record to copy exactly those files, links included.
+package hostfs
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/prometheus/procfs"
+)
+
+// MaxFileSize bounds a single read; sysfs and procfs files are small, but
+// /proc/interrupts on a big machine reaches megabytes.
+const MaxFileSize = 64 << 20
+
+// maxLinks bounds symlink resolution.
+const maxLinks = 64
+
+// FS is a view of a host filesystem rooted at Root.
+type FS struct {
+	root string
+	rec  *recorder
+}
+
+// Access kinds recorded by an FS.
+const (
+	AccessFile = "file" // file contents were read
+	AccessDir  = "dir"  // a directory was listed
+	AccessLink = "link" // a symlink target was read
+	AccessStat = "stat" // existence or type was checked
+)
+
+type recorder struct {
+	mu    sync.Mutex
+	paths map[string]string
+}
+
+// New returns an FS rooted at root, which must be an existing directory.
+func New(root string) (*FS, error) {
+	if root == "" {
+		root = "/"
+	}
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", root, err)
+	}
+	fi, err := os.Stat(abs)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", root, err)
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("%s: not a directory", root)
+	}
+	return &FS{root: abs}, nil
+}
+
+// Root returns the absolute host root.
+func (f *FS) Root() string { return f.root }
+
+// IsLive reports whether the FS reads the running machine (root "/").
+func (f *FS) IsLive() bool { return f.root == "/" }
+
+// Record makes f remember every host path it touches from now on.
+func (f *FS) Record() {
+	f.rec = &recorder{paths: map[string]string{}}
+}
+
+// Recorded returns the host paths touched since Record, with their access
+// kind, sorted by path.
+func (f *FS) Recorded() []Access {
+	if f.rec == nil {
+		return nil
+	}
+	f.rec.mu.Lock()
+	defer f.rec.mu.Unlock()
+	out := make([]Access, 0, len(f.rec.paths))
+	for p, k := range f.rec.paths {
+		out = append(out, Access{Path: p, Kind: k})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out
+}
+
+// Access is one recorded host path.
+type Access struct {
+	Path string
+	Kind string
+}
+
+func (f *FS) note(p, kind string) {
+	if f.rec == nil {
+		return
+	}
+	f.rec.mu.Lock()
+	defer f.rec.mu.Unlock()
+	// A file read is the strongest record; keep it over a stat of the same path.
+	if old, ok := f.rec.paths[p]; ok && old == AccessFile {
+		return
+	}
+	f.rec.paths[p] = kind
+}
+
+// clean normalises a host path to an absolute, cleaned form.
+func clean(p string) string {
+	return path.Clean("/" + p)
+}
+
+// Path maps a host path to the path on this machine's filesystem, without
+// resolving links.
+func (f *FS) Path(p string) string {
+	return filepath.Join(f.root, filepath.FromSlash(clean(p)))
+}
+
+// Resolve follows every symlink in the host path p, treating absolute link
+// targets as relative to the root, and returns the resolved host path. The
+// final component need not exist.
+func (f *FS) Resolve(p string) (string, error) {
+	return f.resolve(clean(p), 0)
+}
+
+func (f *FS) resolve(p string, depth int) (string, error) {
+	if depth > maxLinks {
+		return "", fmt.Errorf("%s: too many levels of symbolic links", p)
+	}
+	parts := strings.Split(strings.TrimPrefix(p, "/"), "/")
+	cur := "/"
+	for i, part := range parts {
+		if part == "" || part == "." {
+			continue
+		}
+		if part == ".." {
+			cur = path.Dir(cur)
+			continue
+		}
+		next := path.Join(cur, part)
+		fi, err := os.Lstat(f.Path(next))
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				// Leave the rest unresolved; callers get ENOENT when they use it.
+				return path.Join(append([]string{next}, parts[i+1:]...)...), nil
+			}
+			return "", err
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			cur = next
+			continue
+		}
+		target, err := os.Readlink(f.Path(next))
+		if err != nil {
+			return "", err
+		}
+		if !path.IsAbs(target) {
+			target = path.Join(cur, target)
+		}
+		resolved, err := f.resolve(clean(target), depth+1)
+		if err != nil {
+			return "", err
+		}
+		cur = resolved
+	}
+	return cur, nil
+}
+
+// hostPath resolves p and returns the local path to operate on.
+func (f *FS) hostPath(p string) (string, error) {
+	r, err := f.Resolve(p)
+	if err != nil {
+		return "", &fs.PathError{Op: "resolve", Path: clean(p), Err: err}
+	}
+	return f.Path(r), nil
+}
+
+// ReadFile reads a whole file (at most MaxFileSize bytes). sysfs files report
+// a size of 4096 whatever they hold, so the read never trusts Stat.
+func (f *FS) ReadFile(p string) ([]byte, error) {
+	p = clean(p)
+	f.note(p, AccessFile)
+	hp, err := f.hostPath(p)
+	if err != nil {
+		return nil, err
+	}
+	fh, err := os.Open(hp)
+	if err != nil {
+		return nil, rename(err, p)
+	}
+	defer fh.Close()
+	b, err := io.ReadAll(io.LimitReader(fh, MaxFileSize+1))
+	if err != nil {
+		return nil, &fs.PathError{Op: "read", Path: p, Err: unwrapPath(err)}
+	}
+	if len(b) > MaxFileSize {
+		return nil, &fs.PathError{Op: "read", Path: p, Err: errors.New("file larger than 64 MiB")}
+	}
+	return b, nil
+}
+
+// ReadString reads a file and trims surrounding whitespace.
+func (f *FS) ReadString(p string) (string, error) {
+	b, err := f.ReadFile(p)
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+// ReadInt reads a file holding one decimal integer.
+func (f *FS) ReadInt(p string) (int64, error) {
+	s, err := f.ReadString(p)
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", clean(p), err)
+	}
+	return n, nil
+}
+
+// ReadDir lists a directory, sorted by name.
+func (f *FS) ReadDir(p string) ([]fs.DirEntry, error) {
+	p = clean(p)
+	f.note(p, AccessDir)
+	hp, err := f.hostPath(p)
+	if err != nil {
+		return nil, err
+	}
+	ents, err := os.ReadDir(hp)
+	if err != nil {
+		return nil, rename(err, p)
+	}
+	return ents, nil
+}
+
+// ReadDirNames lists the names in a directory, sorted.
+func (f *FS) ReadDirNames(p string) ([]string, error) {
+	ents, err := f.ReadDir(p)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(ents))
+	for i, e := range ents {
+		names[i] = e.Name()
+	}
+	return names, nil
+}
+
+// Readlink returns the target of the symlink at host path p (links in the
+// parent directories are resolved first).
+func (f *FS) Readlink(p string) (string, error) {
+	p = clean(p)
+	f.note(p, AccessLink)
+	dir, err := f.Resolve(path.Dir(p))
+	if err != nil {
+		return "", err
+	}
+	t, err := os.Readlink(f.Path(path.Join(dir, path.Base(p))))
+	if err != nil {
+		return "", rename(err, p)
+	}
+	return t, nil
+}
+
+// Stat returns information about the file at p, following links.
+func (f *FS) Stat(p string) (fs.FileInfo, error) {
+	p = clean(p)
+	f.note(p, AccessStat)
+	hp, err := f.hostPath(p)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := os.Stat(hp)
+	if err != nil {
+		return nil, rename(err, p)
+	}
+	return fi, nil
+}
+
+// Exists reports whether p exists (following links).
+func (f *FS) Exists(p string) bool {
+	_, err := f.Stat(p)
+	return err == nil
+}
+
+// WriteString writes s to an existing kernel file (sysfs/procfs semantics:
+// open for writing, truncate, one write). It does not create files.
+func (f *FS) WriteString(p, s string) error {
+	p = clean(p)
+	hp, err := f.hostPath(p)
+	if err != nil {
+		return err
+	}
+	fh, err := os.OpenFile(hp, os.O_WRONLY|os.O_TRUNC, 0)
+	if err != nil {
+		return rename(err, p)
+	}
+	if _, err := fh.WriteString(s); err != nil {
+		fh.Close()
+		return &fs.PathError{Op: "write", Path: p, Err: unwrapPath(err)}
+	}
+	if err := fh.Close(); err != nil {
+		return &fs.PathError{Op: "close", Path: p, Err: unwrapPath(err)}
+	}
+	return nil
+}
+
+// Proc returns a prometheus/procfs view of <root>/proc.
+func (f *FS) Proc() (procfs.FS, error) {
+	return procfs.NewFS(f.Path("/proc"))
+}
+
+// rename rewrites the path in a PathError to the host path the caller used.
+func rename(err error, p string) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return &fs.PathError{Op: pe.Op, Path: p, Err: pe.Err}
+	}
+	return err
+}
+
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}

@@ -1,0 +1,185 @@
+package hostfs
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"math/bits"
+	"strconv"
+	"strings"
+
+	"k8s.io/utils/cpuset"
+)
+
+// MaxCPUID bounds CPU ids accepted by the parsers; Linux's NR_CPUS tops out at
+// 8192 today, so anything far beyond is a corrupt file.
+const MaxCPUID = 1 << 16
+
+// ParseCPUList parses a kernel cpulist ("0-3,8,10-11"), as found in
+// cpulist, local_cpulist, isolated, nohz_full and smp_affinity_list files.
+// Whitespace around the list and around each element is ignored; an empty
+// list (or "(null)", which nohz_full prints when unset) is the empty set.
+func ParseCPUList(s string) (cpuset.CPUSet, error) {
+	s = strings.TrimSpace(s)
+	if s == "" || s == "(null)" {
+		return cpuset.New(), nil
+	}
+	var ids []int
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			return cpuset.CPUSet{}, fmt.Errorf("cpulist %q: empty element", s)
+		}
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := parseCPUID(lo)
+		if err != nil {
+			return cpuset.CPUSet{}, fmt.Errorf("cpulist %q: %w", s, err)
+		}
+		b := a
+		if isRange {
+			if b, err = parseCPUID(hi); err != nil {
+				return cpuset.CPUSet{}, fmt.Errorf("cpulist %q: %w", s, err)
+			}
+			if b < a {
+				return cpuset.CPUSet{}, fmt.Errorf("cpulist %q: range %d-%d is reversed", s, a, b)
+			}
+		}
+		for i := a; i <= b; i++ {
+			ids = append(ids, i)
+		}
+	}
+	return cpuset.New(ids...), nil
+}
+
+func parseCPUID(s string) (int, error) {
+	s = strings.TrimSpace(s)
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("bad CPU id %q", s)
+	}
+	if n >= MaxCPUID {
+		return 0, fmt.Errorf("CPU id %d beyond %d", n, MaxCPUID-1)
+	}
+	return n, nil
+}
+
+// ParseCPUMask parses a kernel hex CPU mask: comma-separated 32-bit hex words,
+// most significant first ("ffffffff,00000003"), as in smp_affinity and
+// local_cpus. An optional 0x prefix is accepted.
+func ParseCPUMask(s string) (cpuset.CPUSet, error) {
+	s = strings.TrimSpace(s)
+	s = strings.TrimPrefix(strings.TrimPrefix(s, "0x"), "0X")
+	if s == "" {
+		return cpuset.CPUSet{}, fmt.Errorf("cpumask: empty")
+	}
+	words := strings.Split(s, ",")
+	if len(words)*32 > MaxCPUID {
+		return cpuset.CPUSet{}, fmt.Errorf("cpumask %q: %d words is beyond %d CPUs", shorten(s), len(words), MaxCPUID)
+	}
+	var ids []int
+	for i := range words {
+		w := strings.TrimSpace(words[len(words)-1-i])
+		if w == "" || len(w) > 8 {
+			return cpuset.CPUSet{}, fmt.Errorf("cpumask %q: bad word %q", shorten(s), w)
+		}
+		v, err := strconv.ParseUint(w, 16, 32)
+		if err != nil {
+			return cpuset.CPUSet{}, fmt.Errorf("cpumask %q: bad word %q", shorten(s), w)
+		}
+		for v != 0 {
+			b := bits.TrailingZeros64(v)
+			ids = append(ids, i*32+b)
+			v &^= 1 << b
+		}
+	}
+	return cpuset.New(ids...), nil
+}
+
+// FormatCPUMask renders set in the kernel's hex mask format, padded to cover
+// at least ncpus CPUs.
+func FormatCPUMask(set cpuset.CPUSet, ncpus int) string {
+	max := ncpus
+	for _, c := range set.UnsortedList() {
+		if c+1 > max {
+			max = c + 1
+		}
+	}
+	nwords := (max + 31) / 32
+	if nwords == 0 {
+		nwords = 1
+	}
+	words := make([]uint32, nwords)
+	for _, c := range set.UnsortedList() {
+		words[c/32] |= 1 << (c % 32)
+	}
+	parts := make([]string, nwords)
+	for i := range words {
+		parts[nwords-1-i] = fmt.Sprintf("%08x", words[i])
+	}
+	return strings.Join(parts, ",")
+}
+
+// ParseNodeMeminfo parses /sys/devices/system/node/nodeN/meminfo
+// ("Node 0 MemTotal:  65793868 kB") into bytes (or plain counts for the
+// HugePages_* lines) keyed by field name.
+func ParseNodeMeminfo(b []byte) (map[string]uint64, error) {
+	out := map[string]uint64{}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for ln := 1; sc.Scan(); ln++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" {
+			continue
+		}
+		f := strings.Fields(line)
+		// Node <n> <Key>: <value> [kB]
+		if len(f) < 4 || f[0] != "Node" || !strings.HasSuffix(f[2], ":") {
+			return nil, fmt.Errorf("line %d: want \"Node N Key: value [kB]\", got %q", ln, shorten(line))
+		}
+		key := strings.TrimSuffix(f[2], ":")
+		v, err := strconv.ParseUint(f[3], 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("line %d: %s: bad value %q", ln, key, f[3])
+		}
+		if len(f) >= 5 {
+			if f[4] != "kB" {
+				return nil, fmt.Errorf("line %d: %s: unknown unit %q", ln, key, f[4])
+			}
+			if v > (1<<64-1)/1024 {
+				return nil, fmt.Errorf("line %d: %s: value overflows", ln, key)
+			}
+			v *= 1024
+		}
+		out[key] = v
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no fields")
+	}
+	return out, nil
+}
+
+// ParseDistances parses a node's distance row ("10 21 21 21").
+func ParseDistances(s string) ([]int, error) {
+	f := strings.Fields(s)
+	if len(f) == 0 {
+		return nil, fmt.Errorf("distance: empty")
+	}
+	out := make([]int, len(f))
+	for i, x := range f {
+		n, err := strconv.Atoi(x)
+		if err != nil || n < 0 || n > 255 {
+			return nil, fmt.Errorf("distance %q: bad entry %q (want 0-255)", shorten(s), x)
+		}
+		out[i] = n
+	}
+	return out, nil
+}
+
+func shorten(s string) string {
+	if len(s) > 64 {
+		return s[:61] + "..."
+	}
+	return s
+}

@@ -1,0 +1,96 @@
+// Package output renders gpunode's data models as a table, JSON or YAML.
+//
+// Every command builds one data model (a struct with a SchemaVersion field) and
+// hands it to Write; the table form comes from the model's WriteTable method, so
+// the three formats can never disagree about the data.
+package output
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"sigs.k8s.io/yaml"
+)
+
+// Format is an output format selected with -o.
+type Format string
+
+// The supported formats.
+const (
+	Table Format = "table"
+	JSON  Format = "json"
+	YAML  Format = "yaml"
+)
+
+// ParseFormat validates a -o value.
+func ParseFormat(s string) (Format, error) {
+	switch f := Format(strings.ToLower(strings.TrimSpace(s))); f {
+	case Table, JSON, YAML:
+		return f, nil
+	case "":
+		return Table, nil
+	default:
+		return "", fmt.Errorf("unknown output format %q (want table, json or yaml)", s)
+	}
+}
+
+// Options tune the table rendering.
+type Options struct {
+	// Color enables ANSI colours in tables.
+	Color bool
+}
+
+// Tabler is implemented by models that have a human-readable table form.
+type Tabler interface {
+	WriteTable(w io.Writer, o Options) error
+}
+
+// Write renders v in format f.
+func Write(w io.Writer, f Format, v any, o Options) error {
+	switch f {
+	case JSON:
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(v); err != nil {
+			return fmt.Errorf("encode json: %w", err)
+		}
+		return nil
+	case YAML:
+		b, err := yaml.Marshal(v)
+		if err != nil {
+			return fmt.Errorf("encode yaml: %w", err)
+		}
+		_, err = w.Write(b)
+		return err
+	case Table, "":
+		t, ok := v.(Tabler)
+		if !ok {
+			return fmt.Errorf("%T has no table form; use -o json or -o yaml", v)
+		}
+		return t.WriteTable(w, o)
+	default:
+		return fmt.Errorf("unknown output format %q", f)
+	}
+}
+
+// NewTabWriter returns the tabwriter configuration all tables share.
+func NewTabWriter(w io.Writer) *tabwriter.Writer {
+	return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+}
+
+// Paint wraps s in an ANSI colour when o.Color is set. Colours: "red",
+// "yellow", "green", "bold", "dim".
+func (o Options) Paint(color, s string) string {
+	if !o.Color {
+		return s
+	}
+	codes := map[string]string{"red": "31", "yellow": "33", "green": "32", "bold": "1", "dim": "2"}
+	c, ok := codes[color]
+	if !ok {
+		return s
+	}
+	return "\x1b[" + c + "m" + s + "\x1b[0m"
+}
