@@ -1,0 +1,138 @@
+package hostfs
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func newWriteFS(t *testing.T) (*FS, string) {
+	t.Helper()
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "etc/real"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// /etc/link -> /etc/real (absolute, must resolve inside the root)
+	if err := os.Symlink("/etc/real", filepath.Join(root, "etc/link")); err != nil {
+		t.Fatal(err)
+	}
+	fsys, err := New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fsys, root
+}
+
+func TestWriteFileAtomic(t *testing.T) {
+	fsys, root := newWriteFS(t)
+	tests := []struct {
+		name    string
+		path    string
+		data    string
+		perm    fs.FileMode
+		local   string
+		wantErr bool
+	}{
+		{"create", "/etc/a.conf", "a\n", 0o644, "etc/a.conf", false},
+		{"replace keeps exact mode", "/etc/a.conf", "b\n", 0o600, "etc/a.conf", false},
+		{"through linked parent", "/etc/link/x", "x", 0o640, "etc/real/x", false},
+		{"missing parent", "/nope/x", "x", 0o644, "", true},
+		{"root", "/", "x", 0o644, "", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := fsys.WriteFileAtomic(tt.path, []byte(tt.data), tt.perm)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("err = %v, wantErr %v", err, tt.wantErr)
+			}
+			if tt.wantErr {
+				return
+			}
+			b, err := os.ReadFile(filepath.Join(root, tt.local))
+			if err != nil || string(b) != tt.data {
+				t.Fatalf("content = %q, %v; want %q", b, err, tt.data)
+			}
+			fi, _ := os.Stat(filepath.Join(root, tt.local))
+			if fi.Mode().Perm() != tt.perm {
+				t.Errorf("mode = %v, want %v", fi.Mode().Perm(), tt.perm)
+			}
+		})
+	}
+	// No temporary files are left behind.
+	ents, _ := os.ReadDir(filepath.Join(root, "etc"))
+	for _, e := range ents {
+		if filepath.Ext(e.Name()) != ".conf" && e.Name() != "real" && e.Name() != "link" {
+			t.Errorf("leftover %s", e.Name())
+		}
+	}
+}
+
+func TestWriteFileAtomicReplacesLinkItself(t *testing.T) {
+	fsys, root := newWriteFS(t)
+	if err := os.WriteFile(filepath.Join(root, "etc/target"), []byte("t"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := fsys.Symlink("/etc/target", "/etc/l"); err != nil {
+		t.Fatal(err)
+	}
+	if tgt, err := fsys.Readlink("/etc/l"); err != nil || tgt != "/etc/target" {
+		t.Fatalf("Readlink = %q, %v", tgt, err)
+	}
+	if err := fsys.WriteFileAtomic("/etc/l", []byte("new"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := fsys.Lstat("/etc/l")
+	if err != nil || !fi.Mode().IsRegular() {
+		t.Fatalf("Lstat = %v, %v; want regular file", fi, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "etc/target")); string(b) != "t" {
+		t.Errorf("link target changed to %q", b)
+	}
+	if _, err := fsys.ReadFileNoFollow("/etc/l"); err != nil {
+		t.Errorf("ReadFileNoFollow: %v", err)
+	}
+}
+
+func TestMkdirAllRemove(t *testing.T) {
+	fsys, root := newWriteFS(t)
+	created, err := fsys.MkdirAll("/var/lib/gpunode", 0o700)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"/var", "/var/lib", "/var/lib/gpunode"}
+	if len(created) != len(want) {
+		t.Fatalf("created = %v, want %v", created, want)
+	}
+	for i := range want {
+		if created[i] != want[i] {
+			t.Fatalf("created = %v, want %v", created, want)
+		}
+	}
+	fi, err := os.Stat(filepath.Join(root, "var/lib/gpunode"))
+	if err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("stat = %v, %v", fi, err)
+	}
+	again, err := fsys.MkdirAll("/var/lib/gpunode", 0o700)
+	if err != nil || len(again) != 0 {
+		t.Fatalf("second MkdirAll = %v, %v", again, err)
+	}
+	if err := fsys.WriteFileAtomic("/etc/a", nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fsys.MkdirAll("/etc/a/b", 0o755); err == nil {
+		t.Error("MkdirAll through a file succeeded")
+	}
+	for i := len(created) - 1; i >= 0; i-- {
+		if err := fsys.Remove(created[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(root, "var")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("var still exists: %v", err)
+	}
+	if err := fsys.Remove("/var"); err != nil {
+		t.Errorf("Remove of a missing path: %v", err)
+	}
+}
