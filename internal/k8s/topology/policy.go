@@ -1,0 +1,288 @@
+package topology
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+)
+
+// Topology Manager policy names (KubeletConfiguration.topologyManagerPolicy).
+const (
+	PolicyNone           = "none"
+	PolicyBestEffort     = "best-effort"
+	PolicyRestricted     = "restricted"
+	PolicySingleNUMANode = "single-numa-node"
+)
+
+// Topology Manager scopes (KubeletConfiguration.topologyManagerScope).
+const (
+	ScopeContainer = "container"
+	ScopePod       = "pod"
+)
+
+// Topology Manager policy options (topologyManagerPolicyOptions). Both are
+// stable (GA) in v1.37, so no feature gate is needed.
+const (
+	OptionPreferClosestNUMANodes = "prefer-closest-numa-nodes"
+	OptionMaxAllowableNUMANodes  = "max-allowable-numa-nodes"
+)
+
+// DefaultMaxAllowableNUMANodes is kubelet's default limit on NUMA nodes when a
+// policy other than none is set.
+const DefaultMaxAllowableNUMANodes = 8
+
+// Policies lists the policy names kubelet accepts.
+func Policies() []string {
+	return []string{PolicyNone, PolicyBestEffort, PolicyRestricted, PolicySingleNUMANode}
+}
+
+// OptionLevel is the maturity of a policy option; it decides which feature
+// gate must be on.
+type OptionLevel string
+
+// Option maturity levels.
+const (
+	Alpha  OptionLevel = "alpha"
+	Beta   OptionLevel = "beta"
+	Stable OptionLevel = "stable"
+)
+
+// OptionLevels maps every known Topology Manager policy option to its level
+// in kubelet v1.37.
+func OptionLevels() map[string]OptionLevel {
+	return map[string]OptionLevel{
+		OptionPreferClosestNUMANodes: Stable,
+		OptionMaxAllowableNUMANodes:  Stable,
+	}
+}
+
+// CheckOptionAvailable mirrors kubelet's CheckPolicyOptionAvailable: gates
+// maps feature-gate names (TopologyManagerPolicyAlphaOptions,
+// TopologyManagerPolicyBetaOptions) to their values; it may be nil.
+func CheckOptionAvailable(option string, gates map[string]bool) error {
+	lvl, ok := OptionLevels()[option]
+	if !ok {
+		return fmt.Errorf("unknown Topology Manager Policy option: %q", option)
+	}
+	if lvl == Alpha && !gates["TopologyManagerPolicyAlphaOptions"] {
+		return fmt.Errorf("topology manager policy alpha-level options not enabled, but option %q provided", option)
+	}
+	if lvl == Beta && !gates["TopologyManagerPolicyBetaOptions"] {
+		return fmt.Errorf("topology manager policy beta-level options not enabled, but option %q provided", option)
+	}
+	return nil
+}
+
+// Options are the parsed Topology Manager policy options.
+type Options struct {
+	PreferClosestNUMA     bool
+	MaxAllowableNUMANodes int
+}
+
+// ParseOptions mirrors kubelet's NewPolicyOptions, error texts included.
+// Options are checked in name order (kubelet iterates a map, so with several
+// bad options the one it reports may differ).
+func ParseOptions(opts map[string]string) (Options, error) {
+	o := Options{MaxAllowableNUMANodes: DefaultMaxAllowableNUMANodes}
+	names := make([]string, 0, len(opts))
+	for n := range opts {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		value := opts[name]
+		if err := CheckOptionAvailable(name, nil); err != nil {
+			return o, err
+		}
+		switch name {
+		case OptionPreferClosestNUMANodes:
+			v, err := strconv.ParseBool(value)
+			if err != nil {
+				return o, fmt.Errorf("bad value for option %q: %w", name, err)
+			}
+			o.PreferClosestNUMA = v
+		case OptionMaxAllowableNUMANodes:
+			v, err := strconv.Atoi(value)
+			if err != nil {
+				return o, fmt.Errorf("unable to convert policy option to integer %q: %w", name, err)
+			}
+			if v < DefaultMaxAllowableNUMANodes {
+				return o, fmt.Errorf("the minimum value of %q should not be less than %v", name, DefaultMaxAllowableNUMANodes)
+			}
+			o.MaxAllowableNUMANodes = v
+		}
+	}
+	return o, nil
+}
+
+// Policy is a configured Topology Manager policy on a machine's NUMA nodes.
+// It is immutable and safe for concurrent use.
+type Policy struct {
+	name    string
+	nodes   []int
+	def     Bitmask
+	opts    Options
+	dist    [MaxNUMANodes][]uint64 // dist[id1][id2], only with PreferClosestNUMA
+	closest bool                   // compare with Closest rather than Narrowest
+}
+
+// NewPolicy builds policy name for the machine's NUMA node ids, with kubelet's
+// option map (topologyManagerPolicyOptions) and the NUMA distance matrix
+// (rows and columns in the order of numaNodes; needed only with
+// prefer-closest-numa-nodes=true). It fails like kubelet's NewManager: on
+// unknown policies or options, and on more NUMA nodes than
+// max-allowable-numa-nodes.
+func NewPolicy(name string, numaNodes []int, opts map[string]string, distances [][]uint64) (*Policy, error) {
+	if name == PolicyNone {
+		return newPolicy(name, numaNodes, Options{MaxAllowableNUMANodes: DefaultMaxAllowableNUMANodes}, distances)
+	}
+	o, err := ParseOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	return newPolicy(name, numaNodes, o, distances)
+}
+
+// NewPolicyWithOptions is NewPolicy with already parsed options.
+func NewPolicyWithOptions(name string, numaNodes []int, opts Options, distances [][]uint64) (*Policy, error) {
+	return newPolicy(name, numaNodes, opts, distances)
+}
+
+func newPolicy(name string, numaNodes []int, o Options, distances [][]uint64) (*Policy, error) {
+	switch name {
+	case PolicyNone, PolicyBestEffort, PolicyRestricted, PolicySingleNUMANode:
+	default:
+		return nil, fmt.Errorf("unknown policy: \"%s\"", name)
+	}
+	p := &Policy{name: name, nodes: append([]int(nil), numaNodes...), opts: o}
+	for i, id := range numaNodes {
+		if id < 0 || id >= MaxNUMANodes {
+			return nil, fmt.Errorf("numaNodes[%d]: NUMA id %d beyond %d", i, id, MaxNUMANodes-1)
+		}
+		if p.def.IsSet(id) {
+			return nil, fmt.Errorf("numaNodes[%d]: duplicate NUMA id %d", i, id)
+		}
+		p.def |= 1 << uint(id)
+	}
+	if name == PolicyNone {
+		return p, nil
+	}
+	if o.MaxAllowableNUMANodes == 0 {
+		p.opts.MaxAllowableNUMANodes = DefaultMaxAllowableNUMANodes
+	}
+	if len(numaNodes) > p.opts.MaxAllowableNUMANodes {
+		return nil, fmt.Errorf("unsupported on machines with more than %v NUMA Nodes", p.opts.MaxAllowableNUMANodes)
+	}
+	if distances != nil {
+		if len(distances) != len(numaNodes) {
+			return nil, fmt.Errorf("distances: %d rows for %d NUMA nodes", len(distances), len(numaNodes))
+		}
+		for i, row := range distances {
+			if len(row) != len(numaNodes) {
+				return nil, fmt.Errorf("distances[%d]: %d columns for %d NUMA nodes", i, len(row), len(numaNodes))
+			}
+		}
+	}
+	if o.PreferClosestNUMA {
+		if distances == nil {
+			return nil, fmt.Errorf("the %q policy option needs the NUMA distances (kubelet: error getting NUMA distances from cadvisor)", OptionPreferClosestNUMANodes)
+		}
+		// Re-index by NUMA id, as kubelet's NUMADistances (map id -> row indexed by id).
+		for i, id := range numaNodes {
+			row := make([]uint64, MaxNUMANodes)
+			for j, id2 := range numaNodes {
+				row[id2] = distances[i][j]
+			}
+			p.dist[id] = row
+		}
+		p.closest = name != PolicySingleNUMANode
+	}
+	return p, nil
+}
+
+// Name is the policy name.
+func (p *Policy) Name() string { return p.name }
+
+// NUMANodes returns the machine's NUMA ids in the order given to NewPolicy.
+func (p *Policy) NUMANodes() []int { return append([]int(nil), p.nodes...) }
+
+// Options returns the parsed options.
+func (p *Policy) Options() Options { return p.opts }
+
+// DefaultAffinity is the mask of all the machine's NUMA nodes.
+func (p *Policy) DefaultAffinity() Bitmask { return p.def }
+
+// IsAlignmentGuaranteed mirrors kubelet: only single-numa-node guarantees
+// that resources are aligned or the pod is rejected.
+func (p *Policy) IsAlignmentGuaranteed() bool { return p.name == PolicySingleNUMANode }
+
+// Merge merges the providers' hints and decides admission, with the result
+// kubelet v1.37's Policy.Merge returns for the same input:
+//   - none: {nil, non-preferred}, admit;
+//   - best-effort: the best merged hint, always admit;
+//   - restricted: the best merged hint, admit iff it is preferred;
+//   - single-numa-node: merge of the single-NUMA preferred hints only, a result
+//     equal to all NUMA nodes becomes {nil, preferred?}; admit iff preferred.
+func (p *Policy) Merge(providersHints []map[string][]Hint) (Hint, bool) {
+	switch p.name {
+	case PolicyNone:
+		return Hint{}, true
+	case PolicySingleNUMANode:
+		lists := filterSingleNUMAHints(hintLists(Flatten(providersHints)))
+		best := p.mergeLists(lists)
+		if *best.Affinity == p.def {
+			best = Hint{nil, best.Preferred}
+		}
+		return best, best.Preferred
+	case PolicyRestricted:
+		best := p.mergeLists(hintLists(Flatten(providersHints)))
+		return best, best.Preferred
+	default: // best-effort
+		return p.mergeLists(hintLists(Flatten(providersHints))), true
+	}
+}
+
+// Merge is p.Merge(providersHints).
+func Merge(p *Policy, providersHints []map[string][]Hint) (Hint, bool) {
+	return p.Merge(providersHints)
+}
+
+// MergeLists merges already flattened hint lists (one per resource, see
+// Flatten) with p's comparison, without the single-numa-node filtering or
+// admission decision; it is the HintMerger.Merge step of kubelet. The
+// affinity of the result is never nil.
+func (p *Policy) MergeLists(lists [][]Hint) Hint { return p.mergeLists(lists) }
+
+// averageDistance mirrors kubelet's NUMADistances.CalculateAverageFor
+// (same summation order, so the same float64).
+func (p *Policy) averageDistance(m Bitmask) float64 {
+	if m == 0 {
+		return 0
+	}
+	ids := m.Bits()
+	var count, sum float64
+	for _, a := range ids {
+		for _, b := range ids {
+			sum += float64(p.dist[a][b])
+			count++
+		}
+	}
+	return sum / count
+}
+
+// fitter reports whether a is strictly fitter than b (a != b): kubelet's
+// Narrowest, or Closest with prefer-closest-numa-nodes (not for
+// single-numa-node).
+func (p *Policy) fitter(a, b Bitmask) bool {
+	ca, cb := a.Count(), b.Count()
+	if ca != cb {
+		return ca < cb
+	}
+	if p.closest {
+		da, db := p.averageDistance(a), p.averageDistance(b)
+		if da != db {
+			return da < db
+		}
+	}
+	return a < b
+}
