@@ -189,7 +189,7 @@ func reachableANDs(def Bitmask, lists [][]Hint, mode closureMode) []Bitmask {
 
 	cur := []uint64{full}
 	var dense, f []uint64 // zeta transform of the multiset of reachable masks; scratch
-	var bound uint64   // upper bound of every count in dense
+	var bound uint64      // upper bound of every count in dense
 	denseCost := uint64(k+2) << uint(k)
 	for _, t := range csets {
 		if dense == nil && k <= denseMaxBits && mode != closurePairwise {
