@@ -219,3 +219,31 @@ func (f *FS) ReadFileNoFollow(p string) ([]byte, error) {
 	}
 	return f.ReadFile(p)
 }
+
+// Filesystem magic numbers of the kernel's pseudo filesystems (statfs(2)).
+const (
+	procSuperMagic = 0x9fa0
+	sysfsMagic     = 0x62656572
+	cgroup2Magic   = 0x63677270
+	debugfsMagic   = 0x64626720
+)
+
+// IsKernelFile reports whether p lives on a kernel pseudo filesystem
+// (procfs, sysfs, cgroup2, debugfs), where a write is a request to the
+// kernel rather than a store of bytes. In a captured tree it is false: the
+// "kernel files" there are plain files.
+func (f *FS) IsKernelFile(p string) bool {
+	hp, err := f.hostPath(p)
+	if err != nil {
+		return false
+	}
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(hp, &st); err != nil {
+		return false
+	}
+	switch int64(st.Type) {
+	case procSuperMagic, sysfsMagic, cgroup2Magic, debugfsMagic:
+		return true
+	}
+	return false
+}
