@@ -23,7 +23,6 @@ func guaranteedPod(uid string, cpus ...string) *v1.Pod {
 	return p
 }
 
-
 func hintsString(hs []node.Hint) string {
 	var parts []string
 	for _, h := range hs {
