@@ -6,6 +6,7 @@ import "github.com/spf13/cobra"
 // order they appear in help. Add a new command by adding its constructor here.
 func commands() []func(*App) *cobra.Command {
 	return []func(*App) *cobra.Command{
-		// (*App).newTopoCommand,
+		(*App).newTopoCommand,
+		(*App).newGPUCommand,
 	}
 }

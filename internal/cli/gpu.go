@@ -1,0 +1,325 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	iofs "io/fs"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpunode/gpunode/internal/gpu"
+	"github.com/gpunode/gpunode/internal/journal"
+	"github.com/gpunode/gpunode/internal/output"
+)
+
+// gpuFlags are the flags shared by commands that talk to GPUs.
+type gpuFlags struct {
+	backend string
+	gpus    []string
+}
+
+func (f *gpuFlags) register(cmd *cobra.Command, persistent bool) {
+	fs := cmd.Flags()
+	if persistent {
+		fs = cmd.PersistentFlags()
+	}
+	fs.StringVar(&f.backend, "gpu-backend", gpu.KindAuto, "GPU backend: "+strings.Join(gpu.Kinds, ", ")+
+		" (auto: NVML, else nvidia-smi, else none; with --root other than /, the fake file "+gpu.FakeFile+")")
+	_ = cmd.RegisterFlagCompletionFunc("gpu-backend", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return gpu.Kinds, cobra.ShellCompDirectiveNoFileComp
+	})
+}
+
+// openGPU opens the GPU backend selected by --gpu-backend and --root. A bad
+// backend name or a malformed fake file is a usage error.
+func (a *App) openGPU(ctx context.Context, kind string) (gpu.Backend, error) {
+	host, err := a.Host()
+	if err != nil {
+		return nil, err
+	}
+	b, err := gpu.Open(ctx, gpu.Options{Kind: kind, Host: host})
+	if err != nil {
+		return nil, wrapUsage(err)
+	}
+	return b, nil
+}
+
+// gpuStatus reads the status of b with NUMA nodes filled from sysfs.
+func (a *App) gpuStatus(ctx context.Context, b gpu.Backend) (gpu.Status, error) {
+	st, err := b.Status(ctx)
+	if err != nil {
+		return gpu.Status{}, err
+	}
+	host, err := a.Host()
+	if err != nil {
+		return gpu.Status{}, err
+	}
+	for _, w := range gpu.Annotate(host, &st) {
+		a.Warnf("%v", w)
+	}
+	return st, nil
+}
+
+func (a *App) newGPUCommand() *cobra.Command {
+	var f gpuFlags
+	cmd := &cobra.Command{
+		Use:   "gpu",
+		Short: "Show and set GPU driver state: persistence, clocks, ECC, MIG mode (nvidia-smi -q)",
+		Long: `Read every NVIDIA GPU through NVML (or nvidia-smi, or a fake description
+with --root) and show or change the driver settings that matter for
+performance: persistence mode, locked clocks, ECC, MIG mode.
+
+Changes are journaled before they are made, like 'gpunode tune', so a
+rollback restores them. A node without an NVIDIA driver shows no GPUs and
+the reason; no command crashes on it.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	f.register(cmd, true)
+	cmd.AddCommand(a.newGPUStatusCommand(&f), a.newGPUPersistenceCommand(&f), a.newGPUClocksCommand(&f),
+		a.newGPUAuditCommand(&f))
+	return cmd
+}
+
+func (a *App) newGPUStatusCommand(f *gpuFlags) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Per GPU: identity, NUMA node, persistence/compute/MIG modes, clocks and clock events, ECC, power, PCIe, NVLink",
+		Example: `  gpunode gpu status
+  gpunode gpu status -o json | jq '.gpus[] | {index, persistence, ecc}'
+  gpunode gpu status --gpu 0,1
+  gpunode gpu status --root ./testdata/hosts/h100x8   # fake backend`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			b, err := a.openGPU(cmd.Context(), f.backend)
+			if err != nil {
+				return err
+			}
+			defer b.Close()
+			st, err := a.gpuStatus(cmd.Context(), b)
+			if err != nil {
+				return err
+			}
+			if len(f.gpus) > 0 {
+				sel, err := gpu.SelectGPUs(st, f.gpus)
+				if err != nil {
+					return wrapUsage(err)
+				}
+				st.GPUs = sel
+			}
+			return a.Render(st)
+		},
+	}
+	cmd.Flags().StringSliceVar(&f.gpus, "gpu", nil, "GPUs to show: index, UUID (prefix) or PCI address, comma-separated (default all)")
+	return cmd
+}
+
+// mutateFlags are the flags of commands that change GPUs.
+type mutateFlags struct {
+	gpus       []string
+	dryRun     bool
+	journalDir string
+}
+
+func (m *mutateFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringSliceVar(&m.gpus, "gpu", nil, "GPUs to change: index, UUID (prefix) or PCI address, comma-separated (default all)")
+	cmd.Flags().BoolVar(&m.dryRun, "dry-run", false, "print the plan and change nothing")
+	cmd.Flags().StringVar(&m.journalDir, "journal-dir", journal.DefaultDir, "journal directory (a host path under --root)")
+}
+
+// runGPUPlan opens the backend, selects GPUs, builds a plan with mk and
+// applies it unless --dry-run.
+func (a *App) runGPUPlan(cmd *cobra.Command, f *gpuFlags, m *mutateFlags, mk func(be string, gpus []gpu.GPU) (gpu.Plan, error)) error {
+	ctx := cmd.Context()
+	b, err := a.openGPU(ctx, f.backend)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	st, err := b.Status(ctx)
+	if err != nil {
+		return err
+	}
+	if b.Name() == gpu.KindNone {
+		return fmt.Errorf("%s", st.Reason)
+	}
+	sel, err := gpu.SelectGPUs(st, m.gpus)
+	if err != nil {
+		return wrapUsage(err)
+	}
+	plan, err := mk(b.Name(), sel)
+	if err != nil {
+		return wrapUsage(err)
+	}
+	host, err := a.Host()
+	if err != nil {
+		return err
+	}
+	plan, err = gpu.Apply(ctx, b, host, m.journalDir, plan, "gpunode "+strings.Join(a.Args, " "), m.dryRun)
+	if rerr := a.Render(plan); rerr != nil && err == nil {
+		err = rerr
+	}
+	return err
+}
+
+func (a *App) newGPUPersistenceCommand(f *gpuFlags) *cobra.Command {
+	var m mutateFlags
+	cmd := &cobra.Command{
+		Use:   "persistence on|off",
+		Short: "Turn persistence mode on or off (journaled; nvidia-persistenced is the supported way)",
+		Long: `Set the legacy persistence mode (nvidia-smi -pm) on the selected GPUs. The
+change is journaled first, so a rollback restores the previous mode.
+NVIDIA calls the legacy mode near end of life: prefer
+'systemctl enable --now nvidia-persistenced' on hosts you manage.`,
+		Example: `  gpunode gpu persistence on --dry-run
+  gpunode gpu persistence on --gpu 0,1`,
+		Args:      cobra.ExactArgs(1),
+		ValidArgs: []string{"on", "off"},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var on bool
+			switch strings.ToLower(args[0]) {
+			case "on", "1", "enabled":
+				on = true
+			case "off", "0", "disabled":
+			default:
+				return Usagef("gpu persistence: %q: want on or off", args[0])
+			}
+			return a.runGPUPlan(cmd, f, &m, func(be string, gpus []gpu.GPU) (gpu.Plan, error) {
+				return gpu.PlanPersistence(be, gpus, on), nil
+			})
+		},
+	}
+	m.register(cmd)
+	return cmd
+}
+
+func (a *App) newGPUClocksCommand(f *gpuFlags) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "clocks",
+		Short: "Lock or reset the graphics clock (nvidia-smi -lgc / -rgc), journaled",
+		Args:  cobra.NoArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	var lm, rm mutateFlags
+	var mhz string
+	lock := &cobra.Command{
+		Use:   "lock --mhz N|max",
+		Short: "Lock the graphics clock to N MHz (min = max = N) or to each GPU's maximum",
+		Long: `Lock the graphics clock for repeatable benchmarks. Pick N from
+'nvidia-smi -q -d SUPPORTED_CLOCKS'; 'max' uses each GPU's maximum graphics
+clock. Keep GPU Boost for normal training and inference: 'gpunode gpu clocks
+reset' or a rollback undoes the lock.`,
+		Example: `  gpunode gpu clocks lock --mhz 1410 --dry-run
+  gpunode gpu clocks lock --mhz max --gpu 0`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var want uint32
+			switch s := strings.ToLower(strings.TrimSpace(mhz)); s {
+			case "":
+				return Usagef("gpu clocks lock: --mhz N|max is required")
+			case "max":
+			default:
+				n, err := strconv.ParseUint(s, 10, 32)
+				if err != nil || n == 0 || n > 10000 {
+					return Usagef("gpu clocks lock: --mhz %q: want a clock in MHz (1-10000) or max", mhz)
+				}
+				want = uint32(n)
+			}
+			return a.runGPUPlan(cmd, f, &lm, func(be string, gpus []gpu.GPU) (gpu.Plan, error) {
+				return gpu.PlanClockLock(be, gpus, want)
+			})
+		},
+	}
+	lock.Flags().StringVar(&mhz, "mhz", "", "graphics clock in MHz, or max")
+	lm.register(lock)
+	reset := &cobra.Command{
+		Use:     "reset",
+		Short:   "Remove graphics clock locks (GPU Boost decides again)",
+		Example: `  gpunode gpu clocks reset --gpu 0`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.runGPUPlan(cmd, f, &rm, func(be string, gpus []gpu.GPU) (gpu.Plan, error) {
+				return gpu.PlanClockReset(be, gpus), nil
+			})
+		},
+	}
+	rm.register(reset)
+	cmd.AddCommand(lock, reset)
+	return cmd
+}
+
+// GPUAuditReport is the model of 'gpunode gpu audit'.
+type GPUAuditReport struct {
+	SchemaVersion string        `json:"schemaVersion"`
+	Backend       string        `json:"backend"`
+	Findings      []gpu.Finding `json:"findings"`
+}
+
+// WriteTable implements output.Tabler.
+func (r GPUAuditReport) WriteTable(w io.Writer, _ output.Options) error {
+	tw := output.NewTabWriter(w)
+	fmt.Fprintln(tw, "SEVERITY\tCHECK\tGPU\tMESSAGE\tFIX")
+	for _, f := range r.Findings {
+		g := "-"
+		if f.GPU >= 0 {
+			g = strconv.Itoa(f.GPU)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", f.Severity, f.Check, g, f.Message, f.Fix)
+	}
+	return tw.Flush()
+}
+
+func (a *App) newGPUAuditCommand(f *gpuFlags) *cobra.Command {
+	var runtime string
+	cmd := &cobra.Command{
+		Use:   "audit",
+		Short: "Check persistence, ECC, remapped rows, locked clocks, pending MIG changes and CUDA-driver compatibility",
+		Long: `Run the GPU checks that 'gpunode audit' includes. Exit 1 when a check warns
+or fails. The CUDA runtime version comes from --cuda-runtime or
+/usr/local/cuda/version.json (version.txt before CUDA 11.1) under --root.`,
+		Example: `  gpunode gpu audit
+  gpunode gpu audit --cuda-runtime 12.4`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			b, err := a.openGPU(cmd.Context(), f.backend)
+			if err != nil {
+				return err
+			}
+			defer b.Close()
+			st, err := a.gpuStatus(cmd.Context(), b)
+			if err != nil {
+				return err
+			}
+			o := gpu.AuditOptions{CUDARuntime: runtime, CUDARuntimeSource: "--cuda-runtime"}
+			if runtime == "" {
+				host, err := a.Host()
+				if err != nil {
+					return err
+				}
+				v, src, err := gpu.DetectCUDARuntime(host)
+				switch {
+				case err == nil:
+					o.CUDARuntime, o.CUDARuntimeSource = v, src
+				case !errors.Is(err, iofs.ErrNotExist):
+					a.Warnf("CUDA runtime: %v", err)
+				}
+			}
+			rep := GPUAuditReport{SchemaVersion: "gpunode.gpu.audit/v1", Backend: st.Backend, Findings: gpu.Audit(st, o)}
+			if err := a.Render(rep); err != nil {
+				return err
+			}
+			for _, fd := range rep.Findings {
+				if fd.Severity == gpu.SevWarn || fd.Severity == gpu.SevFail {
+					return ErrFindings
+				}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&runtime, "cuda-runtime", "", "CUDA runtime version in use (default: detect from /usr/local/cuda)")
+	return cmd
+}

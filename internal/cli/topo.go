@@ -1,0 +1,92 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpunode/gpunode/internal/output"
+	"github.com/gpunode/gpunode/internal/topo"
+)
+
+func (a *App) newTopoCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "topo",
+		Short: "Show CPU, NUMA, memory and GPU/NIC PCIe topology (numactl -H + lscpu + nvidia-smi topo -m)",
+		Long: `Show the machine's topology from sysfs alone, without the NVIDIA driver:
+sockets and NUMA nodes (CPUs, memory, hugepages, distance matrix), the
+GPU/NIC link matrix with CPU and NUMA affinity (as nvidia-smi topo -m), every
+GPU, NIC, NVMe drive and NVSwitch with its PCIe link, and warnings about
+downgraded links, devices with an unknown NUMA node, and GPUs without a NIC on
+their node.
+
+Use --root to read a captured tree (see 'gpunode topo capture').`,
+		Example: `  gpunode topo
+  gpunode topo -o json | jq '.gpus[] | {name, bdf, numaNode, localCPUs}'
+  gpunode topo --root ./node-capture`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			fs, err := a.Host()
+			if err != nil {
+				return err
+			}
+			t, err := topo.Discover(cmd.Context(), fs)
+			if err != nil {
+				return err
+			}
+			return a.Render(t)
+		},
+	}
+	cmd.AddCommand(a.newTopoCaptureCommand())
+	return cmd
+}
+
+// CaptureResult is the model printed by 'gpunode topo capture'.
+type CaptureResult struct {
+	SchemaVersion string `json:"schemaVersion"`
+	Out           string `json:"out"`
+	Files         int    `json:"files"`
+	Warnings      int    `json:"warnings"`
+}
+
+func (a *App) newTopoCaptureCommand() *cobra.Command {
+	var out string
+	cmd := &cobra.Command{
+		Use:   "capture --out DIR",
+		Short: "Copy exactly the host files gpunode reads into DIR, for --root DIR and bug reports",
+		Long: `Run topology discovery and copy every file it read (sysfs symlinks preserved)
+into DIR. 'gpunode topo --root DIR' then reproduces this machine's report
+anywhere. Attach 'tar czf node.tgz DIR' to a bug report.`,
+		Example: `  gpunode topo capture --out /tmp/node-capture
+  gpunode topo --root /tmp/node-capture`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if out == "" {
+				return Usagef("topo capture: --out DIR is required")
+			}
+			fs, err := a.Host()
+			if err != nil {
+				return err
+			}
+			fs.Record()
+			t, err := topo.Discover(cmd.Context(), fs)
+			if err != nil {
+				return err
+			}
+			if err := fs.CopyRecorded(out); err != nil {
+				return fmt.Errorf("topo capture: %w", err)
+			}
+			return a.Render(CaptureResult{SchemaVersion: "gpunode.capture/v1", Out: out, Files: len(fs.Recorded()), Warnings: len(t.Warnings)})
+		},
+	}
+	cmd.Flags().StringVar(&out, "out", "", "directory to write the capture to (created if missing)")
+	_ = cmd.MarkFlagDirname("out")
+	return cmd
+}
+
+// WriteTable implements output.Tabler.
+func (c CaptureResult) WriteTable(w io.Writer, _ output.Options) error {
+	_, err := fmt.Fprintf(w, "captured %d host paths into %s (%d warnings during discovery)\nreplay with: gpunode topo --root %s\n", c.Files, c.Out, c.Warnings, c.Out)
+	return err
+}

@@ -1,0 +1,410 @@
+//go:build linux && cgo
+
+package gpu
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+)
+
+// nvmlBackend reads and writes GPUs through NVML.
+type nvmlBackend struct {
+	lib nvml.Interface
+	mu  sync.Mutex
+	// syms caches symbol lookups (true: present).
+	syms map[string]bool
+}
+
+var _ Backend = (*nvmlBackend)(nil)
+
+// NVMLAvailable reports whether this binary was built with the NVML backend.
+const NVMLAvailable = true
+
+// OpenNVML loads libnvidia-ml.so.1 and initialises NVML. It fails (without
+// crashing) when the library or the kernel driver is missing.
+func OpenNVML() (Backend, error) { return NewNVML(nvml.New()) }
+
+// NewNVML initialises lib (the real library or a go-nvml mock) and returns a
+// backend using it.
+func NewNVML(lib nvml.Interface) (Backend, error) {
+	ret := callRet(lib.Init)
+	if ret != nvml.SUCCESS {
+		return nil, fmt.Errorf("nvml.Init: %w", nvmlErr(ret))
+	}
+	return &nvmlBackend{lib: lib, syms: map[string]bool{}}, nil
+}
+
+// NVML returns the go-nvml interface behind b, for callers (MIG live
+// operations) that need NVML calls beyond Backend.
+func (b *nvmlBackend) NVML() nvml.Interface { return b.lib }
+
+// NVMLer is implemented by the NVML backend.
+type NVMLer interface{ NVML() nvml.Interface }
+
+func (b *nvmlBackend) Name() string { return KindNVML }
+
+func (b *nvmlBackend) Close() error {
+	if ret := callRet(b.lib.Shutdown); ret != nvml.SUCCESS {
+		return fmt.Errorf("nvml.Shutdown: %w", nvmlErr(ret))
+	}
+	return nil
+}
+
+// nvmlErr makes an nvml.Return usable with errors.Is.
+func nvmlErr(ret nvml.Return) error { return ret }
+
+// call runs one NVML getter. A panic (a go-nvml mock method that is not set,
+// or a wrapper bug) becomes ERROR_FUNCTION_NOT_FOUND so one field can never
+// take the process down.
+func call[T any](f func() (T, nvml.Return)) (v T, ret nvml.Return) {
+	defer func() {
+		if recover() != nil {
+			var zero T
+			v, ret = zero, nvml.ERROR_FUNCTION_NOT_FOUND
+		}
+	}()
+	return f()
+}
+
+func callRet(f func() nvml.Return) (ret nvml.Return) {
+	defer func() {
+		if recover() != nil {
+			ret = nvml.ERROR_FUNCTION_NOT_FOUND
+		}
+	}()
+	return f()
+}
+
+// has reports whether the loaded library exports symbol. Functions added to
+// NVML after the oldest driver gpunode supports are looked up first: calling
+// a missing one through go-nvml aborts the process.
+func (b *nvmlBackend) has(symbol string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if v, ok := b.syms[symbol]; ok {
+		return v
+	}
+	ok := callRet(func() nvml.Return {
+		if err := b.lib.Extensions().LookupSymbol(symbol); err != nil {
+			return nvml.ERROR_FUNCTION_NOT_FOUND
+		}
+		return nvml.SUCCESS
+	}) == nvml.SUCCESS
+	b.syms[symbol] = ok
+	return ok
+}
+
+func archName(a nvml.DeviceArchitecture) string {
+	switch a {
+	case nvml.DEVICE_ARCH_KEPLER:
+		return "Kepler"
+	case nvml.DEVICE_ARCH_MAXWELL:
+		return "Maxwell"
+	case nvml.DEVICE_ARCH_PASCAL:
+		return "Pascal"
+	case nvml.DEVICE_ARCH_VOLTA:
+		return "Volta"
+	case nvml.DEVICE_ARCH_TURING:
+		return "Turing"
+	case nvml.DEVICE_ARCH_AMPERE:
+		return "Ampere"
+	case nvml.DEVICE_ARCH_ADA:
+		return "Ada"
+	case nvml.DEVICE_ARCH_HOPPER:
+		return "Hopper"
+	case nvml.DEVICE_ARCH_BLACKWELL:
+		return "Blackwell"
+	}
+	return ""
+}
+
+func computeModeName(m nvml.ComputeMode) string {
+	switch m {
+	case nvml.COMPUTEMODE_DEFAULT:
+		return "Default"
+	case nvml.COMPUTEMODE_EXCLUSIVE_THREAD:
+		return "Exclusive_Thread"
+	case nvml.COMPUTEMODE_PROHIBITED:
+		return "Prohibited"
+	case nvml.COMPUTEMODE_EXCLUSIVE_PROCESS:
+		return "Exclusive_Process"
+	}
+	return ""
+}
+
+// busID converts NVML's NUL-terminated int8 bus id.
+func busID(p nvml.PciInfo) string {
+	var sb strings.Builder
+	for _, c := range p.BusId {
+		if c == 0 {
+			break
+		}
+		sb.WriteByte(byte(c))
+	}
+	if sb.Len() == 0 {
+		return fmt.Sprintf("%08x:%02x:%02x.0", p.Domain, p.Bus, p.Device)
+	}
+	return sb.String()
+}
+
+// cudaVersion formats NVML's CUDA driver version (12040 -> "12.4").
+func cudaVersion(v int) string {
+	if v <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d.%d", v/1000, (v%1000)/10)
+}
+
+func (b *nvmlBackend) Status(ctx context.Context) (Status, error) {
+	st := Status{Backend: KindNVML}
+	if v, ret := call(b.lib.SystemGetDriverVersion); ret == nvml.SUCCESS {
+		st.DriverVersion = v
+	}
+	if v, ret := call(b.lib.SystemGetCudaDriverVersion); ret == nvml.SUCCESS {
+		st.CUDAVersion = cudaVersion(v)
+	}
+	n, ret := call(b.lib.DeviceGetCount)
+	if ret != nvml.SUCCESS {
+		return Status{}, fmt.Errorf("nvml: device count: %w", nvmlErr(ret))
+	}
+	for i := 0; i < n; i++ {
+		if err := ctx.Err(); err != nil {
+			return Status{}, err
+		}
+		dev, ret := call(func() (nvml.Device, nvml.Return) { return b.lib.DeviceGetHandleByIndex(i) })
+		if ret != nvml.SUCCESS {
+			return Status{}, fmt.Errorf("nvml: GPU %d: handle: %w", i, nvmlErr(ret))
+		}
+		g, err := b.readGPU(i, dev)
+		if err != nil {
+			return Status{}, err
+		}
+		st.GPUs = append(st.GPUs, g)
+	}
+	st.normalize()
+	return st, nil
+}
+
+func (b *nvmlBackend) readGPU(i int, d nvml.Device) (GPU, error) {
+	g := GPU{Index: i}
+	if v, ret := call(d.GetIndex); ret == nvml.SUCCESS {
+		g.Index = v
+	}
+	uuid, ret := call(d.GetUUID)
+	if ret != nvml.SUCCESS {
+		return GPU{}, fmt.Errorf("nvml: GPU %d: UUID: %w", i, nvmlErr(ret))
+	}
+	g.UUID = uuid
+	g.Name, _ = call(d.GetName)
+	if p, ret := call(d.GetPciInfo); ret == nvml.SUCCESS {
+		if a, err := NormalizePCIAddress(busID(p)); err == nil {
+			g.PCIAddress = a
+		}
+		g.PCIDeviceID = fmt.Sprintf("0x%08X", p.PciDeviceId)
+	}
+	if a, ret := call(d.GetArchitecture); ret == nvml.SUCCESS {
+		g.Architecture = archName(a)
+	}
+	if ma, mi, ret := call2(d.GetCudaComputeCapability); ret == nvml.SUCCESS {
+		g.ComputeCapability = fmt.Sprintf("%d.%d", ma, mi)
+	}
+	if m, ret := call(d.GetMemoryInfo); ret == nvml.SUCCESS {
+		g.MemoryMiB = m.Total >> 20
+	}
+	if b.has("nvmlDeviceGetNumaNodeId") {
+		if n, ret := call(d.GetNumaNodeId); ret == nvml.SUCCESS && n >= 0 {
+			g.NUMANode = &n
+		}
+	}
+	if p, ret := call(d.GetPersistenceMode); ret == nvml.SUCCESS {
+		on := p == nvml.FEATURE_ENABLED
+		g.Persistence = &on
+	}
+	if m, ret := call(d.GetComputeMode); ret == nvml.SUCCESS {
+		g.ComputeMode = computeModeName(m)
+	}
+	if cur, pend, ret := call2(d.GetMigMode); ret == nvml.SUCCESS {
+		g.MIG = &MIGMode{Current: cur == nvml.DEVICE_MIG_ENABLE, Pending: pend == nvml.DEVICE_MIG_ENABLE}
+	}
+	clock := func(f func(nvml.ClockType) (uint32, nvml.Return), t nvml.ClockType) uint32 {
+		v, ret := call(func() (uint32, nvml.Return) { return f(t) })
+		if ret != nvml.SUCCESS {
+			return 0
+		}
+		return v
+	}
+	g.Clocks = Clocks{
+		GraphicsMHz: clock(d.GetClockInfo, nvml.CLOCK_GRAPHICS), SMMHz: clock(d.GetClockInfo, nvml.CLOCK_SM),
+		MemoryMHz:      clock(d.GetClockInfo, nvml.CLOCK_MEM),
+		AppGraphicsMHz: clock(d.GetApplicationsClock, nvml.CLOCK_GRAPHICS), AppMemoryMHz: clock(d.GetApplicationsClock, nvml.CLOCK_MEM),
+		MaxGraphicsMHz: clock(d.GetMaxClockInfo, nvml.CLOCK_GRAPHICS), MaxSMMHz: clock(d.GetMaxClockInfo, nvml.CLOCK_SM),
+		MaxMemoryMHz: clock(d.GetMaxClockInfo, nvml.CLOCK_MEM),
+	}
+	g.Clocks.DefaultAppGraphicsMHz = clock(d.GetDefaultApplicationsClock, nvml.CLOCK_GRAPHICS)
+	switch {
+	case b.has("nvmlDeviceGetCurrentClocksEventReasons"):
+		if m, ret := call(d.GetCurrentClocksEventReasons); ret == nvml.SUCCESS {
+			g.ClockEvents = DecodeClockEvents(m)
+		}
+	case b.has("nvmlDeviceGetCurrentClocksThrottleReasons"):
+		if m, ret := call(d.GetCurrentClocksThrottleReasons); ret == nvml.SUCCESS {
+			g.ClockEvents = DecodeClockEvents(m)
+		}
+	}
+	if cur, pend, ret := call2(d.GetEccMode); ret == nvml.SUCCESS {
+		e := &ECC{Current: cur == nvml.FEATURE_ENABLED, Pending: pend == nvml.FEATURE_ENABLED}
+		ecc := func(t nvml.MemoryErrorType, c nvml.EccCounterType) *uint64 {
+			v, ret := call(func() (uint64, nvml.Return) { return d.GetTotalEccErrors(t, c) })
+			if ret != nvml.SUCCESS {
+				return nil
+			}
+			return &v
+		}
+		e.Volatile = ECCCounts{Corrected: ecc(nvml.MEMORY_ERROR_TYPE_CORRECTED, nvml.VOLATILE_ECC),
+			Uncorrected: ecc(nvml.MEMORY_ERROR_TYPE_UNCORRECTED, nvml.VOLATILE_ECC)}
+		e.Aggregate = ECCCounts{Corrected: ecc(nvml.MEMORY_ERROR_TYPE_CORRECTED, nvml.AGGREGATE_ECC),
+			Uncorrected: ecc(nvml.MEMORY_ERROR_TYPE_UNCORRECTED, nvml.AGGREGATE_ECC)}
+		g.ECC = e
+	}
+	if b.has("nvmlDeviceGetRemappedRows") {
+		var rr RemappedRows
+		ret := callRet(func() nvml.Return {
+			c, u, p, f, ret := d.GetRemappedRows()
+			rr = RemappedRows{Correctable: c, Uncorrectable: u, Pending: p, Failure: f}
+			return ret
+		})
+		if ret == nvml.SUCCESS {
+			g.RemappedRows = &rr
+		}
+	}
+	if sb, ret := call(func() ([]uint64, nvml.Return) {
+		return d.GetRetiredPages(nvml.PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS)
+	}); ret == nvml.SUCCESS {
+		db, _ := call(func() ([]uint64, nvml.Return) {
+			return d.GetRetiredPages(nvml.PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR)
+		})
+		rp := &RetiredPages{SingleBit: len(sb), DoubleBit: len(db)}
+		if p, ret := call(d.GetRetiredPagesPendingStatus); ret == nvml.SUCCESS {
+			rp.Pending = p == nvml.FEATURE_ENABLED
+		}
+		g.RetiredPages = rp
+	}
+	if p, ret := call(d.GetPowerUsage); ret == nvml.SUCCESS {
+		g.Power.DrawW = float64(p) / 1000
+	}
+	if p, ret := call(d.GetEnforcedPowerLimit); ret == nvml.SUCCESS {
+		g.Power.LimitW = float64(p) / 1000
+	}
+	geti := func(f func() (int, nvml.Return)) int {
+		v, ret := call(f)
+		if ret != nvml.SUCCESS {
+			return 0
+		}
+		return v
+	}
+	g.PCIe = PCIeLink{Gen: geti(d.GetCurrPcieLinkGeneration), MaxGen: geti(d.GetMaxPcieLinkGeneration),
+		Width: geti(d.GetCurrPcieLinkWidth), MaxWidth: geti(d.GetMaxPcieLinkWidth)}
+	if t, ret := call(func() (uint32, nvml.Return) { return d.GetTemperature(nvml.TEMPERATURE_GPU) }); ret == nvml.SUCCESS {
+		ti := int(t)
+		g.TemperatureC = &ti
+	}
+	g.NVLinks = b.readNVLinks(d)
+	return g, nil
+}
+
+// readNVLinks walks links until NVML says the link index is invalid.
+func (b *nvmlBackend) readNVLinks(d nvml.Device) []NVLink {
+	var out []NVLink
+	for l := 0; l < nvml.NVLINK_MAX_LINKS; l++ {
+		s, ret := call(func() (nvml.EnableState, nvml.Return) { return d.GetNvLinkState(l) })
+		if ret != nvml.SUCCESS {
+			if errors.Is(ret, nvml.ERROR_NOT_SUPPORTED) && l > 0 {
+				continue // a link index the GPU does not wire up
+			}
+			if l == 0 || errors.Is(ret, nvml.ERROR_INVALID_ARGUMENT) {
+				break
+			}
+			continue
+		}
+		link := NVLink{Link: l, Active: s == nvml.FEATURE_ENABLED}
+		if link.Active {
+			if p, ret := call(func() (nvml.PciInfo, nvml.Return) { return d.GetNvLinkRemotePciInfo(l) }); ret == nvml.SUCCESS {
+				if a, err := NormalizePCIAddress(busID(p)); err == nil {
+					link.RemotePCIAddress = a
+				}
+			}
+		}
+		out = append(out, link)
+	}
+	return out
+}
+
+func call2[A, B any](f func() (A, B, nvml.Return)) (a A, bb B, ret nvml.Return) {
+	defer func() {
+		if recover() != nil {
+			var za A
+			var zb B
+			a, bb, ret = za, zb, nvml.ERROR_FUNCTION_NOT_FOUND
+		}
+	}()
+	return f()
+}
+
+func (b *nvmlBackend) device(uuid string) (nvml.Device, error) {
+	d, ret := call(func() (nvml.Device, nvml.Return) { return b.lib.DeviceGetHandleByUUID(uuid) })
+	if ret != nvml.SUCCESS {
+		if errors.Is(ret, nvml.ERROR_NOT_FOUND) || errors.Is(ret, nvml.ERROR_INVALID_ARGUMENT) {
+			return nil, fmt.Errorf("%w %q", ErrUnknownGPU, uuid)
+		}
+		return nil, fmt.Errorf("nvml: GPU %s: %w", uuid, nvmlErr(ret))
+	}
+	return d, nil
+}
+
+func (b *nvmlBackend) SetPersistence(ctx context.Context, uuid string, on bool) error {
+	d, err := b.device(uuid)
+	if err != nil {
+		return err
+	}
+	mode := nvml.FEATURE_DISABLED
+	if on {
+		mode = nvml.FEATURE_ENABLED
+	}
+	if ret := callRet(func() nvml.Return { return d.SetPersistenceMode(mode) }); ret != nvml.SUCCESS {
+		return fmt.Errorf("nvml: GPU %s: set persistence mode: %w", uuid, nvmlErr(ret))
+	}
+	return nil
+}
+
+func (b *nvmlBackend) LockClocks(ctx context.Context, uuid string, r ClockRange) error {
+	d, err := b.device(uuid)
+	if err != nil {
+		return err
+	}
+	if !b.has("nvmlDeviceSetGpuLockedClocks") {
+		return fmt.Errorf("nvml: GPU %s: lock clocks: %w", uuid, nvml.ERROR_FUNCTION_NOT_FOUND)
+	}
+	if ret := callRet(func() nvml.Return { return d.SetGpuLockedClocks(r.MinMHz, r.MaxMHz) }); ret != nvml.SUCCESS {
+		return fmt.Errorf("nvml: GPU %s: lock clocks %d-%d MHz: %w", uuid, r.MinMHz, r.MaxMHz, nvmlErr(ret))
+	}
+	return nil
+}
+
+func (b *nvmlBackend) ResetClocks(ctx context.Context, uuid string) error {
+	d, err := b.device(uuid)
+	if err != nil {
+		return err
+	}
+	if !b.has("nvmlDeviceResetGpuLockedClocks") {
+		return fmt.Errorf("nvml: GPU %s: reset clocks: %w", uuid, nvml.ERROR_FUNCTION_NOT_FOUND)
+	}
+	if ret := callRet(d.ResetGpuLockedClocks); ret != nvml.SUCCESS {
+		return fmt.Errorf("nvml: GPU %s: reset locked clocks: %w", uuid, nvmlErr(ret))
+	}
+	return nil
+}

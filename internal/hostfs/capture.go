@@ -1,0 +1,193 @@
+package hostfs
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+)
+
+// CopyRecorded copies every path f recorded (see Record) into the directory
+// dst, so that New(dst) reads back exactly what f read: file contents,
+// directory listings (entries as empty placeholders unless their contents
+// were read too) and symbolic links, which are recreated as links with their
+// original targets. Paths that vanished since they were read are skipped.
+func (f *FS) CopyRecorded(dst string) error {
+	if f.rec == nil {
+		return errors.New("copy recorded: the FS was not recording")
+	}
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return err
+	}
+	c := &copier{src: f, dst: dst}
+	acc := f.Recorded()
+	var files []string
+	var errs []error
+	for _, a := range acc {
+		resolved, err := c.walk(a.Path, 0)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			errs = append(errs, err)
+			continue
+		}
+		switch a.Kind {
+		case AccessDir:
+			if err := c.placeholders(resolved); err != nil {
+				errs = append(errs, err)
+			}
+		case AccessFile, AccessStat:
+			files = append(files, resolved)
+		}
+	}
+	for _, p := range files {
+		if err := c.copyFile(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+type copier struct {
+	src *FS
+	dst string
+}
+
+func (c *copier) d(p string) string { return filepath.Join(c.dst, filepath.FromSlash(p)) }
+
+// walk recreates every directory and symlink on the way to host path p and
+// returns p's resolved host path.
+func (c *copier) walk(p string, depth int) (string, error) {
+	if depth > maxLinks {
+		return "", fmt.Errorf("%s: too many levels of symbolic links", p)
+	}
+	cur := "/"
+	for _, part := range splitPath(p) {
+		if part == ".." {
+			cur = path.Dir(cur)
+			continue
+		}
+		next := path.Join(cur, part)
+		fi, err := os.Lstat(c.src.Path(next))
+		if err != nil {
+			return "", err
+		}
+		switch {
+		case fi.Mode()&fs.ModeSymlink != 0:
+			target, err := os.Readlink(c.src.Path(next))
+			if err != nil {
+				return "", err
+			}
+			if err := os.MkdirAll(c.d(cur), 0o755); err != nil {
+				return "", err
+			}
+			if err := os.Symlink(target, c.d(next)); err != nil && !errors.Is(err, fs.ErrExist) {
+				return "", err
+			}
+			if !path.IsAbs(target) {
+				target = path.Join(cur, target)
+			}
+			if cur, err = c.walk(clean(target), depth+1); err != nil {
+				return "", err
+			}
+		case fi.IsDir():
+			if err := os.MkdirAll(c.d(next), 0o755); err != nil {
+				return "", err
+			}
+			cur = next
+		default:
+			cur = next
+		}
+	}
+	return cur, nil
+}
+
+// placeholders recreates the entries of a listed directory: links as links,
+// directories as empty directories, files as empty files.
+func (c *copier) placeholders(dir string) error {
+	ents, err := os.ReadDir(c.src.Path(dir))
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		src := c.src.Path(path.Join(dir, e.Name()))
+		dst := c.d(path.Join(dir, e.Name()))
+		switch {
+		case e.Type()&fs.ModeSymlink != 0:
+			t, err := os.Readlink(src)
+			if err != nil {
+				return err
+			}
+			if err := os.Symlink(t, dst); err != nil && !errors.Is(err, fs.ErrExist) {
+				return err
+			}
+		case e.IsDir():
+			if err := os.MkdirAll(dst, 0o755); err != nil {
+				return err
+			}
+		default:
+			fh, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY, 0o644)
+			if err != nil {
+				return err
+			}
+			fh.Close()
+		}
+	}
+	return nil
+}
+
+func (c *copier) copyFile(p string) error {
+	fi, err := os.Lstat(c.src.Path(p))
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		if fi.IsDir() {
+			return os.MkdirAll(c.d(p), 0o755)
+		}
+		return nil
+	}
+	b, err := c.src.readResolved(p)
+	if err != nil {
+		// Unreadable files (write-only sysfs attributes, permissions) are
+		// captured as empty so that the reader sees the same failure shape.
+		b = nil
+	}
+	if err := os.MkdirAll(path.Dir(c.d(p)), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(c.d(p), b, 0o644)
+}
+
+// readResolved reads an already resolved host path without recording it.
+func (f *FS) readResolved(p string) ([]byte, error) {
+	rec := f.rec
+	f.rec = nil
+	defer func() { f.rec = rec }()
+	return f.ReadFile(p)
+}
+
+func splitPath(p string) []string {
+	var out []string
+	for _, s := range filepathSplit(clean(p)) {
+		if s != "" && s != "." {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func filepathSplit(p string) []string {
+	var out []string
+	start := 0
+	for i := 0; i <= len(p); i++ {
+		if i == len(p) || p[i] == '/' {
+			out = append(out, p[start:i])
+			start = i + 1
+		}
+	}
+	return out
+}

@@ -1,0 +1,106 @@
+package kubeletcfg
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+
+	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
+	"sigs.k8s.io/yaml"
+)
+
+// The apiVersion and kind of a KubeletConfiguration file.
+const (
+	APIVersion = "kubelet.config.k8s.io/v1beta1"
+	Kind       = "KubeletConfiguration"
+)
+
+// Policy names as KubeletConfiguration spells them.
+const (
+	CPUPolicyNone      = "none"
+	CPUPolicyStatic    = "static"
+	MemoryPolicyNone   = "None"
+	MemoryPolicyStatic = "Static"
+)
+
+// defaultEvictionHard is kubelet's eviction.DefaultEvictionHard on Linux.
+func defaultEvictionHard() map[string]string {
+	return map[string]string{
+		"memory.available":   "100Mi",
+		"nodefs.available":   "10%",
+		"nodefs.inodesFree":  "5%",
+		"imagefs.available":  "15%",
+		"imagefs.inodesFree": "5%",
+	}
+}
+
+// Config is a loaded KubeletConfiguration with kubelet's defaults for the
+// resource managers applied.
+type Config struct {
+	// Name is the file name (or "-") for messages.
+	Name string
+	// KC is the decoded configuration, defaults applied.
+	KC kubeletv1beta1.KubeletConfiguration
+	// EvictionHardDefaulted is true when evictionHard was absent and
+	// kubelet's defaults apply.
+	EvictionHardDefaulted bool
+}
+
+// Load reads and decodes a KubeletConfiguration file.
+func Load(path string) (*Config, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("kubelet config: %w", err)
+	}
+	return Parse(b, path)
+}
+
+// Parse decodes a KubeletConfiguration strictly; name prefixes errors.
+func Parse(b []byte, name string) (*Config, error) {
+	if len(bytes.TrimSpace(b)) == 0 {
+		return nil, fmt.Errorf("%s: empty KubeletConfiguration", name)
+	}
+	var kc kubeletv1beta1.KubeletConfiguration
+	if err := yaml.UnmarshalStrict(b, &kc); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	switch {
+	case kc.APIVersion == "":
+		return nil, fmt.Errorf("%s: apiVersion: required (%s)", name, APIVersion)
+	case kc.APIVersion != APIVersion:
+		return nil, fmt.Errorf("%s: apiVersion: %q is not supported (want %s)", name, kc.APIVersion, APIVersion)
+	case kc.Kind != Kind:
+		return nil, fmt.Errorf("%s: kind: %q, want %s", name, kc.Kind, Kind)
+	}
+	c := &Config{Name: name, KC: kc}
+	c.applyDefaults()
+	return c, nil
+}
+
+// applyDefaults applies kubelet's defaults for the fields Lint reads
+// (SetDefaults_KubeletConfiguration and kubelet's loader for evictionHard).
+func (c *Config) applyDefaults() {
+	kc := &c.KC
+	if kc.CPUManagerPolicy == "" {
+		kc.CPUManagerPolicy = CPUPolicyNone
+	}
+	if kc.MemoryManagerPolicy == "" {
+		kc.MemoryManagerPolicy = MemoryPolicyNone
+	}
+	if kc.TopologyManagerPolicy == "" {
+		kc.TopologyManagerPolicy = kubeletv1beta1.NoneTopologyManagerPolicy
+	}
+	if kc.TopologyManagerScope == "" {
+		kc.TopologyManagerScope = kubeletv1beta1.ContainerTopologyManagerScope
+	}
+	if kc.EvictionHard == nil {
+		kc.EvictionHard = defaultEvictionHard()
+		c.EvictionHardDefaulted = true
+	} else if kc.MergeDefaultEvictionSettings != nil && *kc.MergeDefaultEvictionSettings {
+		for k, v := range defaultEvictionHard() {
+			if _, ok := kc.EvictionHard[k]; !ok {
+				kc.EvictionHard[k] = v
+			}
+		}
+	}
+}

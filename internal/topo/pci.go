@@ -1,0 +1,332 @@
+package topo
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"k8s.io/utils/cpuset"
+
+	"github.com/gpunode/gpunode/internal/hostfs"
+)
+
+const (
+	sysPCI        = "/sys/bus/pci/devices"
+	sysNet        = "/sys/class/net"
+	sysInfiniband = "/sys/class/infiniband"
+	vendorNVIDIA  = "0x10de"
+)
+
+// isBDF reports whether s is a PCI address in sysfs form (0000:c1:00.0).
+func isBDF(s string) bool {
+	if len(s) != 12 || s[4] != ':' || s[7] != ':' || s[10] != '.' {
+		return false
+	}
+	for i, r := range s {
+		if i == 4 || i == 7 || i == 10 {
+			continue
+		}
+		if !(r >= '0' && r <= '9' || r >= 'a' && r <= 'f') {
+			return false
+		}
+	}
+	return s[11] >= '0' && s[11] <= '7'
+}
+
+// lastBDF returns the last PCI address among the elements of a sysfs path or
+// link target, or "".
+func lastBDF(p string) string {
+	parts := strings.Split(p, "/")
+	for i := len(parts) - 1; i >= 0; i-- {
+		if isBDF(parts[i]) {
+			return parts[i]
+		}
+	}
+	return ""
+}
+
+// classify maps a PCI class and vendor to a device kind, or "".
+func classify(class, vendor string) string {
+	class = strings.ToLower(strings.TrimPrefix(class, "0x"))
+	if len(class) < 4 {
+		return ""
+	}
+	switch {
+	case vendor == vendorNVIDIA && (strings.HasPrefix(class, "0300") || strings.HasPrefix(class, "0302")):
+		return KindGPU
+	case vendor == vendorNVIDIA && strings.HasPrefix(class, "0680"):
+		return KindNVSwitch
+	case strings.HasPrefix(class, "0200") || strings.HasPrefix(class, "0207"):
+		return KindNIC
+	case strings.HasPrefix(class, "010802"):
+		return KindNVMe
+	}
+	return ""
+}
+
+// classNames maps PCI addresses to the class device names linked to them
+// (network interfaces or InfiniBand devices).
+func (d *discoverer) classNames(dir string) map[string][]string {
+	out := map[string][]string{}
+	names, err := d.fs.ReadDirNames(dir)
+	if err != nil {
+		d.warnErr(dir, err, true)
+		return out
+	}
+	for _, n := range names {
+		target, err := d.fs.Readlink(dir + "/" + n)
+		if err != nil {
+			d.warnErr(dir+"/"+n, err, false)
+			continue
+		}
+		if strings.Contains(target, "/virtual/") {
+			continue
+		}
+		if bdf := lastBDF(target); bdf != "" {
+			out[bdf] = append(out[bdf], n)
+		}
+	}
+	return out
+}
+
+func (d *discoverer) pci(ctx context.Context) error {
+	t := d.t
+	names, err := d.fs.ReadDirNames(sysPCI)
+	if err != nil {
+		d.warnErr(sysPCI, err, true)
+		return nil
+	}
+	netdevs := d.classNames(sysNet)
+	ibdevs := d.classNames(sysInfiniband)
+	for _, bdf := range names {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		dir := sysPCI + "/" + bdf
+		class, err := d.fs.ReadString(dir + "/class")
+		if err != nil {
+			d.warnErr(dir+"/class", err, false)
+			continue
+		}
+		c := strings.ToLower(strings.TrimPrefix(class, "0x"))
+		if !(strings.HasPrefix(c, "03") || strings.HasPrefix(c, "0680") || strings.HasPrefix(c, "020") || strings.HasPrefix(c, "0108")) {
+			continue
+		}
+		vendor, err := d.fs.ReadString(dir + "/vendor")
+		if err != nil {
+			d.warnErr(dir+"/vendor", err, false)
+			continue
+		}
+		kind := classify(class, strings.ToLower(vendor))
+		if kind == "" {
+			continue
+		}
+		dev := d.device(bdf, kind, class, strings.ToLower(vendor))
+		switch kind {
+		case KindGPU:
+			t.GPUs = append(t.GPUs, dev)
+		case KindNIC:
+			dev.NetDevs, dev.IBDevs = netdevs[bdf], ibdevs[bdf]
+			dev.LinkLayer = d.linkLayer(class, dev.IBDevs)
+			t.NICs = append(t.NICs, dev)
+		case KindNVMe:
+			t.NVMe = append(t.NVMe, dev)
+		case KindNVSwitch:
+			t.NVSwitches = append(t.NVSwitches, dev)
+		}
+	}
+	name := func(list []PCIDevice, prefix string) {
+		sort.Slice(list, func(i, j int) bool { return list[i].BDF < list[j].BDF })
+		for i := range list {
+			list[i].Index = i
+			if list[i].Name == "" {
+				list[i].Name = fmt.Sprintf("%s%d", prefix, i)
+			}
+		}
+	}
+	for i := range t.NICs {
+		switch n := &t.NICs[i]; {
+		case len(n.IBDevs) > 0:
+			n.Name = n.IBDevs[0]
+		case len(n.NetDevs) > 0:
+			n.Name = n.NetDevs[0]
+		}
+	}
+	for i := range t.NVMe {
+		dir := sysPCI + "/" + t.NVMe[i].BDF + "/nvme"
+		if ctrls, err := d.fs.ReadDirNames(dir); err == nil && len(ctrls) > 0 {
+			t.NVMe[i].Name = ctrls[0]
+		}
+	}
+	name(t.GPUs, "GPU")
+	for i := range t.GPUs {
+		t.GPUs[i].Name = fmt.Sprintf("GPU%d", i)
+	}
+	name(t.NICs, "NIC")
+	name(t.NVMe, "NVMe")
+	name(t.NVSwitches, "NVSwitch")
+	return nil
+}
+
+func (d *discoverer) linkLayer(class string, ibdevs []string) string {
+	if strings.HasPrefix(strings.TrimPrefix(strings.ToLower(class), "0x"), "0207") {
+		return "infiniband"
+	}
+	for _, ib := range ibdevs {
+		p := sysInfiniband + "/" + ib + "/ports/1/link_layer"
+		if s, err := d.fs.ReadString(p); err == nil {
+			return strings.ToLower(s)
+		}
+	}
+	return "ethernet"
+}
+
+func (d *discoverer) device(bdf, kind, class, vendor string) PCIDevice {
+	dir := sysPCI + "/" + bdf
+	dev := PCIDevice{Kind: kind, BDF: bdf, VendorID: vendor, Class: strings.ToLower(class), NUMANode: -1, NUMASource: NUMAUnknown}
+	dev.DeviceID = strings.ToLower(d.optString(dir + "/device"))
+	if drv, err := d.fs.Readlink(dir + "/driver"); err == nil {
+		dev.Driver = base(drv)
+	}
+	if real, err := d.fs.Resolve(dir); err != nil {
+		d.warnErr(dir, err, false)
+	} else {
+		dev.SysfsPath = real
+		dev.PCIePath = pciePath(real)
+	}
+	local, ok := d.cpuList(dir+"/local_cpulist", true)
+	if !ok {
+		if s, err := d.fs.ReadString(dir + "/local_cpus"); err == nil {
+			if set, err := hostfs.ParseCPUMask(s); err == nil {
+				local = set
+			}
+		}
+	}
+	dev.LocalCPUs = CPUList{local}
+	if n, err := d.fs.ReadInt(dir + "/numa_node"); err == nil && n >= 0 {
+		dev.NUMANode, dev.NUMASource = int(n), NUMAFromSysfs
+	} else {
+		if err != nil {
+			d.warnErr(dir+"/numa_node", err, true)
+		}
+		dev.NUMANode, dev.NUMASource = d.inferNode(local)
+	}
+	dev.LinkSpeed = d.optString(dir + "/current_link_speed")
+	dev.MaxLinkSpeed = d.optString(dir + "/max_link_speed")
+	dev.LinkWidth = d.optInt(dir + "/current_link_width")
+	dev.MaxLinkWidth = d.optInt(dir + "/max_link_width")
+	cur, max := parseGTs(dev.LinkSpeed), parseGTs(dev.MaxLinkSpeed)
+	if (dev.LinkWidth > 0 && dev.MaxLinkWidth > 0 && dev.LinkWidth < dev.MaxLinkWidth) || (cur > 0 && max > 0 && cur < max) {
+		dev.LinkDowngraded = true
+	}
+	if irqs, err := d.fs.ReadDirNames(dir + "/msi_irqs"); err == nil {
+		for _, s := range irqs {
+			if n, err := strconv.Atoi(s); err == nil {
+				dev.IRQs = append(dev.IRQs, n)
+			}
+		}
+		sort.Ints(dev.IRQs)
+	}
+	if len(dev.IRQs) == 0 {
+		if n, err := d.fs.ReadInt(dir + "/irq"); err == nil && n > 0 {
+			dev.IRQs = []int{int(n)}
+		}
+	}
+	return dev
+}
+
+func (d *discoverer) optInt(p string) int {
+	n, err := d.fs.ReadInt(p)
+	if err != nil {
+		d.warnErr(p, err, true)
+		return 0
+	}
+	return int(n)
+}
+
+// inferNode finds a device's NUMA node from its local CPUs when numa_node is
+// -1, as the chapter's fallback chain does.
+func (d *discoverer) inferNode(local cpuset.CPUSet) (int, string) {
+	withCPUs := 0
+	for _, n := range d.t.NUMANodes {
+		if n.CPUs.Size() > 0 {
+			withCPUs++
+		}
+	}
+	if withCPUs == 1 {
+		for _, n := range d.t.NUMANodes {
+			if n.CPUs.Size() > 0 {
+				return n.ID, NUMAFromSingleNode
+			}
+		}
+	}
+	if local.IsEmpty() {
+		return -1, NUMAUnknown
+	}
+	match := -1
+	for _, n := range d.t.NUMANodes {
+		if n.CPUs.Intersection(local).IsEmpty() {
+			continue
+		}
+		if match >= 0 {
+			return -1, NUMAUnknown
+		}
+		match = n.ID
+	}
+	if match < 0 {
+		return -1, NUMAUnknown
+	}
+	return match, NUMAFromLocalCPUList
+}
+
+// pciePath returns the root complex and the PCI addresses from a resolved
+// device path ("/sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0").
+func pciePath(real string) []string {
+	var out []string
+	for _, part := range strings.Split(real, "/") {
+		switch {
+		case strings.HasPrefix(part, "pci") && len(part) > 3 && strings.Contains(part, ":"):
+			out = []string{part}
+		case isBDF(part) && len(out) > 0:
+			out = append(out, part)
+		}
+	}
+	return out
+}
+
+// parseGTs parses "16.0 GT/s PCIe" or "8 GT/s" into GT/s; 0 if unknown.
+func parseGTs(s string) float64 {
+	f := strings.Fields(s)
+	if len(f) < 2 || !strings.HasPrefix(f[1], "GT/s") {
+		return 0
+	}
+	v, err := strconv.ParseFloat(f[0], 64)
+	if err != nil {
+		return 0
+	}
+	return v
+}
+
+// pcieGen maps a link speed to its PCIe generation ("Gen4"), or "".
+func pcieGen(s string) string {
+	switch v := parseGTs(s); {
+	case v == 0:
+		return ""
+	case v <= 2.5:
+		return "Gen1"
+	case v <= 5:
+		return "Gen2"
+	case v <= 8:
+		return "Gen3"
+	case v <= 16:
+		return "Gen4"
+	case v <= 32:
+		return "Gen5"
+	case v <= 64:
+		return "Gen6"
+	default:
+		return "Gen7"
+	}
+}

@@ -1,0 +1,226 @@
+package topo
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/gpunode/gpunode/internal/output"
+)
+
+// legend explains the link classes in the order nvidia-smi lists them.
+func legend() [][2]string {
+	return [][2]string{
+		{LinkSelf, "Self"},
+		{LinkSYS, "Connection traversing PCIe as well as the SMP interconnect between NUMA nodes (e.g., QPI/UPI)"},
+		{LinkNODE, "Connection traversing PCIe as well as the interconnect between PCIe Host Bridges within a NUMA node"},
+		{LinkPHB, "Connection traversing PCIe as well as a PCIe Host Bridge (typically the CPU)"},
+		{LinkPXB, "Connection traversing multiple PCIe bridges (without traversing the PCIe Host Bridge)"},
+		{LinkPIX, "Connection traversing at most a single PCIe bridge"},
+		{"NV#", "Connection traversing a bonded set of # NVLinks"},
+	}
+}
+
+// WriteTable renders the topology as the union of `numactl -H`, `lscpu` and
+// `nvidia-smi topo -m`.
+func (t *Topology) WriteTable(w io.Writer, o output.Options) error {
+	ew := &errWriter{w: w}
+	smt := "off"
+	if t.SMTActive {
+		smt = "on"
+	}
+	host := t.Hostname
+	if host == "" {
+		host = "(unknown host)"
+	}
+	ew.printf("%s", o.Paint("bold", host))
+	if t.Kernel != "" {
+		ew.printf("  kernel %s", t.Kernel)
+	}
+	ew.printf("\n")
+	if t.CPUModel != "" {
+		ew.printf("%s\n", t.CPUModel)
+	}
+	ew.printf("%d socket(s), %d NUMA node(s), %d CPUs (%d cores, SMT %s), %d GPU(s), %d NIC(s), %d NVMe, %d NVSwitch(es)\n",
+		len(t.Sockets), len(t.NUMANodes), t.OnlineCPUs.Size(), t.Cores(), smt, len(t.GPUs), len(t.NICs), len(t.NVMe), len(t.NVSwitches))
+	if t.IsolatedCPUs.Size() > 0 || t.NohzFullCPUs.Size() > 0 {
+		ew.printf("isolated CPUs: %s  nohz_full CPUs: %s\n", orNone(t.IsolatedCPUs.String()), orNone(t.NohzFullCPUs.String()))
+	}
+
+	ew.printf("\n%s\n", o.Paint("bold", "NUMA nodes"))
+	tw := output.NewTabWriter(ew)
+	fmt.Fprintln(tw, "NODE\tCPUS\tMEMORY\tFREE\tHUGEPAGES\tGPUS\tNICS")
+	for _, n := range t.NUMANodes {
+		cpus := n.CPUs.String()
+		if cpus == "" {
+			cpus = "-"
+			if n.GPU != nil {
+				cpus = fmt.Sprintf("- (GPU%d memory)", *n.GPU)
+			}
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", n.ID, cpus, humanBytes(n.MemTotalBytes), humanBytes(n.MemFreeBytes),
+			hugeSummary(n.HugePages), namesOnNode(t.GPUs, n.ID), namesOnNode(t.NICs, n.ID))
+	}
+	tw.Flush()
+	if len(t.NUMANodes) > 0 && len(t.NUMANodes[0].Distances) > 0 {
+		ew.printf("\nnode distances:\n")
+		tw = output.NewTabWriter(ew)
+		fmt.Fprint(tw, "node")
+		for _, n := range t.NUMANodes {
+			fmt.Fprintf(tw, "\t%d", n.ID)
+		}
+		fmt.Fprintln(tw)
+		for _, n := range t.NUMANodes {
+			fmt.Fprintf(tw, "%d:", n.ID)
+			for _, v := range n.Distances {
+				fmt.Fprintf(tw, "\t%d", v)
+			}
+			fmt.Fprintln(tw)
+		}
+		tw.Flush()
+	}
+
+	devs := matrixDevices(t)
+	if len(devs) > 0 {
+		ew.printf("\n%s\n", o.Paint("bold", "GPU/NIC topology"))
+		label := func(d *PCIDevice) string {
+			if d.Kind == KindNIC {
+				return fmt.Sprintf("NIC%d", d.Index)
+			}
+			return d.Name
+		}
+		tw = output.NewTabWriter(ew)
+		fmt.Fprint(tw, "")
+		for _, d := range devs {
+			fmt.Fprintf(tw, "\t%s", label(d))
+		}
+		fmt.Fprintln(tw, "\tCPU Affinity\tNUMA Affinity")
+		for _, a := range devs {
+			fmt.Fprint(tw, label(a))
+			for _, b := range devs {
+				fmt.Fprintf(tw, "\t%s", t.LinkClass(a.Name, b.Name))
+			}
+			numa := "N/A"
+			if a.NUMANode >= 0 {
+				numa = fmt.Sprint(a.NUMANode)
+			}
+			fmt.Fprintf(tw, "\t%s\t%s\n", orNA(a.LocalCPUs.String()), numa)
+		}
+		tw.Flush()
+		ew.printf("\nLegend:\n\n")
+		for _, l := range legend() {
+			ew.printf("  %-4s = %s\n", l[0], l[1])
+		}
+		if len(t.NICs) > 0 {
+			ew.printf("\nNIC Legend:\n\n")
+			for _, n := range t.NICs {
+				ew.printf("  NIC%d: %s\n", n.Index, n.Name)
+			}
+		}
+	}
+
+	all := append(append(append(append([]PCIDevice{}, t.GPUs...), t.NICs...), t.NVMe...), t.NVSwitches...)
+	if len(all) > 0 {
+		ew.printf("\n%s\n", o.Paint("bold", "PCI devices"))
+		tw = output.NewTabWriter(ew)
+		fmt.Fprintln(tw, "NAME\tKIND\tBDF\tID\tNUMA\tLOCAL CPUS\tLINK\tDRIVER\tIRQS")
+		for _, d := range all {
+			numa := "?"
+			if d.NUMANode >= 0 {
+				numa = fmt.Sprint(d.NUMANode)
+				if d.NUMASource != NUMAFromSysfs {
+					numa += "*"
+				}
+			}
+			link := "-"
+			if d.LinkWidth > 0 || d.LinkSpeed != "" {
+				link = fmt.Sprintf("x%d %s", d.LinkWidth, pcieGen(d.LinkSpeed))
+				if d.LinkDowngraded {
+					link += fmt.Sprintf(" (max x%d %s)", d.MaxLinkWidth, pcieGen(d.MaxLinkSpeed))
+				}
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s:%s\t%s\t%s\t%s\t%s\t%d\n", d.Name, d.Kind, d.BDF,
+				strings.TrimPrefix(d.VendorID, "0x"), strings.TrimPrefix(d.DeviceID, "0x"), numa,
+				orNA(d.LocalCPUs.String()), link, orNone(d.Driver), len(d.IRQs))
+		}
+		tw.Flush()
+		ew.printf("(* NUMA node inferred: numa_node was -1)\n")
+	}
+	if len(t.Warnings) > 0 {
+		ew.printf("\n%s\n", o.Paint("yellow", fmt.Sprintf("Warnings (%d):", len(t.Warnings))))
+		for _, wn := range t.Warnings {
+			ew.printf("  - %s\n", wn)
+		}
+	}
+	return ew.err
+}
+
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(p)
+	e.err = err
+	return n, err
+}
+
+func (e *errWriter) printf(format string, args ...any) { fmt.Fprintf(e, format, args...) }
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+func orNA(s string) string {
+	if s == "" {
+		return "N/A"
+	}
+	return s
+}
+
+func namesOnNode(devs []PCIDevice, node int) string {
+	var names []string
+	for _, d := range devs {
+		if d.NUMANode == node {
+			names = append(names, d.Name)
+		}
+	}
+	if len(names) == 0 {
+		return "-"
+	}
+	return strings.Join(names, ",")
+}
+
+func hugeSummary(hp []HugePages) string {
+	var parts []string
+	for _, h := range hp {
+		if h.Total > 0 {
+			parts = append(parts, fmt.Sprintf("%dx%s (%d free)", h.Total, humanBytes(h.SizeBytes), h.Free))
+		}
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// humanBytes renders a byte count in binary units ("503.5 GiB").
+func humanBytes(b uint64) string {
+	const unit = 1024
+	if b < unit {
+		return fmt.Sprintf("%d B", b)
+	}
+	div, exp := uint64(unit), 0
+	for n := b / unit; n >= unit; n /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(b)/float64(div), "KMGTPE"[exp])
+}

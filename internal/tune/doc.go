@@ -1,0 +1,3 @@
+package tune
+
+import _ "go.yaml.in/yaml/v3"
