@@ -51,22 +51,22 @@ type Device struct {
 	RootComplex string
 	// Bridges lists the PCI addresses of the bridges between the root complex
 	// and the device, root port first.
-	Bridges      []string
-	Vendor       string // "0x10de"
-	DeviceID     string // "0x2330"
-	Class        string // "0x030200"
-	Driver       string
-	NUMANode     int    // written to numa_node; -1 allowed
-	LocalCPUs    string // cpulist; "" = the CPUs of NUMANode (all CPUs if -1)
-	Speed        string // "32.0 GT/s PCIe"
-	MaxSpeed     string
-	Width        int
-	MaxWidth     int
-	IRQs         []int
-	NetDevs      []string
-	IBDevs       []string
-	IBLinkLayer  string // "InfiniBand" or "Ethernet"
-	NVMe         string // controller name
+	Bridges     []string
+	Vendor      string // "0x10de"
+	DeviceID    string // "0x2330"
+	Class       string // "0x030200"
+	Driver      string
+	NUMANode    int    // written to numa_node; -1 allowed
+	LocalCPUs   string // cpulist; "" = the CPUs of NUMANode (all CPUs if -1)
+	Speed       string // "32.0 GT/s PCIe"
+	MaxSpeed    string
+	Width       int
+	MaxWidth    int
+	IRQs        []int
+	NetDevs     []string
+	IBDevs      []string
+	IBLinkLayer string // "InfiniBand" or "Ethernet"
+	NVMe        string // controller name
 }
 
 // tree accumulates files and links.

@@ -108,11 +108,11 @@ const (
 
 // Sources of a device's NUMA node.
 const (
-	NUMAFromSysfs        = "sysfs"          // numa_node
-	NUMAFromLocalCPUList = "local_cpulist"  // numa_node was -1; the local CPUs lie on one node
-	NUMAFromSingleNode   = "single-node"    // numa_node was -1 on a one-node machine
-	NUMAUnknown          = "unknown"        // could not be determined
-	NUMAFromNVML         = "nvml"           // set by the GPU layer
+	NUMAFromSysfs        = "sysfs"         // numa_node
+	NUMAFromLocalCPUList = "local_cpulist" // numa_node was -1; the local CPUs lie on one node
+	NUMAFromSingleNode   = "single-node"   // numa_node was -1 on a one-node machine
+	NUMAUnknown          = "unknown"       // could not be determined
+	NUMAFromNVML         = "nvml"          // set by the GPU layer
 )
 
 // PCIDevice is a PCI function gpunode cares about.
@@ -161,7 +161,6 @@ const (
 	LinkNODE = "NODE" // PCIe and the interconnect between host bridges of one NUMA node
 	LinkSYS  = "SYS"  // PCIe and the SMP interconnect between NUMA nodes (QPI/UPI, xGMI)
 )
-
 
 // Link is the connection class between two devices named by Name.
 type Link struct {
