@@ -8,5 +8,6 @@ func commands() []func(*App) *cobra.Command {
 	return []func(*App) *cobra.Command{
 		(*App).newTopoCommand,
 		(*App).newGPUCommand,
+		(*App).newMIGCommand,
 	}
 }

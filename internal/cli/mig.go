@@ -1,0 +1,283 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpunode/gpunode/internal/mig"
+)
+
+// newMIGCommand builds `gpunode mig`: offline planning (plan, validate,
+// profiles) of NVIDIA MIG layouts.
+//
+// Live-GPU subcommands (apply, assert, export) belong to the GPU backend
+// layer: add their constructors to the AddCommand call marked "live GPU
+// subcommands" below. They should take their catalogue from a.migCatalogue
+// after overriding it with NVML data (mig.ProductFromNVML + Catalogue.With)
+// and reuse mig.ParseMigParted / Catalogue.Plan for the layout they create.
+func (a *App) newMIGCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "mig",
+		Short: "Plan and validate MIG (Multi-Instance GPU) layouts",
+		Long: `Plan NVIDIA MIG layouts exactly, before touching a GPU.
+
+  gpunode mig profiles --model H100-80GB
+  gpunode mig plan --model H100-80GB --want 3g.40gb=1,2g.20gb=1,1g.10gb=2 [--gpus N]
+  gpunode mig validate -f mig-parted.yaml [-c LABEL] [--model M | --device-id 0x2330 ...]
+
+--model takes the product name as nvidia-smi prints it ("NVIDIA H100 80GB HBM3"),
+a short form (H100-80GB, A100-SXM4-40GB, A100-80GB, A30-24GB, H100-94GB-NVL,
+H200-141GB, GH200-96GB, GH200-144GB, B200-180GB) or a PCI device id (0x2330).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	cmd.AddCommand(
+		a.newMIGPlanCommand(),
+		a.newMIGValidateCommand(),
+		a.newMIGProfilesCommand(),
+	)
+	// live GPU subcommands: cmd.AddCommand(a.newMIGApplyCommand(), a.newMIGAssertCommand(), a.newMIGExportCommand())
+	return cmd
+}
+
+// migCatalogue returns the MIG catalogue commands plan against: the
+// built-in one. A live backend overrides products with NVML data via
+// Catalogue.With.
+func (a *App) migCatalogue(_ context.Context) *mig.Catalogue { return mig.Builtin() }
+
+// migUsage maps the mig package's bad-input errors to exit 2.
+func migUsage(err error) error {
+	if errors.Is(err, mig.ErrBadDemand) || errors.Is(err, mig.ErrUnknownModel) ||
+		errors.Is(err, mig.ErrNotMIGCapable) || errors.Is(err, mig.ErrNoSuchConfig) {
+		return wrapUsage(err)
+	}
+	return err
+}
+
+func lookupModel(c *mig.Catalogue, model string) (*mig.Product, error) {
+	p, err := c.Lookup(model)
+	if err != nil {
+		return nil, wrapUsage(fmt.Errorf("--model: %w", err))
+	}
+	return p, nil
+}
+
+func (a *App) newMIGPlanCommand() *cobra.Command {
+	var model, want string
+	var gpus int
+	var withCI bool
+	cmd := &cobra.Command{
+		Use:   "plan --model MODEL --want PROFILE=N[,PROFILE=N...] [--gpus N]",
+		Short: "Lay a demand of MIG instances out on N GPUs, or say why it does not fit",
+		Long: `Plan finds an exact layout (placements start:size on the memory-slice axis
+and a creation order, larger instances first) for a demand of GPU instances on
+N GPUs of one model, or proves that none exists, says why in slice terms and
+lists the closest demands that fit.
+
+Profiles are GI names (3g.40gb, 1g.10gb+me), compute-instance forms
+(1c.3g.40gb, meaning one 3g.40gb GI) or -lgip profile IDs.
+
+Exit codes: 0 feasible, 1 infeasible, 2 bad input.`,
+		Example: "  gpunode mig plan --model H100-80GB --want 3g.40gb=1,2g.20gb=1,1g.10gb=2\n" +
+			"  gpunode mig plan --model 'NVIDIA A100-SXM4-40GB' --want 3g.20gb=4,1g.5gb=4 --gpus 3 -o json",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if model == "" {
+				return Usagef("mig plan: --model is required")
+			}
+			if want == "" {
+				return Usagef("mig plan: --want is required")
+			}
+			if gpus < 1 {
+				return Usagef("mig plan: --gpus must be at least 1, got %d", gpus)
+			}
+			wants, err := mig.ParseWant(want)
+			if err != nil {
+				return wrapUsage(err)
+			}
+			c := a.migCatalogue(cmd.Context())
+			p, err := lookupModel(c, model)
+			if err != nil {
+				return err
+			}
+			plan, err := c.Plan(cmd.Context(), p, wants, mig.PlanOptions{GPUs: gpus, ComputeInstances: withCI})
+			if err != nil {
+				return migUsage(err)
+			}
+			if err := a.Render(plan); err != nil {
+				return err
+			}
+			if !plan.Feasible {
+				return ErrFindings
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&model, "model", "", "GPU model: nvidia-smi name, short form (H100-80GB) or PCI device id (0x2330)")
+	f.StringVar(&want, "want", "", "demand: PROFILE=COUNT[,PROFILE=COUNT...], e.g. 3g.40gb=1,1g.10gb=2")
+	f.IntVar(&gpus, "gpus", 1, "number of GPUs to spread the demand over")
+	f.BoolVar(&withCI, "compute-instances", false, "list each GPU instance's compute-instance options")
+	return cmd
+}
+
+func (a *App) newMIGValidateCommand() *cobra.Command {
+	var file, label, model string
+	var deviceIDs []string
+	var gpus int
+	cmd := &cobra.Command{
+		Use:   "validate -f mig-parted.yaml [-c LABEL] [--model M [--gpus N] | --device-id ID ...]",
+		Short: "Check a mig-parted config file: format (as mig-parted) and feasibility of every entry",
+		Long: `Validate parses a mig-parted v1 config file with mig-parted's own rules and
+error messages, then checks offline that every entry's mig-devices fit on each
+GPU the entry selects (device-filter and devices).
+
+The node is described by --device-id (repeat, or comma-separate: GPU i gets the
+i-th id) or by --model with --gpus (default: enough GPUs for the highest index
+any entry names). Without either, each entry is checked on every catalogued
+model its device-filter selects (entries without a filter: on every model that
+has all their profiles).
+
+Exit codes: 0 every entry fits, 1 an entry does not fit, 2 malformed file or flags.`,
+		Example: "  gpunode mig validate -f /etc/nvidia-mig-manager/config.yaml -c all-balanced --device-id 0x2330",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if file == "" {
+				// mig-parted's text.
+				return Usagef("mig validate: missing required flags 'config-file' (-f)")
+			}
+			if model != "" && len(deviceIDs) > 0 {
+				return Usagef("mig validate: --model and --device-id are mutually exclusive")
+			}
+			data, err := a.readMIGFile(file)
+			if err != nil {
+				return err
+			}
+			spec, err := mig.ParseMigParted(data)
+			if err != nil {
+				return wrapUsage(fmt.Errorf("%s: error parsing config file: %w", file, err))
+			}
+			c := a.migCatalogue(cmd.Context())
+			var node []mig.GPU
+			switch {
+			case len(deviceIDs) > 0:
+				var ids []uint16
+				for _, item := range deviceIDs {
+					for _, s := range strings.Split(item, ",") {
+						id, err := mig.ParseDeviceID(s)
+						if err != nil {
+							return wrapUsage(fmt.Errorf("--device-id: %w", err))
+						}
+						ids = append(ids, id)
+					}
+				}
+				node = mig.NodeGPUs(ids)
+			case model != "":
+				p, err := lookupModel(c, model)
+				if err != nil {
+					return err
+				}
+				n := gpus
+				if n == 0 {
+					n = 1 + maxDeviceIndex(spec)
+				}
+				if n < 1 || n > 1024 {
+					return Usagef("mig validate: --gpus %d out of range 1..1024", n)
+				}
+				ids := make([]uint16, n)
+				for i := range ids {
+					ids[i] = p.DeviceIDs[0]
+				}
+				node = mig.NodeGPUs(ids)
+			case gpus != 0:
+				return Usagef("mig validate: --gpus needs --model")
+			}
+			v, err := c.Validate(cmd.Context(), spec, mig.ValidateOptions{File: file, Label: label, GPUs: node})
+			if err != nil {
+				return migUsage(err)
+			}
+			if err := a.Render(v); err != nil {
+				return err
+			}
+			if !v.OK {
+				return ErrFindings
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&file, "config-file", "f", "", "mig-parted config file ('-' for stdin)")
+	f.StringVarP(&label, "selected-config", "c", "", "check only this mig-config label")
+	f.StringVar(&model, "model", "", "node of --gpus GPUs of this model")
+	f.IntVar(&gpus, "gpus", 0, "number of GPUs with --model (default: highest device index in the file + 1)")
+	f.StringSliceVar(&deviceIDs, "device-id", nil, "PCI device id of GPU 0, 1, ... (0x2330 or 0x233010DE); repeat or comma-separate")
+	return cmd
+}
+
+// maxDeviceIndex is the highest GPU index any entry's devices list names.
+func maxDeviceIndex(spec *mig.MigPartedSpec) int {
+	m := 0
+	for _, entries := range spec.MigConfigs {
+		for _, e := range entries {
+			if list, ok := e.Devices.([]int); ok {
+				for _, d := range list {
+					m = max(m, d)
+				}
+			}
+		}
+	}
+	return m
+}
+
+// maxMIGFile bounds a mig-parted file read.
+const maxMIGFile = 4 << 20
+
+func (a *App) readMIGFile(name string) ([]byte, error) {
+	var r io.Reader
+	if name == "-" {
+		r = a.Stdin
+	} else {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, wrapUsage(fmt.Errorf("%s: error parsing config file: read error: %w", name, err))
+		}
+		defer f.Close()
+		r = f
+	}
+	data, err := io.ReadAll(io.LimitReader(r, maxMIGFile+1))
+	if err != nil {
+		return nil, wrapUsage(fmt.Errorf("%s: error parsing config file: read error: %w", name, err))
+	}
+	if len(data) > maxMIGFile {
+		return nil, Usagef("%s: larger than %d bytes", name, maxMIGFile)
+	}
+	return data, nil
+}
+
+func (a *App) newMIGProfilesCommand() *cobra.Command {
+	var model string
+	cmd := &cobra.Command{
+		Use:   "profiles [--model MODEL]",
+		Short: "List the MIG profiles, placements and compute-instance options of a GPU model",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c := a.migCatalogue(cmd.Context())
+			if model == "" {
+				return a.Render(mig.ProfilesOf(c.Products()...))
+			}
+			p, err := lookupModel(c, model)
+			if err != nil {
+				return err
+			}
+			return a.Render(mig.ProfilesOf(p))
+		},
+	}
+	cmd.Flags().StringVar(&model, "model", "", "GPU model (default: all catalogued models)")
+	return cmd
+}

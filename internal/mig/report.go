@@ -1,0 +1,257 @@
+package mig
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/gpunode/gpunode/internal/output"
+)
+
+// Profiles is the model of `gpunode mig profiles`.
+type Profiles struct {
+	SchemaVersion string     `json:"schemaVersion"`
+	Kind          string     `json:"kind"`
+	Products      []*Product `json:"products"`
+}
+
+// ProfilesOf builds the profiles model for some products.
+func ProfilesOf(ps ...*Product) *Profiles {
+	return &Profiles{SchemaVersion: SchemaVersion, Kind: "profiles", Products: ps}
+}
+
+func orDash(n int) string {
+	if n == 0 {
+		return "-"
+	}
+	return strconv.Itoa(n)
+}
+
+// WriteTable implements output.Tabler.
+func (m *Profiles) WriteTable(w io.Writer, o output.Options) error {
+	for i, p := range m.Products {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		fmt.Fprintf(w, "%s  %s\n", o.Paint("bold", p.Key), strings.Join(p.Names, ", "))
+		fmt.Fprintf(w, "device ids %s; %d compute / %d memory slices; source %s\n",
+			strings.Join(p.DeviceIDStrings(), " "), p.ComputeSlices, p.MemorySlices, p.Source)
+		if p.Note != "" {
+			fmt.Fprintf(w, "note: %s\n", p.Note)
+		}
+		tw := output.NewTabWriter(w)
+		fmt.Fprintln(tw, "ID\tNVML\tPROFILE\tCOMPUTE\tMEMORY\tMAX\tPLACEMENTS\tSMS\tCOMPUTE INSTANCES")
+		for _, j := range displayOrder(p) {
+			pr := p.Profiles[j]
+			var cis []string
+			for _, ci := range pr.ComputeInstances {
+				s := ci.Name
+				if ci.MaxCount > 1 {
+					s += fmt.Sprintf(" (x%d)", ci.MaxCount)
+				}
+				cis = append(cis, s)
+			}
+			name := pr.Name
+			if pr.Note != "" {
+				name += " *"
+			}
+			fmt.Fprintf(tw, "%d\t%d\t%s\t%d\t%d\t%d\t%s\t%s\t%s\n", pr.ID, pr.NVMLProfile, name, pr.ComputeSlices,
+				pr.MemorySlices, pr.MaxCount, pr.PlacementString(), orDash(pr.SMs), strings.Join(cis, ", "))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		for _, j := range displayOrder(p) {
+			if pr := p.Profiles[j]; pr.Note != "" {
+				fmt.Fprintf(w, "* %s: %s\n", pr.Name, pr.Note)
+			}
+		}
+	}
+	return nil
+}
+
+// memoryMap renders a GPU's memory slices: "0-3 3g.40gb | 4-5 2g.20gb | 6 free | 7 free".
+func memoryMap(gl GPULayout) string {
+	type seg struct {
+		start, end int
+		name       string
+	}
+	var segs []seg
+	covered := make([]bool, gl.MemoryTotal)
+	for _, in := range gl.Instances {
+		segs = append(segs, seg{in.Placement.Start, in.Placement.Start + in.Placement.Size - 1, in.Profile})
+		for k := in.Placement.Start; k < in.Placement.Start+in.Placement.Size && k < len(covered); k++ {
+			covered[k] = true
+		}
+	}
+	for k, c := range covered {
+		if !c {
+			segs = append(segs, seg{k, k, "free"})
+		}
+	}
+	sort.Slice(segs, func(a, b int) bool { return segs[a].start < segs[b].start })
+	parts := make([]string, len(segs))
+	for i, sg := range segs {
+		if sg.start == sg.end {
+			parts[i] = fmt.Sprintf("%d %s", sg.start, sg.name)
+		} else {
+			parts[i] = fmt.Sprintf("%d-%d %s", sg.start, sg.end, sg.name)
+		}
+	}
+	return strings.Join(parts, " | ")
+}
+
+// WriteTable implements output.Tabler.
+func (m *Plan) WriteTable(w io.Writer, o output.Options) error {
+	fmt.Fprintf(w, "model    %s (%s catalogue)\n", m.Model, m.Source)
+	fmt.Fprintf(w, "gpus     %d\n", m.GPUs)
+	fmt.Fprintf(w, "want     %s (%d compute, %d memory slices)\n", FormatWant(m.Want), m.ComputeNeeded, m.MemoryNeeded)
+	if m.Feasible {
+		fmt.Fprintf(w, "result   %s\n", o.Paint("green", "feasible"))
+	} else {
+		fmt.Fprintf(w, "result   %s\n", o.Paint("red", "infeasible"))
+	}
+	for _, r := range m.Reasons {
+		fmt.Fprintf(w, "why      %s\n", r)
+	}
+	for _, n := range m.Notes {
+		fmt.Fprintf(w, "note     %s\n", n)
+	}
+	if m.Feasible {
+		fmt.Fprintln(w)
+		tw := output.NewTabWriter(w)
+		header := "GPU\tORDER\tPROFILE\tID\tPLACEMENT\tCOMPUTE\tSMS"
+		withCI := false
+		for _, gl := range m.Layouts {
+			for _, in := range gl.Instances {
+				if len(in.ComputeInstanceOptions) > 0 {
+					withCI = true
+				}
+			}
+		}
+		if withCI {
+			header += "\tCOMPUTE INSTANCE OPTIONS"
+		}
+		fmt.Fprintln(tw, header)
+		for _, gl := range m.Layouts {
+			for _, in := range gl.Instances {
+				line := fmt.Sprintf("%d\t%d\t%s\t%d\t%s\t%d\t%s", gl.GPU, in.Order, in.Profile, in.ProfileID,
+					in.Placement, in.ComputeSlices, orDash(in.SMs))
+				if withCI {
+					line += "\t" + strings.Join(in.ComputeInstanceOptions, "; ")
+				}
+				fmt.Fprintln(tw, line)
+			}
+			if len(gl.Instances) == 0 {
+				fmt.Fprintf(tw, "%d\t-\t(unused)\t\t\t\t\n", gl.GPU)
+			}
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		fmt.Fprintln(w)
+		for _, gl := range m.Layouts {
+			fmt.Fprintf(w, "GPU %d  compute %d/%d  memory %s\n", gl.GPU, gl.ComputeUsed, gl.ComputeTotal, memoryMap(gl))
+			if gl.CreateCommand != "" {
+				fmt.Fprintf(w, "       %s\n", gl.CreateCommand)
+			}
+		}
+	}
+	if len(m.Alternatives) > 0 {
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "closest feasible alternatives:")
+		tw := output.NewTabWriter(w)
+		fmt.Fprintln(tw, "KIND\tCHANGE\tWANT\tGPUS")
+		for _, a := range m.Alternatives {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\n", a.Kind, a.Change, a.Want, a.GPUs)
+		}
+		return tw.Flush()
+	}
+	return nil
+}
+
+func gpuList(g []int) string {
+	if len(g) == 0 {
+		return "-"
+	}
+	s := make([]string, len(g))
+	for i, x := range g {
+		s[i] = strconv.Itoa(x)
+	}
+	return strings.Join(s, ",")
+}
+
+// WriteTable implements output.Tabler.
+func (m *Validation) WriteTable(w io.Writer, o output.Options) error {
+	fmt.Fprintf(w, "file  %s\n", m.File)
+	if len(m.Node) > 0 {
+		var parts []string
+		for _, g := range m.Node {
+			model := g.Model
+			if model == "" {
+				model = "not MIG-capable"
+			}
+			parts = append(parts, fmt.Sprintf("%d=%s (%s)", g.Index, g.ID, model))
+		}
+		fmt.Fprintf(w, "node  %s\n", strings.Join(parts, ", "))
+	} else {
+		fmt.Fprintln(w, "node  (none given: each entry is checked on every catalogued GPU its device-filter selects)")
+	}
+	fmt.Fprintln(w)
+	tw := output.NewTabWriter(w)
+	fmt.Fprintln(tw, "CONFIG\tENTRY\tDEVICE-FILTER\tDEVICES\tMIG\tMIG-DEVICES\tMODEL\tGPUS\tRESULT")
+	var notes []string
+	for _, cr := range m.Configs {
+		for _, e := range cr.Entries {
+			mig := "off"
+			if e.MigEnabled {
+				mig = "on"
+			}
+			filter := strings.Join(e.DeviceFilter, ",")
+			if filter == "" {
+				filter = "-"
+			}
+			devs := FormatWant(e.MigDevices)
+			if devs == "" {
+				devs = "-"
+			}
+			where := fmt.Sprintf("%s[%d]", cr.Label, e.Index)
+			for _, wn := range e.Warnings {
+				notes = append(notes, fmt.Sprintf("%s: warning: %s", where, wn))
+			}
+			if len(e.Checks) == 0 {
+				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t-\t-\t%s\n", cr.Label, e.Index, filter, e.DevicesString(), mig, devs, "no GPU selected")
+			}
+			for _, ch := range e.Checks {
+				res := o.Paint("green", "ok")
+				if !ch.OK {
+					res = o.Paint("red", "FAIL")
+				} else if ch.Layout != nil && ch.Layout.CreateCommand != "" {
+					res += " " + strings.TrimPrefix(ch.Layout.CreateCommand, "nvidia-smi mig -i 0 ")
+				}
+				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", cr.Label, e.Index, filter, e.DevicesString(), mig, devs, ch.Model, gpuList(ch.GPUs), res)
+				for _, p := range ch.Problems {
+					notes = append(notes, fmt.Sprintf("%s %s: %s", where, ch.Model, p))
+				}
+				for _, a := range ch.Alternatives {
+					notes = append(notes, fmt.Sprintf("%s %s: would fit: %s (%s)", where, ch.Model, a.Want, a.Change))
+				}
+			}
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(notes) > 0 {
+		fmt.Fprintln(w)
+		for _, n := range notes {
+			fmt.Fprintln(w, n)
+		}
+	}
+	return nil
+}
+
+// DevicesString is a helper for EntryResult tables.
+func (e EntryResult) DevicesString() string { return e.Devices }
