@@ -153,7 +153,7 @@ func Open(ctx context.Context, o Options) (Backend, error) {
 		if !o.Host.IsLive() {
 			b, err := OpenFake(o.Host, o.FakeFile)
 			if errors.Is(err, fs.ErrNotExist) {
-				return NewNone(fmt.Sprintf("--root %s has no %s", o.Host.Root(), o.FakeFile)), nil
+				return NewNone(fmt.Sprintf("--root is not / and has no %s", o.FakeFile)), nil
 			}
 			return b, err
 		}

@@ -446,6 +446,14 @@ func ParseSMIXML(r io.Reader) (Status, error) {
 	return st, nil
 }
 
+// csvHeaderAlias maps the long names nvidia-smi prints in CSV headers to
+// the query names.
+var csvHeaderAlias = map[string]string{
+	"clocks.current.graphics": "clocks.gr",
+	"clocks.current.sm":       "clocks.sm",
+	"clocks.current.memory":   "clocks.mem",
+}
+
 // ParseQueryCSV parses 'nvidia-smi --query-gpu=<fields> --format=csv[,nounits]'
 // output. The header row names the fields (any subset of QueryFields, in any
 // order); unknown columns are ignored, "[N/A]" and "[Not Supported]" leave a
@@ -466,6 +474,9 @@ func ParseQueryCSV(r io.Reader) (Status, error) {
 		h = strings.TrimSpace(h)
 		if j := strings.Index(h, " ["); j >= 0 { // "clocks.sm [MHz]"
 			h = h[:j]
+		}
+		if alias, ok := csvHeaderAlias[h]; ok {
+			h = alias
 		}
 		col[h] = i
 	}
