@@ -1,0 +1,103 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpunode/gpunode/internal/k8s/admit"
+	"github.com/gpunode/gpunode/internal/k8s/node"
+	"github.com/gpunode/gpunode/internal/topo"
+)
+
+func (a *App) newK8sAdmitCommand() *cobra.Command {
+	var nodeFile, kcFile, podsFile string
+	var live bool
+	var maxMasks int
+	cmd := &cobra.Command{
+		Use:   "admit --node NODE.yaml|--live --kubelet-config KC.yaml -f pods.yaml",
+		Short: "Simulate kubelet's Topology, CPU, Memory and Device manager admission of pods",
+		Long: `Admit pods in order on a node as kubelet v1.37 would, carrying the state from
+one pod to the next: the Topology Manager (policy and scope from the
+KubeletConfiguration) merges the hints of the Device, CPU (static) and Memory
+(Static) managers, admits or rejects each pod with kubelet's reason
+(TopologyAffinityError, SMTAlignmentError, UnexpectedAdmissionError, OutOfcpu,
+...), and the managers allocate CPUs, memory per NUMA node and devices along
+the merged hint. Rejected pods are explained: which resource's hints could
+not align and what would make the pod fit.
+
+The node comes from a node file (--node, see internal/k8s/node) or from this
+host's live topology (--live, read through --root). pods.yaml holds one or
+more v1 Pod documents, or a v1 List of pods.
+
+Exit codes: 0 all pods admitted, 1 some pod rejected, 2 bad input (nothing
+is admitted then), 3 failure.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if (nodeFile == "") == !live {
+				return Usagef("give exactly one of --node NODE.yaml and --live")
+			}
+			if kcFile == "" {
+				return Usagef("--kubelet-config is required")
+			}
+			if podsFile == "" {
+				return Usagef("-f pods.yaml is required")
+			}
+			var n *node.Node
+			var err error
+			if live {
+				fs, err := a.Host()
+				if err != nil {
+					return err
+				}
+				t, err := topo.Discover(cmd.Context(), fs)
+				if err != nil {
+					return fmt.Errorf("discover topology: %w", err)
+				}
+				if n, err = node.FromTopology(t); err != nil {
+					return err
+				}
+			} else if n, err = node.Load(nodeFile); err != nil {
+				return wrapUsage(err)
+			}
+			kc, err := admit.LoadKubeletConfig(kcFile)
+			if err != nil {
+				return wrapUsage(err)
+			}
+			var pods = a.Stdin
+			name := podsFile
+			if podsFile != "-" {
+				f, err := os.Open(podsFile)
+				if err != nil {
+					return wrapUsage(fmt.Errorf("pods: %w", err))
+				}
+				defer f.Close()
+				pods = f
+			}
+			list, err := admit.ParsePods(pods, name)
+			if err != nil {
+				return wrapUsage(err)
+			}
+			sim, err := admit.New(n, kc, admit.Options{MaxMasks: maxMasks})
+			if err != nil {
+				return wrapUsage(fmt.Errorf("%s: kubelet would not start: %w", kcFile, err))
+			}
+			rep := sim.Run(list)
+			if err := a.Render(rep); err != nil {
+				return err
+			}
+			if rep.Rejected > 0 {
+				return ErrFindings
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&nodeFile, "node", "", "node file (YAML) describing NUMA nodes, CPUs, memory and devices")
+	f.BoolVar(&live, "live", false, "use this host's topology (read through --root) instead of --node")
+	f.StringVar(&kcFile, "kubelet-config", "", "KubeletConfiguration file (kubelet.config.k8s.io/v1beta1)")
+	f.StringVarP(&podsFile, "filename", "f", "", "pods to admit, in order: Pod documents or a v1 List ('-' for stdin)")
+	f.IntVar(&maxMasks, "max-masks", 0, "bound on NUMA masks enumerated per resource (0 = 65536; kubelet enumerates all 2^N)")
+	return cmd
+}
