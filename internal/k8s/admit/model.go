@@ -63,10 +63,10 @@ type ContainerResult struct {
 	Kind       string   `json:"kind"`
 	MergedHint *HintOut `json:"mergedHint,omitempty"`
 	// ProviderHints lists each resource's hints (container scope).
-	ProviderHints map[string][]string   `json:"providerHints,omitempty"`
-	CPUs          string                `json:"cpus,omitempty"`
-	Memory        []MemoryBlock         `json:"memory,omitempty"`
-	Devices       map[string][]string   `json:"devices,omitempty"`
+	ProviderHints map[string][]string `json:"providerHints,omitempty"`
+	CPUs          string              `json:"cpus,omitempty"`
+	Memory        []MemoryBlock       `json:"memory,omitempty"`
+	Devices       map[string][]string `json:"devices,omitempty"`
 	cpuset        cpuset.CPUSet
 }
 
@@ -128,20 +128,38 @@ func summarize(ph []map[string][]node.Hint) map[string][]string {
 				out[r] = []string{"none (cannot be satisfied)"}
 				continue
 			}
-			sorted := append([]node.Hint(nil), hs...)
-			sort.SliceStable(sorted, func(i, j int) bool {
-				if sorted[i].Preferred != sorted[j].Preferred {
-					return sorted[i].Preferred
+			// The best maxListedHints hints (preferred first, then narrowest),
+			// selected without sorting the whole list (it can hold 10^4+ masks).
+			less := func(a, b node.Hint) bool {
+				if a.Preferred != b.Preferred {
+					return a.Preferred
 				}
-				return sorted[i].Affinity.IsNarrowerThan(*sorted[j].Affinity)
-			})
+				if a.Affinity == nil || b.Affinity == nil {
+					return a.Affinity == nil && b.Affinity != nil
+				}
+				return a.Affinity.IsNarrowerThan(*b.Affinity)
+			}
+			top := make([]node.Hint, 0, maxListedHints+1)
+			for _, h := range hs {
+				if len(top) == maxListedHints && !less(h, top[len(top)-1]) {
+					continue
+				}
+				i := len(top)
+				top = append(top, h)
+				for i > 0 && less(top[i], top[i-1]) {
+					top[i], top[i-1] = top[i-1], top[i]
+					i--
+				}
+				if len(top) > maxListedHints {
+					top = top[:maxListedHints]
+				}
+			}
 			var l []string
-			for i, h := range sorted {
-				if i == maxListedHints {
-					l = append(l, fmt.Sprintf("... %d more", len(sorted)-maxListedHints))
-					break
-				}
-				l = append(l, hintOut(&h).String())
+			for i := range top {
+				l = append(l, hintOut(&top[i]).String())
+			}
+			if len(hs) > len(top) {
+				l = append(l, fmt.Sprintf("... %d more", len(hs)-len(top)))
 			}
 			out[r] = l
 		}
