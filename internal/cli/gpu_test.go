@@ -1,0 +1,146 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var updateGPU = flag.Bool("update-gpu", false, "rewrite the golden files of the gpu/mps/mig live commands")
+
+// gpuHost is a fixture host of the gpu package.
+func gpuHost(name string) string {
+	return filepath.Join("..", "gpu", "testdata", "hosts", name)
+}
+
+// copyGPUHost copies a fixture host to a temp dir for commands that write.
+func copyGPUHost(t *testing.T, name string) string {
+	t.Helper()
+	dst := t.TempDir()
+	src := gpuHost(name)
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+// runGPUCLI runs gpunode with args and returns stdout, stderr and the exit code.
+func runGPUCLI(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	env := Env{Args: args, Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb,
+		Getenv: func(string) string { return "" }, Environ: func() []string { return nil }}
+	code := Main(context.Background(), env)
+	return out.String(), errb.String(), code
+}
+
+func gpuGolden(t *testing.T, name, got string) {
+	t.Helper()
+	p := filepath.Join("testdata", "gpu", name)
+	if *updateGPU {
+		if err := os.WriteFile(p, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatalf("%v (run go test ./internal/cli -run GPU -update-gpu)", err)
+	}
+	if got != string(want) {
+		t.Errorf("%s differs from golden:\n--- got\n%s\n--- want\n%s", name, got, want)
+	}
+}
+
+func TestGPUCommands(t *testing.T) {
+	for _, tc := range []struct {
+		golden string
+		args   []string
+		code   int
+	}{
+		{"status-h100x8.txt", []string{"gpu", "status", "--root", gpuHost("h100x8")}, 0},
+		{"status-a100-mig-gpu0.json", []string{"gpu", "status", "--root", gpuHost("a100-mig"), "--gpu", "0", "-o", "json"}, 0},
+		{"status-nodriver.txt", []string{"gpu", "status", "--root", gpuHost("nodriver")}, 0},
+		{"audit-h100x8.txt", []string{"gpu", "audit", "--root", gpuHost("h100x8"), "--cuda-runtime", "12.4"}, 1},
+		{"audit-a100-mig.txt", []string{"gpu", "audit", "--root", gpuHost("a100-mig"), "--cuda-runtime", "12.4"}, 1},
+		{"audit-nodriver.txt", []string{"gpu", "audit", "--root", gpuHost("nodriver")}, 0},
+		{"persistence-dry-run.txt", []string{"gpu", "persistence", "on", "--dry-run", "--root", gpuHost("h100x8")}, 0},
+		{"clocks-lock-dry-run.txt", []string{"gpu", "clocks", "lock", "--mhz", "1410", "--gpu", "0,5", "--dry-run", "--root", gpuHost("h100x8")}, 0},
+		{"clocks-reset-dry-run.txt", []string{"gpu", "clocks", "reset", "--dry-run", "--root", gpuHost("h100x8")}, 0},
+	} {
+		t.Run(tc.golden, func(t *testing.T) {
+			out, stderr, code := runGPUCLI(t, tc.args...)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d; stderr: %s", code, tc.code, stderr)
+			}
+			gpuGolden(t, tc.golden, out)
+		})
+	}
+}
+
+func TestGPUUsageErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"gpu", "status", "--gpu-backend", "rocm", "--root", gpuHost("h100x8")}, ExitUsage, "unknown GPU backend"},
+		{[]string{"gpu", "status", "--gpu", "9", "--root", gpuHost("h100x8")}, ExitUsage, "unknown GPU \"9\""},
+		{[]string{"gpu", "persistence", "maybe", "--root", gpuHost("h100x8")}, ExitUsage, "want on or off"},
+		{[]string{"gpu", "clocks", "lock", "--root", gpuHost("h100x8")}, ExitUsage, "--mhz"},
+		{[]string{"gpu", "clocks", "lock", "--mhz", "2500", "--dry-run", "--root", gpuHost("h100x8")}, ExitUsage, "clock out of range"},
+		{[]string{"gpu", "clocks", "lock", "--mhz", "fast", "--root", gpuHost("h100x8")}, ExitUsage, "want a clock"},
+		{[]string{"gpu", "status", "--gpu-backend", "fake", "--root", gpuHost("nodriver")}, ExitUsage, "fake-gpus.yaml"},
+		{[]string{"gpu", "persistence", "on", "--root", gpuHost("nodriver")}, ExitFailure, "no NVIDIA driver"},
+	} {
+		_, stderr, code := runGPUCLI(t, tc.args...)
+		if code != tc.code || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d stderr %q; want %d and %q", tc.args, code, stderr, tc.code, tc.want)
+		}
+	}
+}
+
+// TestGPUPersistenceApply: without --dry-run the change is journaled under
+// --root; the fake backend keeps changes in memory only, so the file is
+// unchanged.
+func TestGPUPersistenceApply(t *testing.T) {
+	root := copyGPUHost(t, "h100x8")
+	before, err := os.ReadFile(filepath.Join(root, "etc/gpunode/fake-gpus.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, code := runGPUCLI(t, "gpu", "persistence", "on", "--root", root, "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(out, `"applied": true`) || !strings.Contains(out, `"journal": "`) {
+		t.Fatalf("not applied/journaled: %s", out)
+	}
+	entries, err := os.ReadDir(filepath.Join(root, "var/lib/gpunode"))
+	if err != nil || len(entries) == 0 {
+		t.Fatalf("no journal written: %v", err)
+	}
+	after, _ := os.ReadFile(filepath.Join(root, "etc/gpunode/fake-gpus.yaml"))
+	if !bytes.Equal(before, after) {
+		t.Error("the fake backend rewrote its file")
+	}
+}
