@@ -273,6 +273,7 @@ func build(s Spec, t *tree) error {
 	if err := buildPCI(s, t, nodeCPUs, all); err != nil {
 		return err
 	}
+	buildIRQs(s, t, nodeCPUs, all)
 	for p, c := range s.Files {
 		t.file(p, c)
 	}

@@ -42,6 +42,8 @@ func DGXH100() Spec {
 		CPUModel: "Intel(R) Xeon(R) Platinum 8480C",
 		Sockets:  2, CoresPerSocket: 56, ThreadsPerCore: 2, L3SizeKB: 107520,
 		MemPerNodeKB: 1056439296, Distance: twoLevel(10, 21),
+		// irqbalance runs (gpunode irq detects it through /proc/<pid>/comm).
+		Files: map[string]string{"/proc/1432/comm": "irqbalance\n", "/proc/1/comm": "systemd\n"},
 	}
 	irq := 200
 	next := func(n int) []int {
