@@ -160,31 +160,33 @@ func reachableANDs(def Bitmask, lists [][]Hint, mode closureMode) []Bitmask {
 	if def == 0 {
 		return nil
 	}
-	// Distinct masks per list, restricted to the machine's nodes.
+	// Masks per list, restricted to the machine's nodes (nil = all).
 	sets := make([][]uint64, len(lists))
 	for i, l := range lists {
-		s := make([]uint64, 0, len(l))
-		for _, h := range l {
+		s := make([]uint64, len(l))
+		for j, h := range l {
 			m := def
 			if h.Affinity != nil {
 				m &= *h.Affinity
 			}
-			s = append(s, uint64(m))
+			s[j] = uint64(m)
 		}
-		slices.Sort(s)
-		sets[i] = slices.Compact(s)
+		sets[i] = s
 	}
 	cm := newCompressor(def, sets)
 	k := len(cm.classes)
 	full := uint64(1)<<uint(k) - 1
 	csets := make([][]uint64, len(sets))
+	var seen []uint64
+	if k <= bitsetMaxBits {
+		seen = make([]uint64, (1<<uint(k)+63)/64)
+	}
 	for i, s := range sets {
-		c := make([]uint64, len(s))
-		for j, m := range s {
-			c[j] = cm.compress(m)
+		c := make([]uint64, 0, len(s))
+		for _, m := range s {
+			c = append(c, cm.compress(m))
 		}
-		slices.Sort(c)
-		csets[i] = slices.Compact(c)
+		csets[i] = dedup(c, seen)
 	}
 
 	cur := []uint64{full}
@@ -247,6 +249,26 @@ func reachableANDs(def Bitmask, lists [][]Hint, mode closureMode) []Bitmask {
 		if m != 0 {
 			out = append(out, cm.expand(m))
 		}
+	}
+	return out
+}
+
+// dedup removes duplicates from c, with the zeroed bitset seen when it is
+// large enough (left zeroed again), else by sorting.
+func dedup(c []uint64, seen []uint64) []uint64 {
+	if seen == nil {
+		slices.Sort(c)
+		return slices.Compact(c)
+	}
+	out := c[:0]
+	for _, m := range c {
+		if seen[m>>6]&(1<<(m&63)) == 0 {
+			seen[m>>6] |= 1 << (m & 63)
+			out = append(out, m)
+		}
+	}
+	for _, m := range out {
+		seen[m>>6] &^= 1 << (m & 63)
 	}
 	return out
 }
@@ -318,7 +340,8 @@ type compressor struct {
 }
 
 func newCompressor(def Bitmask, sets [][]uint64) *compressor {
-	classes := []Bitmask{def}
+	classes := make([]Bitmask, 1, MaxNUMANodes)
+	classes[0] = def
 	singletons := def.Count()
 refine:
 	for _, s := range sets {
@@ -326,19 +349,12 @@ refine:
 			if len(classes) == singletons {
 				break refine
 			}
-			var next []Bitmask
-			changed := false
-			for _, c := range classes {
-				in, out := c&Bitmask(m), c&^Bitmask(m)
-				if in != 0 && out != 0 {
-					next = append(next, in, out)
-					changed = true
-				} else {
-					next = append(next, c)
+			for j, n := 0, len(classes); j < n; j++ {
+				c := classes[j]
+				if in := c & Bitmask(m); in != 0 && in != c {
+					classes[j] = in
+					classes = append(classes, c&^Bitmask(m))
 				}
-			}
-			if changed {
-				classes = next
 			}
 		}
 	}

@@ -229,3 +229,31 @@ func TestNewPolicyErrors(t *testing.T) {
 		t.Fatalf("none: %v", err)
 	}
 }
+
+// TestMergeMatchesOracleWide covers machines with up to 64 NUMA nodes, where
+// the closure runs on the sparse (map) path.
+func TestMergeMatchesOracleWide(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	checked := 0
+	for i := 0; checked < 600; i++ {
+		policy := Policies()[i%4]
+		c := genCase(r, policy, 64, 30)
+		n := 1
+		for _, l := range hintLists(Flatten(c.providers)) {
+			n *= max(1, len(l))
+		}
+		if n > 50000 {
+			continue
+		}
+		checked++
+		p, err := NewPolicy(c.policy, c.nodes, c.opts, c.distances)
+		if err != nil {
+			t.Fatalf("case %d: NewPolicy: %v", i, err)
+		}
+		got, gotAdmit := p.Merge(c.providers)
+		want, wantAdmit := oracleMerge(p, c.providers)
+		if !got.IsEqual(want) || gotAdmit != wantAdmit {
+			t.Fatalf("case %d: got %v admit=%v, oracle %v admit=%v\n%v", i, got, gotAdmit, want, wantAdmit, c)
+		}
+	}
+}

@@ -120,12 +120,16 @@ func ParseMergeRequest(b []byte) (*MergeRequest, error) {
 				m[r] = nil
 				continue
 			}
-			var hs []rawHint
-			if err := strictUnmarshal(msg, &hs); err != nil {
+			var elems []json.RawMessage
+			if err := strictUnmarshal(msg, &elems); err != nil {
 				return nil, fmt.Errorf("%s: %w", field, err)
 			}
-			out := make([]Hint, len(hs))
-			for j, h := range hs {
+			out := make([]Hint, len(elems))
+			for j, e := range elems {
+				var h rawHint
+				if err := strictUnmarshal(e, &h); err != nil {
+					return nil, fmt.Errorf("%s[%d]: %w", field, j, err)
+				}
 				out[j].Preferred = h.Preferred
 				if h.Affinity == nil {
 					continue
