@@ -119,9 +119,32 @@ Exit codes:
 	for _, newCmd := range commands() {
 		root.AddCommand(newCmd(a))
 	}
-	// Unknown subcommands and bad args are usage errors.
 	root.Args = cobra.NoArgs
+	markUsageErrors(root)
 	return root
+}
+
+// markUsageErrors makes argument-validation failures of every command (an
+// unknown subcommand, a missing or extra argument) map to exit code 2.
+func markUsageErrors(cmd *cobra.Command) {
+	if !cmd.Runnable() && cmd.HasSubCommands() {
+		// Group commands print their help; cobra would otherwise skip
+		// argument validation for them and exit 0 on a typo.
+		cmd.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
+	}
+	validate := cmd.Args
+	cmd.Args = func(c *cobra.Command, args []string) error {
+		var err error
+		if validate != nil {
+			err = validate(c, args)
+		} else if c.HasSubCommands() && len(args) > 0 {
+			err = fmt.Errorf("unknown command %q for %q", args[0], c.CommandPath())
+		}
+		return wrapUsage(err)
+	}
+	for _, sub := range cmd.Commands() {
+		markUsageErrors(sub)
+	}
 }
 
 // Host opens the host filesystem named by --root. A --root that is not a

@@ -25,6 +25,7 @@ func (f *FS) CopyRecorded(dst string) error {
 	acc := f.Recorded()
 	var files []string
 	var errs []error
+	data := map[string][]byte{} // resolved path -> bytes read at discovery time
 	for _, a := range acc {
 		resolved, err := c.walk(a.Path, 0)
 		if err != nil {
@@ -41,10 +42,13 @@ func (f *FS) CopyRecorded(dst string) error {
 			}
 		case AccessFile, AccessStat:
 			files = append(files, resolved)
+			if b, ok := f.recordedData(a.Path); ok {
+				data[resolved] = b
+			}
 		}
 	}
 	for _, p := range files {
-		if err := c.copyFile(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := c.copyFile(p, data); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, err)
 		}
 	}
@@ -139,7 +143,7 @@ func (c *copier) placeholders(dir string) error {
 	return nil
 }
 
-func (c *copier) copyFile(p string) error {
+func (c *copier) copyFile(p string, data map[string][]byte) error {
 	fi, err := os.Lstat(c.src.Path(p))
 	if err != nil {
 		return err
@@ -150,11 +154,14 @@ func (c *copier) copyFile(p string) error {
 		}
 		return nil
 	}
-	b, err := c.src.readResolved(p)
-	if err != nil {
-		// Unreadable files (write-only sysfs attributes, permissions) are
-		// captured as empty so that the reader sees the same failure shape.
-		b = nil
+	b, ok := data[p]
+	if !ok {
+		// Stat-only paths: copy current contents. Unreadable files
+		// (write-only attributes, permissions) are captured empty.
+		var err error
+		if b, err = c.src.readResolved(p); err != nil {
+			b = nil
+		}
 	}
 	if err := os.MkdirAll(path.Dir(c.d(p)), 0o755); err != nil {
 		return err

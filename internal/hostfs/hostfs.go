@@ -50,6 +50,9 @@ const (
 type recorder struct {
 	mu    sync.Mutex
 	paths map[string]string
+	// data holds the bytes each recorded file read returned, so a capture
+	// holds exactly what discovery saw even if the file changed since.
+	data map[string][]byte
 }
 
 // New returns an FS rooted at root, which must be an existing directory.
@@ -154,6 +157,7 @@ func (f *FS) ReadFile(p string) ([]byte, error) {
 			return nil, &fs.PathError{Op: "read", Path: p, Err: err}
 		}
 		if n == 0 {
+			f.keep(p, buf)
 			return buf, nil
 		}
 		buf = buf[:len(buf)+n]
@@ -168,7 +172,7 @@ func (f *FS) IsLive() bool { return f.root == "/" }
 
 // Record makes f remember every host path it touches from now on.
 func (f *FS) Record() {
-	f.rec = &recorder{paths: map[string]string{}}
+	f.rec = &recorder{paths: map[string]string{}, data: map[string][]byte{}}
 }
 
 // Recorded returns the host paths touched since Record, with their access
@@ -204,6 +208,27 @@ func (f *FS) note(p, kind string) {
 		return
 	}
 	f.rec.paths[p] = kind
+}
+
+// keep remembers the bytes a recorded read returned.
+func (f *FS) keep(p string, b []byte) {
+	if f.rec == nil {
+		return
+	}
+	f.rec.mu.Lock()
+	defer f.rec.mu.Unlock()
+	f.rec.data[p] = append([]byte(nil), b...)
+}
+
+// recordedData returns the bytes recorded for host path p.
+func (f *FS) recordedData(p string) ([]byte, bool) {
+	if f.rec == nil {
+		return nil, false
+	}
+	f.rec.mu.Lock()
+	defer f.rec.mu.Unlock()
+	b, ok := f.rec.data[p]
+	return b, ok
 }
 
 // clean normalises a host path to an absolute, cleaned form.

@@ -28,6 +28,9 @@ type discoverer struct {
 	fs       *hostfs.FS
 	t        *Topology
 	warnings []Warning
+	// singleNodeFallback is set when sysfs lists no NUMA node and the
+	// machine is treated as one node holding every online CPU.
+	singleNodeFallback bool
 }
 
 func (d *discoverer) warn(path, format string, args ...any) {
@@ -81,6 +84,9 @@ func Discover(ctx context.Context, fsys *hostfs.FS) (*Topology, error) {
 		return nil, err
 	}
 	d := &discoverer{fs: fsys, t: t, warnings: append(cpuD.warnings, devD.warnings...)}
+	if devD.singleNodeFallback {
+		t.NUMANodes[0].CPUs = t.OnlineCPUs
+	}
 	d.finishCPUs()
 	d.gpuMemoryNodes()
 	t.Links = computeLinks(t)
@@ -303,6 +309,31 @@ func (d *discoverer) l3(cpuDir string) int {
 	return len(d.t.L3Caches) - 1
 }
 
+// parseProcMeminfo reads the "Key: value kB" lines of /proc/meminfo into
+// bytes; malformed lines are skipped.
+func parseProcMeminfo(b []byte) map[string]uint64 {
+	out := map[string]uint64{}
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(v)
+		if len(f) == 0 {
+			continue
+		}
+		n, err := strconv.ParseUint(f[0], 10, 64)
+		if err != nil {
+			continue
+		}
+		if len(f) > 1 && f[1] == "kB" {
+			n <<= 10
+		}
+		out[strings.TrimSpace(k)] = n
+	}
+	return out
+}
+
 // parseSize parses cache sizes such as "32768K" or "36M".
 func parseSize(s string) uint64 {
 	mult := uint64(1)
@@ -333,15 +364,15 @@ func (d *discoverer) nodes() {
 			d.warnErr(sysNode, err, true)
 		}
 		d.warn(sysNode, "no NUMA nodes listed (kernel without NUMA support?); treating the machine as one node")
-		n := NUMANode{ID: 0, CPUs: t.OnlineCPUs, Distances: []int{10}}
-		if pfs, err := d.fs.Proc(); err == nil {
-			if mi, err := pfs.Meminfo(); err == nil && mi.MemTotalBytes != nil {
-				n.MemTotalBytes = *mi.MemTotalBytes
-				if mi.MemFreeBytes != nil {
-					n.MemFreeBytes = *mi.MemFreeBytes
-				}
-			}
+		// The CPUs are filled in by finishCPUs once CPU discovery is done.
+		n := NUMANode{ID: 0, Distances: []int{10}}
+		if b, err := d.fs.ReadFile("/proc/meminfo"); err != nil {
+			d.warnErr("/proc/meminfo", err, false)
+		} else {
+			mi := parseProcMeminfo(b)
+			n.MemTotalBytes, n.MemFreeBytes = mi["MemTotal"], mi["MemFree"]
 		}
+		d.singleNodeFallback = true
 		t.NUMANodes = []NUMANode{n}
 		return
 	}

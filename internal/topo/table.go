@@ -124,12 +124,14 @@ func (t *Topology) WriteTable(w io.Writer, o output.Options) error {
 		ew.printf("\n%s\n", o.Paint("bold", "PCI devices"))
 		tw = output.NewTabWriter(ew)
 		fmt.Fprintln(tw, "NAME\tKIND\tBDF\tID\tNUMA\tLOCAL CPUS\tLINK\tDRIVER\tIRQS")
+		inferred := false
 		for _, d := range all {
 			numa := "?"
 			if d.NUMANode >= 0 {
 				numa = fmt.Sprint(d.NUMANode)
 				if d.NUMASource != NUMAFromSysfs {
 					numa += "*"
+					inferred = true
 				}
 			}
 			link := "-"
@@ -144,7 +146,9 @@ func (t *Topology) WriteTable(w io.Writer, o output.Options) error {
 				orNA(d.LocalCPUs.String()), link, orNone(d.Driver), len(d.IRQs))
 		}
 		tw.Flush()
-		ew.printf("(* NUMA node inferred: numa_node was -1)\n")
+		if inferred {
+			ew.printf("(* NUMA node inferred: numa_node was -1)\n")
+		}
 	}
 	if len(t.Warnings) > 0 {
 		ew.printf("\n%s\n", o.Paint("yellow", fmt.Sprintf("Warnings (%d):", len(t.Warnings))))

@@ -1,0 +1,139 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gpunode/gpunode/internal/testhost"
+)
+
+// run executes gpunode with args and returns the exit code, stdout and stderr.
+func run(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	env := Env{
+		Args: args, Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb,
+		Getenv:  func(string) string { return "" },
+		Environ: func() []string { return nil },
+		Exec: func(string, []string, []string) error {
+			t.Fatal("unexpected exec")
+			return nil
+		},
+	}
+	code := Main(context.Background(), env)
+	return code, out.String(), errb.String()
+}
+
+func TestExitCodes(t *testing.T) {
+	dgx := testhost.Path(t, "dgx-h100")
+	file := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args   []string
+		code   int
+		stderr string
+	}{
+		{[]string{"version"}, ExitOK, ""},
+		{[]string{"topo", "--root", dgx}, ExitOK, ""},
+		{[]string{"topo", "--root", filepath.Join(dgx, "missing")}, ExitUsage, "--root"},
+		{[]string{"topo", "--root", file}, ExitUsage, "not a directory"},
+		{[]string{"topo", "-o", "xml", "--root", dgx}, ExitUsage, "unknown output format"},
+		{[]string{"nosuchcommand"}, ExitUsage, "unknown command"},
+		{[]string{"topo", "extra"}, ExitUsage, "unknown command"},
+		{[]string{"topo", "--bogus"}, ExitUsage, "unknown flag"},
+		{[]string{"topo", "capture"}, ExitUsage, "--out DIR is required"},
+		{[]string{"topo", "--root", t.TempDir()}, ExitFailure, "read CPU topology"},
+	} {
+		code, _, stderr := run(t, tc.args...)
+		if code != tc.code || !strings.Contains(stderr, tc.stderr) {
+			t.Errorf("gpunode %v: exit %d stderr %q; want exit %d with %q", tc.args, code, stderr, tc.code, tc.stderr)
+		}
+	}
+}
+
+func TestTopoJSON(t *testing.T) {
+	code, out, stderr := run(t, "topo", "--root", testhost.Path(t, "dgx-h100"), "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var doc struct {
+		SchemaVersion string `json:"schemaVersion"`
+		NUMANodes     []struct {
+			ID            int    `json:"id"`
+			CPUs          string `json:"cpus"`
+			MemTotalBytes uint64 `json:"memTotalBytes"`
+			Distances     []int  `json:"distances"`
+		} `json:"numaNodes"`
+		CPUs []struct {
+			ID, Core, Socket, NUMANode int
+		} `json:"cpus"`
+		GPUs []struct {
+			Index        int    `json:"index"`
+			BDF          string `json:"bdf"`
+			NUMANode     int    `json:"numaNode"`
+			LocalCPUs    string `json:"localCPUs"`
+			LinkWidth    int    `json:"linkWidth"`
+			MaxLinkWidth int    `json:"maxLinkWidth"`
+			LinkSpeed    string `json:"linkSpeed"`
+			MaxLinkSpeed string `json:"maxLinkSpeed"`
+		} `json:"gpus"`
+		NICs []struct {
+			Name string `json:"name"`
+		} `json:"nics"`
+		Links []struct{ A, B, Class string } `json:"links"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.SchemaVersion != "gpunode.topo/v1" || len(doc.NUMANodes) != 2 || doc.NUMANodes[1].CPUs != "56-111,168-223" ||
+		doc.NUMANodes[0].MemTotalBytes == 0 || len(doc.NUMANodes[0].Distances) != 2 || len(doc.CPUs) != 224 {
+		t.Errorf("bad document header: %+v", doc.NUMANodes)
+	}
+	if len(doc.GPUs) != 8 || doc.GPUs[3].Index != 3 || doc.GPUs[3].LocalCPUs != "0-55,112-167" || doc.GPUs[3].LinkWidth != 16 || doc.GPUs[3].MaxLinkSpeed == "" {
+		t.Errorf("bad gpus: %+v", doc.GPUs)
+	}
+	if len(doc.NICs) != 12 || len(doc.Links) != 20*19/2 {
+		t.Errorf("nics=%d links=%d", len(doc.NICs), len(doc.Links))
+	}
+}
+
+func TestTopoYAMLAndTableAgree(t *testing.T) {
+	root := testhost.Path(t, "gh200")
+	_, y, _ := run(t, "topo", "--root", root, "-o", "yaml")
+	_, tbl, _ := run(t, "topo", "--root", root)
+	if !strings.Contains(y, "schemaVersion: gpunode.topo/v1") || !strings.Contains(y, "memoryNumaNode: 1") {
+		t.Errorf("yaml: %s", y[:200])
+	}
+	if !strings.Contains(tbl, "- (GPU0 memory)") || !strings.Contains(tbl, "GPU0  X") {
+		t.Errorf("table: %s", tbl)
+	}
+}
+
+func TestCaptureCommandRoundTrip(t *testing.T) {
+	src := testhost.Path(t, "amd-8numa")
+	out := filepath.Join(t.TempDir(), "cap")
+	code, msg, stderr := run(t, "topo", "capture", "--root", src, "--out", out)
+	if code != 0 || !strings.Contains(msg, "replay with: gpunode topo --root "+out) {
+		t.Fatalf("capture: exit %d %s %s", code, msg, stderr)
+	}
+	_, a, _ := run(t, "topo", "--root", src, "-o", "json")
+	_, b, _ := run(t, "topo", "--root", out, "-o", "json")
+	if a != b {
+		t.Error("topo on the capture differs from topo on the source")
+	}
+}
+
+func TestVersionJSON(t *testing.T) {
+	_, out, _ := run(t, "version", "-o", "json")
+	var v VersionInfo
+	if err := json.Unmarshal([]byte(out), &v); err != nil || v.SchemaVersion != "gpunode.version/v1" || v.GoVersion == "" {
+		t.Fatalf("version: %q %v", out, err)
+	}
+}

@@ -1,0 +1,186 @@
+package hostfs
+
+import (
+	"strings"
+	"testing"
+
+	"k8s.io/utils/cpuset"
+)
+
+func TestParseCPUList(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []int
+		err  string
+	}{
+		{"", nil, ""},
+		{"\n", nil, ""},
+		{"(null)\n", nil, ""},
+		{"0", []int{0}, ""},
+		{"0-3", []int{0, 1, 2, 3}, ""},
+		{"0-1,8,10-11\n", []int{0, 1, 8, 10, 11}, ""},
+		{" 2 , 4-5 ", []int{2, 4, 5}, ""},
+		{"3-1", nil, "reversed"},
+		{"a", nil, "bad CPU id"},
+		{"1,,2", nil, "empty element"},
+		{"-1", nil, "bad CPU id"},
+		{"70000", nil, "beyond"},
+		{"0-70000", nil, "beyond"},
+	} {
+		got, err := ParseCPUList(tc.in)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("ParseCPUList(%q) error = %v, want %q", tc.in, err, tc.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("ParseCPUList(%q): %v", tc.in, err)
+			continue
+		}
+		if !got.Equals(cpuset.New(tc.want...)) {
+			t.Errorf("ParseCPUList(%q) = %v, want %v", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestParseCPUMask(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []int
+		err  bool
+	}{
+		{"1", []int{0}, false},
+		{"00000003\n", []int{0, 1}, false},
+		{"ffffffff,00000001", append([]int{0}, rangeInts(32, 63)...), false},
+		{"0x10", []int{4}, false},
+		{"00000000,00000000,80000000", []int{31}, false},
+		{"", nil, true},
+		{"xyz", nil, true},
+		{"1,,2", nil, true},
+		{"123456789", nil, true},
+	} {
+		got, err := ParseCPUMask(tc.in)
+		if tc.err {
+			if err == nil {
+				t.Errorf("ParseCPUMask(%q) = %v, want error", tc.in, got)
+			}
+			continue
+		}
+		if err != nil || !got.Equals(cpuset.New(tc.want...)) {
+			t.Errorf("ParseCPUMask(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
+		}
+	}
+}
+
+func TestFormatCPUMaskRoundTrip(t *testing.T) {
+	for _, set := range []cpuset.CPUSet{cpuset.New(), cpuset.New(0), cpuset.New(1, 33, 64), cpuset.New(rangeInts(0, 223)...)} {
+		s := FormatCPUMask(set, 224)
+		if n := strings.Count(s, ",") + 1; n != 7 {
+			t.Errorf("FormatCPUMask(%v) = %q: %d words, want 7", set, s, n)
+		}
+		back, err := ParseCPUMask(s)
+		if err != nil || !back.Equals(set) {
+			t.Errorf("round trip %v -> %q -> %v (%v)", set, s, back, err)
+		}
+	}
+	if got := FormatCPUMask(cpuset.New(0, 1), 2); got != "00000003" {
+		t.Errorf("FormatCPUMask = %q, want 00000003", got)
+	}
+}
+
+func TestParseNodeMeminfo(t *testing.T) {
+	in := "Node 0 MemTotal:       65793868 kB\nNode 0 MemFree:        1000 kB\nNode 0 HugePages_Total:     8\n"
+	got, err := ParseNodeMeminfo([]byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got["MemTotal"] != 65793868*1024 || got["MemFree"] != 1000*1024 || got["HugePages_Total"] != 8 {
+		t.Errorf("got %v", got)
+	}
+	for _, bad := range []string{"", "MemTotal: 5 kB", "Node 0 MemTotal: x kB", "Node 0 MemTotal: 5 MB", "Node 0 MemTotal: 99999999999999999999 kB"} {
+		if _, err := ParseNodeMeminfo([]byte(bad)); err == nil {
+			t.Errorf("ParseNodeMeminfo(%q): want error", bad)
+		}
+	}
+}
+
+func TestParseDistances(t *testing.T) {
+	got, err := ParseDistances("10 21 32\n")
+	if err != nil || len(got) != 3 || got[0] != 10 || got[2] != 32 {
+		t.Fatalf("got %v %v", got, err)
+	}
+	for _, bad := range []string{"", "10 x", "10 -1", "10 300"} {
+		if _, err := ParseDistances(bad); err == nil {
+			t.Errorf("ParseDistances(%q): want error", bad)
+		}
+	}
+}
+
+func rangeInts(a, b int) []int {
+	var out []int
+	for i := a; i <= b; i++ {
+		out = append(out, i)
+	}
+	return out
+}
+
+func FuzzParseCPUList(f *testing.F) {
+	for _, s := range []string{"0-3,8", "", "(null)", "1,,2", "5-2", "0-65535"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		set, err := ParseCPUList(s)
+		if err != nil {
+			return
+		}
+		// A parsed list must survive formatting and parsing again.
+		back, err := ParseCPUList(set.String())
+		if err != nil || !back.Equals(set) {
+			t.Fatalf("%q -> %v -> %v (%v)", s, set, back, err)
+		}
+	})
+}
+
+func FuzzParseCPUMask(f *testing.F) {
+	for _, s := range []string{"ff", "ffffffff,00000001", "0x3", "", ",", "zz"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		set, err := ParseCPUMask(s)
+		if err != nil {
+			return
+		}
+		back, err := ParseCPUMask(FormatCPUMask(set, 0))
+		if err != nil || !back.Equals(set) {
+			t.Fatalf("%q -> %v -> %v (%v)", s, set, back, err)
+		}
+	})
+}
+
+func FuzzParseNodeMeminfo(f *testing.F) {
+	f.Add([]byte("Node 0 MemTotal:       65793868 kB\nNode 0 HugePages_Total: 4\n"))
+	f.Add([]byte("Node 1 X: 1"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, err := ParseNodeMeminfo(b)
+		if err == nil && len(m) == 0 {
+			t.Fatal("no error and no fields")
+		}
+	})
+}
+
+func FuzzParseDistances(f *testing.F) {
+	f.Add("10 21")
+	f.Add("10 x")
+	f.Fuzz(func(t *testing.T, s string) {
+		d, err := ParseDistances(s)
+		if err != nil {
+			return
+		}
+		for _, v := range d {
+			if v < 0 || v > 255 {
+				t.Fatalf("%q -> %v out of range", s, d)
+			}
+		}
+	})
+}
