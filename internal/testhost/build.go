@@ -80,6 +80,27 @@ func (t *tree) file(p, content string) { t.files[p] = content }
 func (t *tree) link(p, target string)  { t.links[p] = target }
 func (t *tree) dir(p string)           { t.dirs[p] = true }
 
+// Expected returns the snapshot (see Snapshot, directories left out) that
+// Write(spec, dir) produces, without touching the disk.
+func Expected(spec Spec) (map[string]string, error) {
+	t := &tree{files: map[string]string{}, links: map[string]string{}, dirs: map[string]bool{}}
+	if err := build(spec, t); err != nil {
+		return nil, fmt.Errorf("%s: %w", spec.Name, err)
+	}
+	out := map[string]string{}
+	for p, c := range t.files {
+		out[strings.TrimPrefix(p, "/")] = fmt.Sprintf("file %v %q", os.FileMode(0o644), c)
+	}
+	for p, target := range t.links {
+		rel, err := filepath.Rel(path.Dir(p), target)
+		if err != nil {
+			return nil, err
+		}
+		out[strings.TrimPrefix(p, "/")] = "link -> " + rel
+	}
+	return out, nil
+}
+
 // Write renders spec into dir (which must not exist or be empty).
 func Write(spec Spec, dir string) error {
 	t := &tree{files: map[string]string{}, links: map[string]string{}, dirs: map[string]bool{}}

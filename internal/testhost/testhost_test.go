@@ -4,6 +4,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -18,12 +19,12 @@ func TestFixturesUpToDate(t *testing.T) {
 	}
 	for _, spec := range Specs() {
 		t.Run(spec.Name, func(t *testing.T) {
-			tmp := filepath.Join(t.TempDir(), spec.Name)
-			if err := Write(spec, tmp); err != nil {
-				t.Fatal(err)
-			}
 			dst := filepath.Join(hosts, spec.Name)
 			if *update {
+				tmp := filepath.Join(t.TempDir(), spec.Name)
+				if err := Write(spec, tmp); err != nil {
+					t.Fatal(err)
+				}
 				if err := os.RemoveAll(dst); err != nil {
 					t.Fatal(err)
 				}
@@ -31,13 +32,18 @@ func TestFixturesUpToDate(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			want, err := Snapshot(tmp)
+			want, err := Expected(spec)
 			if err != nil {
 				t.Fatal(err)
 			}
 			got, err := Snapshot(dst)
 			if err != nil {
 				t.Fatalf("%v (run go test ./internal/testhost -update)", err)
+			}
+			for k, v := range got {
+				if strings.HasPrefix(v, "dir ") {
+					delete(got, k)
+				}
 			}
 			if d := DiffSnapshots(want, got); len(d) > 0 {
 				if len(d) > 10 {
@@ -46,6 +52,23 @@ func TestFixturesUpToDate(t *testing.T) {
 				t.Fatalf("testdata/hosts/%s is stale (run go test ./internal/testhost -update):\n%v", spec.Name, d)
 			}
 		})
+	}
+}
+
+func TestExpectedMatchesWrite(t *testing.T) {
+	dir := t.TempDir()
+	if err := Write(GH200(), dir); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := Snapshot(dir)
+	for k, v := range got {
+		if strings.HasPrefix(v, "dir ") {
+			delete(got, k)
+		}
+	}
+	want, _ := Expected(GH200())
+	if d := DiffSnapshots(want, got); len(d) > 0 {
+		t.Fatalf("Expected and Write disagree: %v", d[:min(len(d), 10)])
 	}
 }
 
