@@ -111,7 +111,11 @@ func (c *Catalogue) Plan(ctx context.Context, p *Product, wants []Want, opts Pla
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	pl.Alternatives = s.alternatives(d, n)
+	var exact bool
+	pl.Alternatives, exact = s.alternatives(d, n)
+	if !exact {
+		pl.Notes = append(pl.Notes, "drop alternatives come from a bounded search: a demand dropping fewer instances may exist")
+	}
 	return pl, nil
 }
 
@@ -348,7 +352,7 @@ func (s *space) explain(d demand, n int) []string {
 	if len(out) > 0 {
 		return out
 	}
-	best, part := s.maxPlaced(d, n)
+	best, part, _ := s.maxPlaced(d, n)
 	total := d.total()
 	if n == 1 {
 		l, _ := s.single(part)
@@ -395,10 +399,14 @@ func (s *space) explain(d demand, n int) []string {
 
 // alternatives lists feasible demands close to d: the fewest instances to
 // drop, single-instance shrinks, and the number of GPUs d needs.
-func (s *space) alternatives(d demand, n int) []Alternative {
+func (s *space) alternatives(d demand, n int) ([]Alternative, bool) {
 	p := s.p
 	var out []Alternative
-	const budget = 256
+	// Checks on more than one GPU may search; keep the total small.
+	budget := 256
+	if n > 1 {
+		budget = 24
+	}
 	checks := 0
 	feasible := func(x demand) bool {
 		checks++
@@ -406,7 +414,7 @@ func (s *space) alternatives(d demand, n int) []Alternative {
 		return ok
 	}
 	// Drops.
-	best, part := s.maxPlaced(d, n)
+	best, part, exact := s.maxPlaced(d, n)
 	drop := d.total() - best
 	if drop > 0 {
 		var cands []demand
@@ -435,7 +443,7 @@ func (s *space) alternatives(d demand, n int) []Alternative {
 		gen(0, drop)
 		var found []demand
 		for _, x := range cands {
-			if checks >= budget {
+			if checks >= budget || len(found) >= 6 {
 				break
 			}
 			if feasible(x) {
@@ -510,7 +518,7 @@ func (s *space) alternatives(d demand, n int) []Alternative {
 			}
 		}
 	}
-	return out
+	return out, exact
 }
 
 // describe renders a demand as "3g.40gb x2, 1g.10gb".

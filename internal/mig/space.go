@@ -26,6 +26,17 @@ type space struct {
 	// maximal are the feasible configurations that cannot be extended by
 	// one more instance, heaviest first.
 	maximal []cfg
+	// weights and caps bound any multi-GPU demand: a GPU holds at most
+	// caps[j] of weights[j]·config, so weights[j]·d <= caps[j]*n is
+	// necessary for d to fit on n GPUs.
+	weights [][MaxProfiles]int
+	caps    []int
+	// byWeight[j] lists profile indexes by ascending weights[j].
+	byWeight [][]int
+	// suffixCaps[t][j] is caps[j] over maximal[t:] only.
+	suffixCaps [][]int
+	// holders[i] counts the maximal configurations holding profile i.
+	holders [MaxProfiles]int
 }
 
 // space returns the (cached) configuration space of p.
@@ -124,7 +135,103 @@ func newSpace(p *Product) *space {
 		}
 		return lessCfg(s.maximal[a], s.maximal[b])
 	})
+	s.initBounds()
 	return s
+}
+
+// initBounds derives the weight vectors used by bounded: compute slices,
+// memory slices, media extensions, each profile, each pair of profiles, and
+// the count of instances of at least 2 and at least half the memory slices.
+func (s *space) initBounds() {
+	var ws [][MaxProfiles]int
+	var comp, mem, me, two, half [MaxProfiles]int
+	for i := 0; i < s.k; i++ {
+		comp[i], mem[i] = s.comp[i], s.mem[i]
+		if s.me[i] {
+			me[i] = 1
+		}
+		if s.mem[i] >= 2 {
+			two[i] = 1
+		}
+		if 2*s.mem[i] >= s.p.MemorySlices {
+			half[i] = 1
+		}
+	}
+	ws = append(ws, comp, mem, me, two, half)
+	for i := 0; i < s.k; i++ {
+		var w [MaxProfiles]int
+		w[i] = 1
+		ws = append(ws, w)
+		for j := i + 1; j < s.k; j++ {
+			w2 := w
+			w2[j] = 1
+			ws = append(ws, w2)
+		}
+	}
+	for _, w := range ws {
+		c := 0
+		for _, m := range s.maximal {
+			v := 0
+			for i := 0; i < s.k; i++ {
+				v += w[i] * int(m[i])
+			}
+			c = max(c, v)
+		}
+		s.weights = append(s.weights, w)
+		s.caps = append(s.caps, c)
+		order := make([]int, s.k)
+		for i := range order {
+			order[i] = i
+		}
+		sort.SliceStable(order, func(a, b int) bool { return w[order[a]] < w[order[b]] })
+		s.byWeight = append(s.byWeight, order)
+	}
+	for _, m := range s.maximal {
+		for i := 0; i < s.k; i++ {
+			if m[i] > 0 {
+				s.holders[i]++
+			}
+		}
+	}
+	s.suffixCaps = make([][]int, len(s.maximal)+1)
+	s.suffixCaps[len(s.maximal)] = make([]int, len(s.weights))
+	for t := len(s.maximal) - 1; t >= 0; t-- {
+		row := make([]int, len(s.weights))
+		for j, w := range s.weights {
+			v := 0
+			for i := 0; i < s.k; i++ {
+				v += w[i] * int(s.maximal[t][i])
+			}
+			row[j] = max(v, s.suffixCaps[t+1][j])
+		}
+		s.suffixCaps[t] = row
+	}
+}
+
+// countBound is an upper bound on how many of rem's instances fit on n
+// GPUs: for each weight, take the lightest instances until n GPUs' capacity
+// of that weight is spent.
+func (s *space) countBound(rem demand, n int) int {
+	best := rem.total()
+	for j, order := range s.byWeight {
+		capacity := s.caps[j] * n
+		cnt := 0
+		for _, i := range order {
+			w := s.weights[j][i]
+			if w == 0 {
+				cnt += int(rem[i])
+				continue
+			}
+			take := min(int(rem[i]), capacity/w)
+			cnt += take
+			capacity -= take * w
+			if take < int(rem[i]) {
+				break
+			}
+		}
+		best = min(best, cnt)
+	}
+	return best
 }
 
 func lessCfg(a, b cfg) bool {
@@ -171,12 +278,12 @@ func (s *space) slices(d demand) (compute, memory, me int) {
 
 // bounded reports whether d can possibly fit on n GPUs by slice counts.
 func (s *space) bounded(d demand, n int) bool {
-	c, m, me := s.slices(d)
-	if c > s.p.ComputeSlices*n || m > s.p.MemorySlices*n || me > s.p.MediaExtensionLimit*n {
-		return false
-	}
-	for i := 0; i < s.k; i++ {
-		if int(d[i]) > s.max[i]*n {
+	for j, w := range s.weights {
+		v := 0
+		for i := 0; i < s.k; i++ {
+			v += w[i] * int(d[i])
+		}
+		if v > s.caps[j]*n {
 			return false
 		}
 	}
@@ -258,7 +365,15 @@ type memoKey struct {
 }
 
 // solve finds one configuration per GPU (at most n) covering d exactly, or
-// reports that none exists.
+// proves that none exists.
+//
+// Every subset of a feasible multiset is feasible, so a GPU never needs
+// less than a maximal configuration clipped to what is left, and a clipped
+// configuration dominated by another is never needed. Some GPU must hold an
+// instance of the most constrained remaining profile, so the search only
+// branches over the (undominated, clipped) configurations holding one. It
+// memoises, per remainder, the most GPUs proven too few, and prunes with
+// the weight caps.
 func (s *space) solve(d demand, n int) ([]cfg, bool) {
 	if d.isZero() {
 		return nil, true
@@ -266,7 +381,7 @@ func (s *space) solve(d demand, n int) ([]cfg, bool) {
 	if n <= 0 || !s.bounded(d, n) {
 		return nil, false
 	}
-	fail := map[memoKey]bool{}
+	tooFew := map[demand]int{}
 	var out []cfg
 	var rec func(rem demand, left int) bool
 	rec = func(rem demand, left int) bool {
@@ -276,22 +391,29 @@ func (s *space) solve(d demand, n int) ([]cfg, bool) {
 		if left == 0 || !s.bounded(rem, left) {
 			return false
 		}
-		if left == 1 {
-			if _, ok := s.single(rem); ok {
-				var c cfg
-				for i := 0; i < s.k; i++ {
-					c[i] = uint8(rem[i])
-				}
-				out = append(out, c)
-				return true
+		if _, ok := s.single(rem); ok {
+			var c cfg
+			for i := 0; i < s.k; i++ {
+				c[i] = uint8(rem[i])
 			}
+			out = append(out, c)
+			return true
+		}
+		if left == 1 {
 			return false
 		}
-		key := memoKey{rem, left}
-		if fail[key] {
+		if f, ok := tooFew[rem]; ok && f >= left {
 			return false
 		}
-		for _, c := range s.candidates(rem) {
+		// Branch on the remaining profile held by the fewest maximal
+		// configurations.
+		pivot, fewest := -1, 1<<30
+		for i := 0; i < s.k; i++ {
+			if rem[i] > 0 && s.holders[i] < fewest {
+				pivot, fewest = i, s.holders[i]
+			}
+		}
+		for _, c := range s.candidatesWith(rem, pivot) {
 			next := rem
 			for i := 0; i < s.k; i++ {
 				next[i] -= uint16(c[i])
@@ -302,7 +424,9 @@ func (s *space) solve(d demand, n int) ([]cfg, bool) {
 			}
 			out = out[:len(out)-1]
 		}
-		fail[key] = true
+		if f, ok := tooFew[rem]; !ok || left > f {
+			tooFew[rem] = left
+		}
 		return false
 	}
 	if rec(d, n) {
@@ -311,58 +435,152 @@ func (s *space) solve(d demand, n int) ([]cfg, bool) {
 	return nil, false
 }
 
-// maxPlaced returns the largest number of d's instances that fit on n GPUs
-// and one sub-demand achieving it.
-func (s *space) maxPlaced(d demand, n int) (int, demand) {
-	type res struct {
-		best int
-		pick cfg
-	}
-	memo := map[memoKey]res{}
-	var rec func(rem demand, left int) int
-	rec = func(rem demand, left int) int {
-		if rem.isZero() || left == 0 {
-			return 0
+// candidatesWith are the undominated maximal configurations clipped to rem
+// that hold at least one instance of profile pivot.
+func (s *space) candidatesWith(rem demand, pivot int) []cfg {
+	out := make([]cfg, 0, 16)
+	for _, m := range s.maximal {
+		if m[pivot] == 0 {
+			continue
 		}
-		key := memoKey{rem, left}
-		if r, ok := memo[key]; ok {
-			return r.best
+		var c cfg
+		for i := 0; i < s.k; i++ {
+			c[i] = uint8(min(uint16(m[i]), rem[i]))
 		}
-		best, pick := -1, cfg{}
-		for _, c := range s.candidates(rem) {
-			next := rem
-			cnt := 0
-			for i := 0; i < s.k; i++ {
-				next[i] -= uint16(c[i])
-				cnt += int(c[i])
-			}
-			v := cnt + rec(next, left-1)
-			if v > best {
-				best, pick = v, c
-			}
-			if best == rem.total() {
+		dup := false
+		for _, o := range out {
+			if o == c {
+				dup = true
 				break
 			}
 		}
-		if best < 0 {
-			best = 0
+		if !dup {
+			out = append(out, c)
 		}
-		memo[key] = res{best, pick}
-		return best
 	}
-	best := rec(d, n)
-	var placedD demand
-	rem, left := d, n
-	for left > 0 && !rem.isZero() {
-		r, ok := memo[memoKey{rem, left}]
-		if !ok || r.pick == (cfg{}) {
-			break
+	keep := out[:0]
+	for a := range out {
+		dom := false
+		for b := range out {
+			if a != b && dominates(out[b], out[a], s.k) {
+				dom = true
+				break
+			}
 		}
+		if !dom {
+			keep = append(keep, out[a])
+		}
+	}
+	return keep
+}
+
+func covers(m cfg, rem demand, k int) bool {
+	for i := 0; i < k; i++ {
+		if uint16(m[i]) < rem[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// boundedFrom is bounded with the caps of maximal[t:] only.
+func (s *space) boundedFrom(d demand, n, t int) bool {
+	caps := s.suffixCaps[t]
+	for j, w := range s.weights {
+		v := 0
 		for i := 0; i < s.k; i++ {
-			rem[i] -= uint16(r.pick[i])
-			placedD[i] += uint16(r.pick[i])
+			v += w[i] * int(d[i])
 		}
-		left--
+		if v > caps[j]*n {
+			return false
+		}
 	}
-	return best, placedD
+	return true
+}
+
+// maxPlacedBudget bounds the branch-and-bound search of maxPlaced.
+const maxPlacedBudget = 300
+
+// maxPlaced returns the largest number of d's instances that fit on n GPUs,
+// one sub-demand achieving it, and whether the search was exhaustive (when
+// it ran out of budget the result is the best found, a lower bound).
+//
+// A demand fits on n GPUs iff some multiset of n maximal configurations
+// covers it componentwise (clip each to what is left), so the search walks
+// multisets of maximal configurations in canonical (non-decreasing index)
+// order, bounding by the best gain any one GPU can still add.
+func (s *space) maxPlaced(d demand, n int) (int, demand, bool) {
+	total := d.total()
+	gain := func(m cfg, cov demand) int {
+		g := 0
+		for i := 0; i < s.k; i++ {
+			g += min(int(m[i]), int(d[i])-int(cov[i]))
+		}
+		return g
+	}
+	add := func(m cfg, cov demand) demand {
+		for i := 0; i < s.k; i++ {
+			cov[i] += uint16(min(int(m[i]), int(d[i])-int(cov[i])))
+		}
+		return cov
+	}
+	// Greedy incumbent.
+	best, bestCov := 0, demand{}
+	{
+		var cov demand
+		val := 0
+		for g := 0; g < n; g++ {
+			bi, bg := -1, 0
+			for t, m := range s.maximal {
+				if v := gain(m, cov); v > bg {
+					bi, bg = t, v
+				}
+			}
+			if bi < 0 {
+				break
+			}
+			cov = add(s.maximal[bi], cov)
+			val += bg
+		}
+		best, bestCov = val, cov
+	}
+	nodes, exact := 0, true
+	var rec func(t, left int, cov demand, val int)
+	rec = func(t, left int, cov demand, val int) {
+		if val > best {
+			best, bestCov = val, cov
+		}
+		if best == total || left == 0 {
+			return
+		}
+		if nodes++; nodes > maxPlacedBudget {
+			exact = false
+			return
+		}
+		var rem demand
+		for i := 0; i < s.k; i++ {
+			rem[i] = d[i] - cov[i]
+		}
+		if val+s.countBound(rem, left) <= best {
+			return
+		}
+		maxGain := 0
+		gains := make([]int, len(s.maximal))
+		for u := t; u < len(s.maximal); u++ {
+			gains[u] = gain(s.maximal[u], cov)
+			maxGain = max(maxGain, gains[u])
+		}
+		if val+left*maxGain <= best {
+			return
+		}
+		for u := t; u < len(s.maximal); u++ {
+			g := gains[u]
+			if g == 0 || val+g+(left-1)*maxGain <= best {
+				continue
+			}
+			rec(u, left-1, add(s.maximal[u], cov), val+g)
+		}
+	}
+	rec(0, n, demand{}, 0)
+	return best, bestCov, exact
 }
