@@ -1,0 +1,351 @@
+package tune
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strconv"
+	"strings"
+
+	"github.com/gpunode/gpunode/internal/hostfs"
+	"github.com/gpunode/gpunode/internal/topo"
+)
+
+// checkKnob is a read-only check: the host passes or it does not. Profile
+// values: "check" (drift when it fails) or "report" (never drift).
+type checkKnob struct {
+	run   func(h *Host) (good bool, current, detail string, err error)
+	fixes []string
+}
+
+func (k checkKnob) read(h *Host) (observation, error) {
+	good, cur, detail, err := k.run(h)
+	if err != nil {
+		return observation{}, err
+	}
+	return observation{Current: cur, Check: true, Good: good, Detail: detail}, nil
+}
+func (checkKnob) validate(v string) error {
+	return spec{kind: "choice", choices: []string{"check"}}.validate(v)
+}
+func (checkKnob) resolve(_ *Host, v string) (string, error) { return v, nil }
+func (checkKnob) equal(string, string) bool                 { return false }
+func (k checkKnob) fix(*Host, string) []string              { return k.fixes }
+func (k checkKnob) changes(*Host, observation, string) ([]change, persist, error) {
+	return nil, persist{manual: k.fixes}, nil
+}
+
+// manualKnob has a desired state gpunode does not change itself (a service,
+// a mount): apply prints the commands.
+type manualKnob struct {
+	spec spec
+	get  func(h *Host) (string, string, error)
+	eq   func(h *Host, cur, want string) bool
+	cmds func(want string) []string
+}
+
+func (k manualKnob) read(h *Host) (observation, error) {
+	cur, detail, err := k.get(h)
+	if err != nil {
+		return observation{}, err
+	}
+	return observation{Current: cur, Detail: detail}, nil
+}
+func (k manualKnob) validate(v string) error                   { return k.spec.validate(v) }
+func (k manualKnob) resolve(_ *Host, v string) (string, error) { return v, nil }
+func (k manualKnob) equal(c, w string) bool                    { return c == w }
+func (k manualKnob) fix(_ *Host, w string) []string            { return k.cmds(w) }
+func (k manualKnob) changes(_ *Host, o observation, w string) ([]change, persist, error) {
+	if o.Current == w {
+		return nil, persist{}, nil
+	}
+	return nil, persist{manual: k.cmds(w)}, nil
+}
+
+// shmKnob: /dev/shm must hold at least the given share of memory (NCCL and
+// DataLoader workers put their buffers there; containers default to 64 MiB).
+type shmKnob struct{}
+
+func (shmKnob) size(h *Host) (uint64, uint64, error) {
+	fstype, opts, err := h.mountOptions("/dev/shm")
+	if err != nil {
+		return 0, 0, err
+	}
+	if fstype != "tmpfs" {
+		return 0, 0, absentf("/dev/shm is %s, not tmpfs", fstype)
+	}
+	mem, err := h.MemTotal()
+	if err != nil {
+		return 0, 0, err
+	}
+	s, ok := opts["size"]
+	if !ok {
+		return mem / 2, mem, nil // tmpfs default
+	}
+	if p, ok := strings.CutSuffix(s, "%"); ok {
+		n, err := strconv.ParseUint(p, 10, 64)
+		if err != nil {
+			return 0, 0, fmt.Errorf("/proc/mounts: /dev/shm size=%q: %w", s, err)
+		}
+		return mem * n / 100, mem, nil
+	}
+	// /proc/mounts prints size in k (size=65536k).
+	b, err := parseBytes(s)
+	if err != nil {
+		return 0, 0, fmt.Errorf("/proc/mounts: /dev/shm size=%q: %w", s, err)
+	}
+	return b, mem, nil
+}
+
+func (k shmKnob) read(h *Host) (observation, error) {
+	size, mem, err := k.size(h)
+	if err != nil {
+		return observation{}, err
+	}
+	return observation{Current: fmt.Sprintf("%d%%", size*100/mem), Detail: fmt.Sprintf("%s of %s memory", human(size), human(mem))}, nil
+}
+func (shmKnob) validate(v string) error {
+	p, ok := strings.CutSuffix(v, "%")
+	if !ok {
+		return fmt.Errorf("%q: want a share of memory like 50%%", v)
+	}
+	return spec{kind: "int", min: 1, max: 100}.validate(p)
+}
+func (shmKnob) resolve(_ *Host, v string) (string, error) { return v, nil }
+func (shmKnob) equal(c, w string) bool {
+	ci, err1 := strconv.Atoi(strings.TrimSuffix(c, "%"))
+	wi, err2 := strconv.Atoi(strings.TrimSuffix(w, "%"))
+	return err1 == nil && err2 == nil && ci >= wi
+}
+func (shmKnob) fix(_ *Host, w string) []string {
+	return []string{"mount -o remount,size=" + w + " /dev/shm",
+		"# persist: tmpfs /dev/shm tmpfs defaults,size=" + w + " 0 0 in /etc/fstab; containers: --shm-size or an emptyDir medium: Memory"}
+}
+func (k shmKnob) changes(h *Host, o observation, w string) ([]change, persist, error) {
+	if k.equal(o.Current, w) {
+		return nil, persist{}, nil
+	}
+	return nil, persist{manual: k.fix(h, w)}, nil
+}
+
+func human(b uint64) string {
+	switch {
+	case b >= 1<<40:
+		return fmt.Sprintf("%.1f TiB", float64(b)/(1<<40))
+	case b >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30))
+	default:
+		return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
+	}
+}
+
+// processRunning reports whether a process whose comm is name runs.
+func processRunning(h *Host, name string) (bool, error) {
+	ents, err := h.FS.ReadDirNames("/proc")
+	if err != nil {
+		return false, err
+	}
+	for _, e := range ents {
+		if e[0] < '0' || e[0] > '9' {
+			continue
+		}
+		if c, err := h.FS.ReadString("/proc/" + e + "/comm"); err == nil && c == name {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+func irqbalanceState(h *Host) (string, string, error) {
+	on, err := processRunning(h, "irqbalance")
+	if err != nil {
+		return "", "", err
+	}
+	detail := ""
+	if b, err := h.FS.ReadFile("/etc/default/irqbalance"); err == nil {
+		vars := parseShellVars(b, map[string]string{})
+		if v := vars["IRQBALANCE_BANNED_CPULIST"]; v != "" {
+			detail = "IRQBALANCE_BANNED_CPULIST=" + v
+		} else if v := vars["IRQBALANCE_BANNED_CPUS"]; v != "" {
+			detail = "IRQBALANCE_BANNED_CPUS=" + v + " (deprecated hex mask)"
+		}
+	}
+	if on {
+		return "running", detail, nil
+	}
+	return "stopped", detail, nil
+}
+
+// ---- topology checks ----
+
+func needTopo(h *Host) (*topo.Topology, error) {
+	if h.Topo == nil {
+		return nil, fmt.Errorf("topology discovery failed: %w", h.TopoErr)
+	}
+	return h.Topo, nil
+}
+
+func pcieDevices(t *topo.Topology) []topo.PCIDevice {
+	var out []topo.PCIDevice
+	out = append(out, t.GPUs...)
+	out = append(out, t.NICs...)
+	out = append(out, t.NVMe...)
+	return out
+}
+
+// checkPCIeLinks: every GPU, NIC and NVMe link runs at its capability.
+func checkPCIeLinks(h *Host) (bool, string, string, error) {
+	t, err := needTopo(h)
+	if err != nil {
+		return false, "", "", err
+	}
+	devs := pcieDevices(t)
+	known := 0
+	var bad []string
+	for _, d := range devs {
+		if d.LinkSpeed == "" && d.LinkWidth == 0 {
+			continue
+		}
+		known++
+		if d.LinkDowngraded {
+			bad = append(bad, fmt.Sprintf("%s (%s) %s x%d, capable of %s x%d", d.Name, d.BDF,
+				strings.TrimSuffix(d.LinkSpeed, " PCIe"), d.LinkWidth, strings.TrimSuffix(d.MaxLinkSpeed, " PCIe"), d.MaxLinkWidth))
+		}
+	}
+	if known == 0 {
+		return false, "", "", absentf("no GPU, NIC or NVMe link information")
+	}
+	if len(bad) > 0 {
+		return false, fmt.Sprintf("%d of %d links downgraded", len(bad), known), strings.Join(bad, "; "), nil
+	}
+	return true, fmt.Sprintf("%d links at full speed and width", known), "", nil
+}
+
+// checkIRQLocality: the IRQs of each GPU and NIC are served by CPUs of the
+// device's own NUMA node (seed 1.4.3).
+func checkIRQLocality(h *Host) (bool, string, string, error) {
+	t, err := needTopo(h)
+	if err != nil {
+		return false, "", "", err
+	}
+	total, off := 0, 0
+	var bad []string
+	for _, d := range append(append([]topo.PCIDevice{}, t.GPUs...), t.NICs...) {
+		node := t.NodeByID(d.NUMANode)
+		if d.NUMANode < 0 || node == nil || node.CPUs.Size() == 0 {
+			continue
+		}
+		devOff := 0
+		for _, irq := range d.IRQs {
+			s, err := h.FS.ReadString(fmt.Sprintf("/proc/irq/%d/smp_affinity_list", irq))
+			if err != nil {
+				continue
+			}
+			aff, err := hostfs.ParseCPUList(s)
+			if err != nil {
+				continue
+			}
+			total++
+			if !aff.IsSubsetOf(node.CPUs.CPUSet) {
+				devOff++
+			}
+		}
+		if devOff > 0 {
+			off += devOff
+			bad = append(bad, fmt.Sprintf("%s: %d IRQs outside node %d (CPUs %s)", d.Name, devOff, d.NUMANode, node.CPUs.String()))
+		}
+	}
+	if total == 0 {
+		return false, "", "", absentf("no device IRQ affinities readable (/proc/irq/N/smp_affinity_list)")
+	}
+	if off > 0 {
+		return false, fmt.Sprintf("%d of %d device IRQs off their NUMA node", off, total), strings.Join(bad, "; "), nil
+	}
+	return true, fmt.Sprintf("%d device IRQs on their NUMA node", total), "", nil
+}
+
+// ACS control bits that force peer-to-peer traffic up to the root complex.
+const (
+	acsCapID          = 0x000d
+	acsReqRedirect    = 1 << 2
+	acsCompRedirect   = 1 << 3
+	acsUpstreamFwd    = 1 << 4
+	acsRedirectAny    = acsReqRedirect | acsCompRedirect | acsUpstreamFwd
+	pciExtCapStart    = 0x100
+	pciConfigExtended = 4096
+)
+
+// acsControl finds the ACS extended capability in a PCI config space and
+// returns its control register. ok is false when the device has none.
+func acsControl(cfg []byte) (ctrl uint16, ok bool, err error) {
+	if len(cfg) < pciConfigExtended {
+		return 0, false, errShortConfig
+	}
+	off := pciExtCapStart
+	for i := 0; i < 256 && off >= pciExtCapStart && off+8 <= len(cfg); i++ {
+		hdr := binary.LittleEndian.Uint32(cfg[off:])
+		if hdr == 0 || hdr == 0xffffffff {
+			return 0, false, nil
+		}
+		if hdr&0xffff == acsCapID {
+			return binary.LittleEndian.Uint16(cfg[off+6:]), true, nil
+		}
+		off = int(hdr >> 20 & 0xffc)
+	}
+	return 0, false, nil
+}
+
+var errShortConfig = errors.New("config space shorter than 4096 bytes")
+
+// checkACS: no PCIe bridge between a GPU or NIC and its root port redirects
+// peer-to-peer requests to the root complex (ACS P2P redirect), which would
+// send GPUDirect P2P/RDMA traffic through the CPU.
+func checkACS(h *Host) (bool, string, string, error) {
+	t, err := needTopo(h)
+	if err != nil {
+		return false, "", "", err
+	}
+	seen := map[string]bool{}
+	read, withACS := 0, 0
+	var bad []string
+	for _, d := range append(append([]topo.PCIDevice{}, t.GPUs...), t.NICs...) {
+		if len(d.PCIePath) < 3 {
+			continue
+		}
+		// PCIePath: root complex, bridges..., device. The root port is
+		// skipped: ACS there isolates whole switches, which is wanted.
+		for _, br := range d.PCIePath[2 : len(d.PCIePath)-1] {
+			if seen[br] {
+				continue
+			}
+			seen[br] = true
+			cfg, err := h.FS.ReadFile("/sys/bus/pci/devices/" + br + "/config")
+			if err != nil {
+				continue
+			}
+			ctrl, ok, err := acsControl(cfg)
+			if err != nil {
+				continue
+			}
+			read++
+			if !ok {
+				continue
+			}
+			withACS++
+			if ctrl&acsRedirectAny != 0 {
+				bad = append(bad, fmt.Sprintf("%s (ACSCtl %#04x)", br, ctrl))
+			}
+		}
+	}
+	if read == 0 {
+		return false, "", "", absentf("no PCIe switch config space readable (full config space needs root)")
+	}
+	if len(bad) > 0 {
+		return false, fmt.Sprintf("P2P redirect on %d of %d switch ports", len(bad), withACS), strings.Join(bad, "; "), nil
+	}
+	return true, fmt.Sprintf("no P2P redirect on %d switch ports", read), "", nil
+}
+
+// isNotExist is errors.Is(err, fs.ErrNotExist).
+func isNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }

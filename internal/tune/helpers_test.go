@@ -1,0 +1,90 @@
+package tune
+
+import (
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/gpunode/gpunode/internal/hostfs"
+	"github.com/gpunode/gpunode/internal/journal/journaltest"
+	"github.com/gpunode/gpunode/internal/testhost"
+	"github.com/gpunode/gpunode/internal/tune/tunetest"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// fixtureHosts are the testhost fixtures audited in golden tests.
+var fixtureHosts = []string{"dgx-h100", "gh200", "amd-8numa", "downgraded"}
+
+// stockHost copies fixture host name to a temp dir and overlays a stock,
+// untuned OS on it.
+func stockHost(t testing.TB, name string, o tunetest.Options) (string, *hostfs.FS) {
+	t.Helper()
+	root := testhost.Copy(t, name)
+	if err := tunetest.Overlay(root, o); err != nil {
+		t.Fatal(err)
+	}
+	fsys, err := hostfs.New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root, fsys
+}
+
+func mustLoad(t testing.TB, cat *Catalogue, fsys *hostfs.FS, name string) *Profile {
+	t.Helper()
+	p, err := (&Loader{Cat: cat, Host: fsys}).Load(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func snapshot(t testing.TB, root string) journaltest.Tree {
+	t.Helper()
+	tr, err := journaltest.Snapshot(root, "var/lib/gpunode")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	p := filepath.Join("testdata", "golden", name)
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatalf("%v (run go test ./internal/tune -update)", err)
+	}
+	if string(want) != string(got) {
+		t.Errorf("%s differs from golden (rerun with -update if intended):\n--- got\n%s\n--- want\n%s", name, got, want)
+	}
+}
+
+var testClock = func() time.Time { return time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC) }
+
+func newHost(t testing.TB, fsys *hostfs.FS) *Host {
+	t.Helper()
+	return NewHost(context.Background(), fsys)
+}
+
+func mustFS(t testing.TB, root string) *hostfs.FS {
+	t.Helper()
+	fsys, err := hostfs.New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fsys
+}
