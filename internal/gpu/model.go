@@ -47,6 +47,8 @@ type GPU struct {
 	// ComputeCapability is "major.minor", e.g. "9.0".
 	ComputeCapability string `json:"computeCapability,omitempty"`
 	MemoryMiB         uint64 `json:"memoryMiB,omitempty"`
+	// SMCount is the number of streaming multiprocessors.
+	SMCount int `json:"smCount,omitempty"`
 	// Persistence is the persistence mode.
 	Persistence *bool `json:"persistence,omitempty"`
 	// ComputeMode is Default, Exclusive_Process or Prohibited.

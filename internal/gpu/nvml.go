@@ -213,6 +213,9 @@ func (b *nvmlBackend) readGPU(i int, d nvml.Device) (GPU, error) {
 	if ma, mi, ret := call2(d.GetCudaComputeCapability); ret == nvml.SUCCESS {
 		g.ComputeCapability = fmt.Sprintf("%d.%d", ma, mi)
 	}
+	if a, ret := call(d.GetAttributes); ret == nvml.SUCCESS && a.MultiprocessorCount > 0 {
+		g.SMCount = int(a.MultiprocessorCount)
+	}
 	if m, ret := call(d.GetMemoryInfo); ret == nvml.SUCCESS {
 		g.MemoryMiB = m.Total >> 20
 	}

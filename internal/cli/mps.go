@@ -1,0 +1,325 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpunode/gpunode/internal/gpu"
+	"github.com/gpunode/gpunode/internal/journal"
+	"github.com/gpunode/gpunode/internal/mps"
+)
+
+// mpsFlags are shared by the mps subcommands.
+type mpsFlags struct {
+	gpuFlags
+	mig      []string
+	stateDir string
+	control  string
+}
+
+func (a *App) mpsManager(f *mpsFlags) (*mps.Manager, error) {
+	host, err := a.Host()
+	if err != nil {
+		return nil, err
+	}
+	return &mps.Manager{Host: host, StateDir: f.stateDir, Runner: gpu.ExecRunner{}, Control: f.control}, nil
+}
+
+// mpsTargets resolves --gpu/--mig through the GPU backend; without either it
+// lists the daemons found under the state dir when discover is set.
+func (a *App) mpsTargets(ctx context.Context, m *mps.Manager, f *mpsFlags, discover bool) ([]mps.Daemon, error) {
+	if discover && len(f.gpus) == 0 && len(f.mig) == 0 {
+		return m.Discover()
+	}
+	b, err := a.openGPU(ctx, f.backend)
+	if err != nil {
+		return nil, err
+	}
+	defer b.Close()
+	st, err := b.Status(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if b.Name() == gpu.KindNone && len(f.mig) == 0 {
+		return nil, fmt.Errorf("%s", st.Reason)
+	}
+	ds, err := m.Targets(st, f.gpus, f.mig)
+	if err != nil {
+		return nil, wrapUsage(err)
+	}
+	return ds, nil
+}
+
+func (a *App) newMPSCommand() *cobra.Command {
+	f := &mpsFlags{}
+	cmd := &cobra.Command{
+		Use:   "mps",
+		Short: "Run NVIDIA MPS control daemons per GPU or MIG device, and static SM partitions",
+		Long: `Manage Multi-Process Service: one control daemon per GPU or per MIG device,
+each with its own CUDA_MPS_PIPE_DIRECTORY and CUDA_MPS_LOG_DIRECTORY under
+--state-dir (default ` + mps.DefaultStateDir + `/<UUID>/{pipe,log}), so daemons never
+share a pipe. 'start' prints the environment clients need.
+
+MPS shares compute, not memory: one client's out-of-memory error can take
+down every client of the same server.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	f.gpuFlags.register(cmd, true)
+	pf := cmd.PersistentFlags()
+	pf.StringSliceVar(&f.gpus, "gpu", nil, "GPUs: index, UUID (prefix) or PCI address, comma-separated (default all non-MIG GPUs)")
+	pf.StringSliceVar(&f.mig, "mig", nil, "MIG device UUIDs, or all (one daemon per MIG device)")
+	pf.StringVar(&f.stateDir, "state-dir", mps.DefaultStateDir, "directory for the daemons' pipe and log directories (a host path under --root)")
+	pf.StringVar(&f.control, "mps-control", mps.ControlBinary, "the nvidia-cuda-mps-control program")
+	cmd.AddCommand(a.newMPSStartCommand(f), a.newMPSStopCommand(f), a.newMPSStatusCommand(f), a.newMPSPartitionCommand(f))
+	return cmd
+}
+
+func (a *App) newMPSStartCommand(f *mpsFlags) *cobra.Command {
+	var dryRun, smPart bool
+	var journalDir string
+	cmd := &cobra.Command{
+		Use:   "start",
+		Short: "Start one control daemon per selected GPU or MIG device (journaled) and print the client env",
+		Example: `  gpunode mps start --gpu 0 --dry-run
+  gpunode mps start --mig all --sm-partitioning
+  eval "$(gpunode mps status --gpu 0 -o json | jq -r '.daemons[0].env | map("export " + .) | .[]')"`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			m, err := a.mpsManager(f)
+			if err != nil {
+				return err
+			}
+			ds, err := a.mpsTargets(ctx, m, f, false)
+			if err != nil {
+				return err
+			}
+			st := mps.Status{SchemaVersion: mps.SchemaVersion, StateDir: m.StateDir, Action: "start"}
+			if dryRun {
+				st.Action = "start (dry run)"
+				for _, d := range ds {
+					s := mps.DaemonStatus{Daemon: d, Env: m.Env(d), Running: m.Running(d), Command: m.StartCmd(d, smPart).String()}
+					st.Daemons = append(st.Daemons, s)
+				}
+				return a.Render(st)
+			}
+			kinds := journal.NewKinds()
+			if err := mps.RegisterJournalKinds(kinds, m); err != nil {
+				return err
+			}
+			j, err := journal.Begin(m.Host, journalDir, journal.Meta{Owner: mps.JournalOwner, Command: "gpunode " + strings.Join(a.Args, " ")}, journal.WithKinds(kinds))
+			if err != nil {
+				return fmt.Errorf("journal: %w", err)
+			}
+			for _, d := range ds {
+				changed, err := m.Start(ctx, j, d, smPart)
+				if err != nil {
+					if _, aerr := j.Abort(context.WithoutCancel(ctx), err); aerr != nil {
+						return fmt.Errorf("%w (and stopping the daemons started so far failed: %v)", err, aerr)
+					}
+					return fmt.Errorf("%w (daemons started so far were stopped)", err)
+				}
+				st.Daemons = append(st.Daemons, mps.DaemonStatus{Daemon: d, Env: m.Env(d), Running: true, Changed: changed,
+					Command: m.StartCmd(d, smPart).String()})
+			}
+			if err := j.Commit(); err != nil {
+				return fmt.Errorf("journal: %w", err)
+			}
+			st.Journal = j.ID()
+			return a.Render(st)
+		},
+	}
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print the commands and change nothing")
+	cmd.Flags().BoolVar(&smPart, "sm-partitioning", false, "start the daemons with -S (static SM partitions)")
+	cmd.Flags().StringVar(&journalDir, "journal-dir", journal.DefaultDir, "journal directory (a host path under --root)")
+	return cmd
+}
+
+func (a *App) newMPSStopCommand(f *mpsFlags) *cobra.Command {
+	var dryRun bool
+	cmd := &cobra.Command{
+		Use:     "stop",
+		Short:   "Send quit to the selected daemons (default: every daemon under --state-dir)",
+		Example: `  gpunode mps stop --gpu 0`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			m, err := a.mpsManager(f)
+			if err != nil {
+				return err
+			}
+			ds, err := a.mpsTargets(ctx, m, f, true)
+			if err != nil {
+				return err
+			}
+			st := mps.Status{SchemaVersion: mps.SchemaVersion, StateDir: m.StateDir, Action: "stop"}
+			if dryRun {
+				st.Action = "stop (dry run)"
+			}
+			var firstErr error
+			for _, d := range ds {
+				s := mps.DaemonStatus{Daemon: d, Env: m.Env(d), Running: m.Running(d)}
+				if !dryRun {
+					changed, err := m.Stop(ctx, d)
+					s.Changed = changed
+					if err != nil {
+						s.Error = err.Error()
+						if firstErr == nil {
+							firstErr = err
+						}
+					} else {
+						s.Running = false
+					}
+				}
+				st.Daemons = append(st.Daemons, s)
+			}
+			if err := a.Render(st); err != nil {
+				return err
+			}
+			return firstErr
+		},
+	}
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "show which daemons would be stopped")
+	return cmd
+}
+
+func (a *App) newMPSStatusCommand(f *mpsFlags) *cobra.Command {
+	var parts bool
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show daemons, their clients (echo ps | nvidia-cuda-mps-control) and SM partitions (lspart)",
+		Example: `  gpunode mps status
+  gpunode mps status --gpu 0 --partitions -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			m, err := a.mpsManager(f)
+			if err != nil {
+				return err
+			}
+			ds, err := a.mpsTargets(ctx, m, f, true)
+			if err != nil {
+				return err
+			}
+			st := mps.Status{SchemaVersion: mps.SchemaVersion, StateDir: m.StateDir, Daemons: []mps.DaemonStatus{}}
+			for _, d := range ds {
+				st.Daemons = append(st.Daemons, m.Inspect(ctx, d, parts))
+			}
+			return a.Render(st)
+		},
+	}
+	cmd.Flags().BoolVar(&parts, "partitions", false, "also list static SM partitions (lspart)")
+	return cmd
+}
+
+func (a *App) newMPSPartitionCommand(f *mpsFlags) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "partition",
+		Short: "Plan and add static MPS SM partitions (chunks -> SMs: 4 per chunk before Hopper, 8 on Hopper+)",
+		Args:  cobra.NoArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	var want, arch string
+	var smCount int
+	plan := &cobra.Command{
+		Use:   "plan --chunks 5,3,2|40sm,24sm",
+		Short: "Map wanted partitions to chunks and SMs on a GPU; exit 1 when they do not fit",
+		Example: `  gpunode mps partition plan --gpu 0 --chunks 5,3,2
+  gpunode mps partition plan --sm-count 132 --arch hopper --chunks 64sm,32sm,32sm`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			req, err := mps.ParseRequests(want)
+			if err != nil {
+				return wrapUsage(fmt.Errorf("--chunks: %w", err))
+			}
+			var p mps.PartitionPlan
+			if smCount > 0 {
+				p = mps.PlanPartitions(-1, "", smCount, mps.ChunkSMs(arch, ""), 0, req)
+			} else {
+				if len(f.gpus) != 1 {
+					return Usagef("mps partition plan: pass one --gpu, or --sm-count and --arch")
+				}
+				m, err := a.mpsManager(f)
+				if err != nil {
+					return err
+				}
+				b, err := a.openGPU(ctx, f.backend)
+				if err != nil {
+					return err
+				}
+				defer b.Close()
+				st, err := b.Status(ctx)
+				if err != nil {
+					return err
+				}
+				g, err := gpu.FindGPU(st, f.gpus[0])
+				if err != nil {
+					return wrapUsage(err)
+				}
+				if g.SMCount == 0 {
+					return fmt.Errorf("GPU %d: SM count unknown to the %s backend; pass --sm-count", g.Index, b.Name())
+				}
+				total := 0
+				if d, err := m.DaemonFor(g.UUID, g.Index, false); err == nil {
+					if ds := m.Inspect(ctx, d, true); ds.Running {
+						for _, row := range ds.Partitions {
+							if row.ID == "" && row.FreeChunks != nil {
+								total = *row.FreeChunks
+							}
+						}
+					}
+				}
+				p = mps.PlanPartitions(g.Index, g.UUID, g.SMCount, mps.ChunkSMs(g.Architecture, g.ComputeCapability), total, req)
+			}
+			if err := a.Render(p); err != nil {
+				return err
+			}
+			if !p.Feasible {
+				return ErrFindings
+			}
+			return nil
+		},
+	}
+	plan.Flags().StringVar(&want, "chunks", "", "partitions: chunk counts (5,3,2) or SM counts (40sm,24sm)")
+	plan.Flags().IntVar(&smCount, "sm-count", 0, "plan offline for a GPU with this many SMs")
+	plan.Flags().StringVar(&arch, "arch", "hopper", "architecture for --sm-count (ampere: 4 SMs per chunk, hopper/blackwell: 8)")
+	var chunks int
+	add := &cobra.Command{
+		Use:     "add --gpu SEL --chunks N",
+		Short:   "Add one static SM partition on a GPU whose daemon runs with -S; prints CUDA_MPS_SM_PARTITION",
+		Example: `  gpunode mps partition add --gpu 0 --chunks 5`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			if len(f.gpus) != 1 || chunks <= 0 {
+				return Usagef("mps partition add: pass one --gpu and --chunks N (N >= 1)")
+			}
+			m, err := a.mpsManager(f)
+			if err != nil {
+				return err
+			}
+			ds, err := a.mpsTargets(ctx, m, f, false)
+			if err != nil {
+				return err
+			}
+			if len(ds) != 1 {
+				return Usagef("mps partition add: --gpu selects %d devices, want 1", len(ds))
+			}
+			id, err := m.AddPartition(ctx, ds[0], ds[0].Device, chunks)
+			if err != nil {
+				return err
+			}
+			st := m.Inspect(ctx, ds[0], true)
+			st.Env = append(st.Env, "CUDA_MPS_SM_PARTITION="+id)
+			return a.Render(mps.Status{SchemaVersion: mps.SchemaVersion, StateDir: m.StateDir, Action: "partition add " + id, Daemons: []mps.DaemonStatus{st}})
+		},
+	}
+	add.Flags().IntVar(&chunks, "chunks", 0, "chunks in the new partition")
+	cmd.AddCommand(plan, add)
+	return cmd
+}
