@@ -8,6 +8,7 @@ func commands() []func(*App) *cobra.Command {
 	return []func(*App) *cobra.Command{
 		(*App).newTopoCommand,
 		(*App).newGPUCommand,
+		(*App).newMPSCommand,
 		(*App).newMIGCommand,
 	}
 }
