@@ -86,10 +86,16 @@ func memoryMap(gl GPULayout) string {
 			covered[k] = true
 		}
 	}
-	for k, c := range covered {
-		if !c {
-			segs = append(segs, seg{k, k, "free"})
+	for k := 0; k < len(covered); k++ {
+		if covered[k] {
+			continue
 		}
+		e := k
+		for e+1 < len(covered) && !covered[e+1] {
+			e++
+		}
+		segs = append(segs, seg{k, e, "free"})
+		k = e
 	}
 	sort.Slice(segs, func(a, b int) bool { return segs[a].start < segs[b].start })
 	parts := make([]string, len(segs))

@@ -206,6 +206,11 @@ func (c *Catalogue) checkEntry(ctx context.Context, idx int, e MigConfigSpec, gp
 		}
 	}
 	if !e.MigEnabled {
+		if len(gpus) == 0 && len(er.DeviceFilter) == 0 {
+			// MIG off on any GPU: nothing to check per model.
+			er.Checks = append(er.Checks, EntryCheck{Model: "any", OK: true})
+			return er
+		}
 		for _, g := range groups {
 			er.Checks = append(er.Checks, EntryCheck{Model: g.p.Key, GPUs: g.gpus, OK: true})
 		}
@@ -260,7 +265,7 @@ func (c *Catalogue) checkEntry(ctx context.Context, idx int, e MigConfigSpec, gp
 		}
 		er.Checks = append(er.Checks, ch)
 	}
-	if !anyProduct && len(er.MigDevices) > 0 && len(gpus) == 0 {
+	if !anyProduct && len(er.MigDevices) > 0 && len(gpus) == 0 && len(er.DeviceFilter) == 0 {
 		er.Checks = append(er.Checks, EntryCheck{Model: "-", Problems: []string{
 			fmt.Sprintf("no catalogued GPU has all of %s", FormatWant(er.MigDevices))}})
 	}
