@@ -42,8 +42,17 @@ func TestParseMigPartedErrors(t *testing.T) {
 			}
 		})
 	}
+	// An empty document is accepted (as by mig-parted) but Validate
+	// refuses it.
+	spec, err := ParseMigParted(nil)
+	if err != nil || len(spec.MigConfigs) != 0 {
+		t.Fatalf("empty file: %v %v", spec, err)
+	}
+	if _, err := Builtin().Validate(context.Background(), spec, ValidateOptions{File: "e.yaml"}); err == nil || !strings.Contains(err.Error(), "no mig-configs") {
+		t.Fatalf("empty spec validated: %v", err)
+	}
 	// The full text, as mig-parted prints it after "error parsing config file: ".
-	_, err := ParseMigParted([]byte("version: v1\nmig-configs:\n  a:\n    - mig-enabled: false\n"))
+	_, err = ParseMigParted([]byte("version: v1\nmig-configs:\n  a:\n    - mig-enabled: false\n"))
 	if want := "unmarshal error: error unmarshaling JSON: while decoding JSON: missing required field: devices"; err == nil || err.Error() != want {
 		t.Fatalf("err = %v, want %q", err, want)
 	}
@@ -214,7 +223,9 @@ func FuzzParseMigParted(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if spec.Version != "v1" {
+		// Like mig-parted, an empty (null) document parses to an empty
+		// spec; anything else must be v1.
+		if spec.Version != "v1" && (spec.Version != "" || len(spec.MigConfigs) != 0) {
 			t.Fatalf("accepted version %q", spec.Version)
 		}
 		for label, entries := range spec.MigConfigs {
@@ -230,7 +241,7 @@ func FuzzParseMigParted(f *testing.F) {
 				}
 			}
 		}
-		if _, err := c.Validate(context.Background(), spec, ValidateOptions{GPUs: NodeGPUs([]uint16{0x2330, 0x20b7})}); err != nil {
+		if _, err := c.Validate(context.Background(), spec, ValidateOptions{GPUs: NodeGPUs([]uint16{0x2330, 0x20b7})}); err != nil && len(spec.MigConfigs) > 0 {
 			t.Fatalf("validate: %v", err)
 		}
 	})

@@ -86,6 +86,9 @@ var ErrNoSuchConfig = errors.New("no such mig-config")
 func (c *Catalogue) Validate(ctx context.Context, spec *MigPartedSpec, opts ValidateOptions) (*Validation, error) {
 	v := &Validation{SchemaVersion: SchemaVersion, Kind: "validate", File: opts.File, OK: true}
 	labels := sortedKeys(spec.MigConfigs)
+	if len(labels) == 0 {
+		return nil, fmt.Errorf("%w: %s has no mig-configs (mig-parted accepts an empty file but has nothing to apply)", ErrNoSuchConfig, opts.File)
+	}
 	if opts.Label != "" {
 		if _, ok := spec.MigConfigs[opts.Label]; !ok {
 			// mig-parted's text.
