@@ -584,3 +584,36 @@ func TestWithOverride(t *testing.T) {
 		t.Fatalf("original catalogue changed: %v", err)
 	}
 }
+
+// TestSliceCountsDecideOneGPU backs a claim of the README: with the
+// built-in placement tables, one GPU fits a demand exactly when the
+// per-profile maxima and the compute, memory and media-extension totals
+// allow it; on the synthetic products placement does bind.
+func TestSliceCountsDecideOneGPU(t *testing.T) {
+	_, products := allProducts(t)
+	for _, p := range products {
+		o := newOracle(p)
+		conflicts := 0
+		forEachDemand(len(p.Profiles), func(i int) int { return p.Profiles[i].MaxCount }, func(d demand) {
+			comp, mem, me := 0, 0, 0
+			for i, pr := range p.Profiles {
+				comp += int(d[i]) * pr.ComputeSlices
+				mem += int(d[i]) * pr.MemorySlices
+				if pr.MediaExtensions {
+					me += int(d[i])
+				}
+			}
+			bySlices := comp <= p.ComputeSlices && mem <= p.MemorySlices && me <= p.MediaExtensionLimit
+			if bySlices && !o.fits(d) {
+				conflicts++
+			}
+		})
+		synthetic := p.Source == "test"
+		if synthetic && p.Key != "MOCK-H100" && conflicts == 0 {
+			t.Errorf("%s: expected placement conflicts", p.Key)
+		}
+		if !synthetic && conflicts != 0 {
+			t.Errorf("%s: %d demands fit by slice counts but not by placement", p.Key, conflicts)
+		}
+	}
+}
