@@ -7,6 +7,8 @@ import "github.com/spf13/cobra"
 func commands() []func(*App) *cobra.Command {
 	return []func(*App) *cobra.Command{
 		(*App).newTopoCommand,
+		(*App).newBindCommand,
+		(*App).newIRQCommand,
 		(*App).newGPUCommand,
 		(*App).newMPSCommand,
 		(*App).newMIGCommand,

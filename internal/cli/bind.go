@@ -1,0 +1,286 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpunode/gpunode/internal/bind"
+	"github.com/gpunode/gpunode/internal/gpu"
+	"github.com/gpunode/gpunode/internal/topo"
+)
+
+type bindFlags struct {
+	gpu, nic, mem, sched, cgroup, exclude, backend string
+	node, localRank, localWorld, cpusPerRank      int
+	includeIsolated, quiet, dryRun, show          bool
+}
+
+func (a *App) newBindCommand() *cobra.Command {
+	var f bindFlags
+	cmd := &cobra.Command{
+		Use:   "bind [flags] -- COMMAND [ARGS...]",
+		Short: "Run a command on the CPUs and memory of its GPU's NUMA node (exec in place)",
+		Long: `Resolve the target GPU (--gpu, or the local rank's GPU through
+CUDA_VISIBLE_DEVICES), NIC (--nic) or node (--node), find its NUMA node (NVML,
+then sysfs numa_node, then local_cpulist, then the current policy; the plan
+says which answered), choose CPUs and a memory policy, and exec the command in
+place: same PID, no wrapper process. One line goes to stderr:
+
+  rank 0 -> GPU 3 (0000:c1:00.0) -> NUMA 0 -> CPUs 0-7,64-71 mem=preferred
+
+Ranks sharing a node (--local-world-size or $LOCAL_WORLD_SIZE) get disjoint
+whole-core shares, deterministic by rank. The command gets GPUNODE_CPUS (the
+chosen CPU list), GPUNODE_NUMA_NODE and OMP_NUM_THREADS (unless set).
+
+'gpunode bind --show [PID]' prints a process's affinity, memory policy and
+threads (default: gpunode itself, i.e. what a command would inherit).`,
+		Example: `  torchrun --nproc_per_node=8 --no-python gpunode bind -- python train.py
+  gpunode bind --gpu 3 --mem bind -- python infer.py
+  gpunode bind --node 0 --sched fifo:10 --cgroup gpu-workload -- ./feeder
+  gpunode bind --local-rank 5 --local-world-size 8 --dry-run -o json -- true
+  gpunode bind --show $(pgrep -f train.py)`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if f.show {
+				if cmd.ArgsLenAtDash() >= 0 || len(args) > 1 {
+					return Usagef("--show takes at most a PID, not a command")
+				}
+				return a.runBindShow(args)
+			}
+			dash := cmd.ArgsLenAtDash()
+			if dash < 0 && len(args) > 0 {
+				return Usagef("put the command after --: gpunode bind [flags] -- %s", strings.Join(args, " "))
+			}
+			if len(args) == 0 && !f.dryRun {
+				return Usagef("missing command after --: gpunode bind [flags] -- COMMAND [ARGS...]")
+			}
+			return a.runBind(cmd, &f, args)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.gpu, "gpu", "", "GPU to bind next to: index (nvidia-smi order), GPU- UUID or PCI address")
+	fl.IntVar(&f.localRank, "local-rank", 0, "local rank (default $LOCAL_RANK); picks the rank's GPU through CUDA_VISIBLE_DEVICES")
+	fl.IntVar(&f.localWorld, "local-world-size", 0, "local ranks on this host (default $LOCAL_WORLD_SIZE); ranks sharing a node get disjoint cores")
+	fl.IntVar(&f.node, "node", 0, "bind to this NUMA node (no GPU needed)")
+	fl.StringVar(&f.nic, "nic", "", "bind next to this NIC (mlx5_0, ibp26s0 or a PCI address)")
+	fl.IntVar(&f.cpusPerRank, "cpus-per-rank", 0, "logical CPUs per rank, rounded up to whole cores (default: an even split of the node)")
+	fl.StringVar(&f.exclude, "exclude-cpus", "", "CPUs never to use (cpulist, e.g. 0,64)")
+	fl.BoolVar(&f.includeIsolated, "include-isolated", false, "also use isolated and nohz_full CPUs of the node")
+	fl.StringVar(&f.mem, "mem", bind.MemPreferred, "memory policy: bind, preferred, interleave or none")
+	fl.StringVar(&f.sched, "sched", "", "scheduling: nice:N, fifo:N, rr:N, batch:N, idle or other")
+	fl.StringVar(&f.cgroup, "cgroup", "", "join this cgroup v2 cpuset (below /sys/fs/cgroup) with the chosen CPUs and nodes")
+	fl.BoolVarP(&f.quiet, "quiet", "q", false, "do not print the binding line")
+	fl.BoolVar(&f.dryRun, "dry-run", false, "print the plan (-o json for the full model) and run nothing")
+	fl.BoolVar(&f.show, "show", false, "show the affinity, memory policy and threads of PID (default gpunode itself)")
+	fl.StringVar(&f.backend, "gpu-backend", gpu.KindAuto, "GPU driver layer for UUIDs and NVML NUMA ids: auto, nvml, fake or none")
+	return cmd
+}
+
+func (a *App) lookupEnv(key string) (string, bool) {
+	if a.Environ == nil {
+		v := a.getenv(key)
+		return v, v != ""
+	}
+	env := a.Environ()
+	for i := len(env) - 1; i >= 0; i-- {
+		if k, v, ok := strings.Cut(env[i], "="); ok && k == key {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+func (a *App) getenv(key string) string {
+	if a.Getenv == nil {
+		return ""
+	}
+	return a.Getenv(key)
+}
+
+func (a *App) environ() []string {
+	if a.Environ == nil {
+		return nil
+	}
+	return a.Environ()
+}
+
+func (a *App) runBind(cmd *cobra.Command, f *bindFlags, args []string) error {
+	ctx := cmd.Context()
+	fl := cmd.Flags()
+	req := bind.Request{GPU: f.gpu, NIC: f.nic, CPUsPerRank: f.cpusPerRank, IncludeIsolated: f.includeIsolated, Mem: f.mem, Cgroup: f.cgroup, Command: args, Getenv: a.getenv}
+	var err error
+	if fl.Changed("node") {
+		n := f.node
+		req.Node = &n
+	}
+	switch {
+	case fl.Changed("local-rank"):
+		if f.localRank < 0 {
+			return Usagef("--local-rank %d: want a non-negative integer", f.localRank)
+		}
+		r := f.localRank
+		req.LocalRank = &r
+	default:
+		if v, ok := a.lookupEnv(bind.EnvRank); ok && v != "" {
+			r, err := bind.ParseRank(bind.EnvRank, v)
+			if err != nil {
+				return wrapUsage(err)
+			}
+			req.LocalRank = &r
+		}
+	}
+	switch {
+	case fl.Changed("local-world-size"):
+		if f.localWorld < 1 {
+			return Usagef("--local-world-size %d: want at least 1", f.localWorld)
+		}
+		req.LocalWorldSize = f.localWorld
+	default:
+		if v, ok := a.lookupEnv(bind.EnvWorld); ok && v != "" {
+			if req.LocalWorldSize, err = bind.ParseRank(bind.EnvWorld, v); err != nil {
+				return wrapUsage(err)
+			}
+		}
+	}
+	if v, ok := a.lookupEnv(bind.EnvVisible); ok {
+		req.CUDAVisibleDevices = &v
+	}
+	if req.ExcludeCPUs, err = bind.ParseCPUs("--exclude-cpus", f.exclude); err != nil {
+		return wrapUsage(err)
+	}
+	if req.Sched, err = bind.ParseSched(f.sched); err != nil {
+		return wrapUsage(err)
+	}
+	if _, err := bind.ParseMem(f.mem); err != nil {
+		return wrapUsage(err)
+	}
+	host, err := a.Host()
+	if err != nil {
+		return err
+	}
+	if !host.IsLive() && !f.dryRun {
+		return Usagef("bind runs the command on this machine: --root %s works only with --dry-run", a.Root)
+	}
+	t, err := topo.Discover(ctx, host)
+	if err != nil {
+		return err
+	}
+	var src bind.Sources
+	if host.IsLive() {
+		src.Policy = bind.LivePolicy{}
+	}
+	if req.Node == nil && req.NIC == "" {
+		src.GPUs = &gpuSource{a: a, kind: f.backend}
+	}
+	plan, err := bind.Resolve(ctx, t, req, src)
+	if err != nil {
+		if errors.Is(err, bind.ErrInput) {
+			return wrapUsage(err)
+		}
+		return err
+	}
+	if f.dryRun {
+		return a.Render(plan)
+	}
+	for _, w := range plan.Warnings {
+		a.Warnf("%s", w)
+	}
+	exe := a.Exec
+	if exe == nil {
+		exe = execve
+	}
+	err = bind.Exec(plan, bind.Runtime{FS: host, Environ: a.environ(), Exec: func(argv0 string, argv, envv []string) error {
+		if !f.quiet {
+			fmt.Fprintln(a.Stderr, plan.Line)
+		}
+		return exe(argv0, argv, envv)
+	}})
+	if errors.Is(err, bind.ErrInput) {
+		return wrapUsage(err)
+	}
+	if err != nil {
+		return fmt.Errorf("bind: %w (nothing was run)", err)
+	}
+	return nil
+}
+
+func (a *App) runBindShow(args []string) error {
+	host, err := a.Host()
+	if err != nil {
+		return err
+	}
+	pid := 0
+	if len(args) == 1 {
+		if pid, err = strconv.Atoi(args[0]); err != nil || pid <= 0 {
+			return Usagef("--show %q: want a process id", args[0])
+		}
+	}
+	self := os.Getpid()
+	if !host.IsLive() && pid == 0 {
+		return Usagef("--show needs a PID with --root")
+	}
+	t, terr := topo.Discover(context.Background(), host)
+	if terr != nil {
+		t = nil
+	}
+	s, err := bind.ReadShow(host, t, pid, self)
+	if err != nil {
+		if pid != 0 && errors.Is(err, os.ErrNotExist) {
+			return Usagef("--show: no process %d", pid)
+		}
+		return err
+	}
+	return a.Render(s)
+}
+
+// gpuSource adapts the GPU layer to bind.GPUSource. It never runs
+// nvidia-smi (seconds per call): on a live host it uses NVML or nothing;
+// under --root the fake GPU file when present.
+type gpuSource struct {
+	a    *App
+	kind string
+	name string
+}
+
+func (g *gpuSource) Name() string {
+	if g.name == "" {
+		return "nvml"
+	}
+	return g.name
+}
+
+func (g *gpuSource) GPUs(ctx context.Context) ([]bind.GPUInfo, error) {
+	host, err := g.a.Host()
+	if err != nil {
+		return nil, err
+	}
+	kind := g.kind
+	if strings.EqualFold(kind, gpu.KindNVIDIASMI) {
+		return nil, fmt.Errorf("--gpu-backend nvidia-smi is too slow for bind; use auto, nvml, fake or none")
+	}
+	b, err := gpu.Open(ctx, gpu.Options{Kind: kind, Host: host, LookPath: func(string) (string, error) {
+		return "", errors.New("not used by bind")
+	}})
+	if err != nil {
+		return nil, err
+	}
+	defer b.Close()
+	if b.Name() == gpu.KindNone {
+		return nil, nil
+	}
+	g.name = b.Name()
+	st, err := b.Status(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]bind.GPUInfo, 0, len(st.GPUs))
+	for _, x := range st.GPUs {
+		out = append(out, bind.GPUInfo{Index: x.Index, UUID: x.UUID, BDF: x.PCIAddress, NUMANode: x.NUMANode})
+	}
+	return out, nil
+}

@@ -1,0 +1,153 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"k8s.io/utils/cpuset"
+
+	"github.com/gpunode/gpunode/internal/bind"
+	"github.com/gpunode/gpunode/internal/hostfs"
+	"github.com/gpunode/gpunode/internal/irq"
+	"github.com/gpunode/gpunode/internal/journal"
+	"github.com/gpunode/gpunode/internal/output"
+	"github.com/gpunode/gpunode/internal/topo"
+)
+
+type irqFlags struct {
+	devices, avoid, rankCPUs, journalDir string
+}
+
+func (a *App) newIRQCommand() *cobra.Command {
+	var f irqFlags
+	cmd := &cobra.Command{
+		Use:   "irq",
+		Short: "Show, plan, apply and roll back GPU/NIC interrupt affinity",
+		Long: `List every GPU and NIC IRQ (from msi_irqs and /proc/interrupts), where it was
+served so far, its smp_affinity_list, and a plan that puts each IRQ on one CPU
+of its device's NUMA node, spread across physical cores, away from isolated
+and nohz_full CPUs, --avoid and the CPUs handed to ranks (--rank-cpus).
+'apply' writes the plan through the shared change journal; 'rollback' restores
+the originals. When irqbalance runs, the output says how to keep it away.`,
+		Args: cobra.NoArgs,
+	}
+	pf := cmd.PersistentFlags()
+	pf.StringVar(&f.devices, "devices", "gpu,nic", "device kinds: gpu, nic, nvme, nvswitch or all")
+	pf.StringVar(&f.avoid, "avoid", "", "CPUs no IRQ may use (cpulist)")
+	pf.StringVar(&f.rankCPUs, "rank-cpus", "", "CPUs handed to ranks (e.g. the union of their GPUNODE_CPUS); kept free of IRQs")
+	pf.StringVar(&f.journalDir, "journal-dir", journal.DefaultDir, "journal directory (a host path under --root)")
+
+	plan := &cobra.Command{
+		Use:   "plan",
+		Short: "Show every GPU/NIC IRQ, where it was served, and the planned affinity (exit 1 when IRQs are served off-node)",
+		Example: `  gpunode irq plan
+  gpunode irq plan --devices gpu --rank-cpus 8-55,120-167 -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			rep, _, err := a.irqReport(cmd, &f)
+			if err != nil {
+				return err
+			}
+			if err := a.Render(rep); err != nil {
+				return err
+			}
+			if rep.Summary.OffNode > 0 {
+				return ErrFindings
+			}
+			return nil
+		},
+	}
+	apply := &cobra.Command{
+		Use:   "apply",
+		Short: "Write the planned IRQ affinity (journaled; undo with 'gpunode irq rollback')",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			rep, fs, err := a.irqReport(cmd, &f)
+			if err != nil {
+				return err
+			}
+			res, err := irq.Apply(cmd.Context(), fs, rep, irq.ApplyOptions{JournalDir: f.journalDir, Command: "gpunode irq apply " + strings.Join(a.Args[min(2, len(a.Args)):], " ")})
+			if res != nil {
+				if rerr := a.Render(res); rerr != nil && err == nil {
+					err = rerr
+				}
+			}
+			return err
+		},
+	}
+	var dry bool
+	rollback := &cobra.Command{
+		Use:   "rollback",
+		Short: "Restore the IRQ affinity recorded by 'gpunode irq apply'",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			fs, err := a.Host()
+			if err != nil {
+				return err
+			}
+			rep, err := irq.Rollback(cmd.Context(), fs, f.journalDir, dry)
+			if rerr := a.Render(rollbackView{SchemaVersion: "gpunode.irq.rollback/v1", Report: rep}); rerr != nil && err == nil {
+				err = rerr
+			}
+			return err
+		},
+	}
+	rollback.Flags().BoolVar(&dry, "dry-run", false, "say what would be restored and change nothing")
+	cmd.AddCommand(plan, apply, rollback)
+	return cmd
+}
+
+func (a *App) irqReport(cmd *cobra.Command, f *irqFlags) (*irq.Report, *hostfs.FS, error) {
+	kinds, err := irq.ParseKinds(f.devices)
+	if err != nil {
+		return nil, nil, wrapUsage(err)
+	}
+	var avoid, ranks cpuset.CPUSet
+	if avoid, err = bind.ParseCPUs("--avoid", f.avoid); err != nil {
+		return nil, nil, wrapUsage(err)
+	}
+	if ranks, err = bind.ParseCPUs("--rank-cpus", f.rankCPUs); err != nil {
+		return nil, nil, wrapUsage(err)
+	}
+	fs, err := a.Host()
+	if err != nil {
+		return nil, nil, err
+	}
+	t, err := topo.Discover(cmd.Context(), fs)
+	if err != nil {
+		return nil, nil, err
+	}
+	rep, err := irq.Analyze(cmd.Context(), fs, t, irq.Options{Kinds: kinds, Avoid: avoid, RankCPUs: ranks})
+	if err != nil {
+		return nil, nil, err
+	}
+	return rep, fs, nil
+}
+
+// rollbackView renders a journal rollback report.
+type rollbackView struct {
+	SchemaVersion string `json:"schemaVersion"`
+	journal.Report
+}
+
+// WriteTable lists what was restored.
+func (r rollbackView) WriteTable(w io.Writer, o output.Options) error {
+	verb := "restored"
+	if r.DryRun {
+		verb = "would restore"
+	}
+	if len(r.Transactions) == 0 {
+		_, err := fmt.Fprintln(w, "nothing to roll back")
+		return err
+	}
+	tw := output.NewTabWriter(w)
+	fmt.Fprintln(tw, "TRANSACTION\tPATH\t"+strings.ToUpper(verb)+"\tERROR")
+	for _, tx := range r.Transactions {
+		for _, s := range tx.Steps {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", tx.ID, s.Path, s.Restored, s.Error)
+		}
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,317 @@
+package irq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"sort"
+	"strconv"
+	"strings"
+
+	"k8s.io/utils/cpuset"
+
+	"github.com/gpunode/gpunode/internal/hostfs"
+	"github.com/gpunode/gpunode/internal/topo"
+)
+
+// Device kinds accepted by Options.Kinds.
+var allKinds = []string{topo.KindGPU, topo.KindNIC, topo.KindNVMe, topo.KindNVSwitch}
+
+// DefaultKinds are the kinds planned when none are named.
+var DefaultKinds = []string{topo.KindGPU, topo.KindNIC}
+
+// Options select devices and the CPUs to keep free.
+type Options struct {
+	// Kinds are the device kinds to include (default DefaultKinds).
+	Kinds []string
+	// Avoid and RankCPUs are never given an IRQ.
+	Avoid    cpuset.CPUSet
+	RankCPUs cpuset.CPUSet
+}
+
+// ParseKinds parses a --devices value ("gpu,nic"; "all").
+func ParseKinds(s string) ([]string, error) {
+	if strings.TrimSpace(s) == "" {
+		return append([]string(nil), DefaultKinds...), nil
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		p = strings.ToLower(strings.TrimSpace(p))
+		switch p {
+		case "all":
+			return append([]string(nil), allKinds...), nil
+		case "gpus", "nics":
+			p = strings.TrimSuffix(p, "s")
+		}
+		ok := false
+		for _, k := range allKinds {
+			ok = ok || k == p
+		}
+		if !ok {
+			return nil, fmt.Errorf("--devices: unknown device kind %q (want gpu, nic, nvme, nvswitch or all)", p)
+		}
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// Analyze reads the IRQs of the selected devices of t and plans their
+// affinity. Host files that are missing become warnings; a
+// /proc/interrupts that does not parse is an error.
+func Analyze(ctx context.Context, fsys *hostfs.FS, t *topo.Topology, o Options) (*Report, error) {
+	if len(o.Kinds) == 0 {
+		o.Kinds = DefaultKinds
+	}
+	rep := &Report{SchemaVersion: SchemaVersion, Hostname: t.Hostname, Kinds: o.Kinds, Devices: []Device{}, Warnings: []string{}}
+	warn := func(format string, args ...any) { rep.Warnings = append(rep.Warnings, fmt.Sprintf(format, args...)) }
+
+	var table *Interrupts
+	if b, err := fsys.ReadFile("/proc/interrupts"); err != nil {
+		warn("/proc/interrupts: %v (served-where counts unknown)", unwrapPath(err))
+	} else if table, err = ParseInterrupts(b); err != nil {
+		return nil, err
+	}
+	byBDF := map[string][]*Row{}
+	if table != nil {
+		for i := range table.Rows {
+			r := &table.Rows[i]
+			if r.IRQ >= 0 && r.BDF != "" {
+				byBDF[r.BDF] = append(byBDF[r.BDF], r)
+			}
+		}
+	}
+
+	excl := t.IsolatedCPUs.Union(t.NohzFullCPUs.CPUSet).Union(o.Avoid).Union(o.RankCPUs)
+	rep.Excluded = Excluded{Isolated: t.IsolatedCPUs, NohzFull: t.NohzFullCPUs, Avoid: topo.NewCPUList(o.Avoid), RankCPUs: topo.NewCPUList(o.RankCPUs), All: topo.NewCPUList(excl)}
+	pl := newPlanner(t, excl)
+
+	for _, kind := range o.Kinds {
+		for _, d := range devicesOf(t, kind) {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			dev := Device{Kind: d.Kind, Name: d.Name, BDF: d.BDF, Driver: d.Driver, NUMANode: d.NUMANode, NUMASource: d.NUMASource, IRQs: []IRQ{}}
+			nodeCPUs := cpuset.New()
+			if n := t.NodeByID(d.NUMANode); n != nil && d.NUMANode >= 0 {
+				nodeCPUs = n.CPUs.CPUSet
+			}
+			dev.NodeCPUs = topo.NewCPUList(nodeCPUs)
+			src := map[int]string{}
+			for _, n := range d.IRQs {
+				src[n] = "msi_irqs"
+			}
+			for _, r := range byBDF[d.BDF] {
+				if src[r.IRQ] == "" {
+					src[r.IRQ] = "interrupts"
+				} else {
+					src[r.IRQ] = "msi_irqs+interrupts"
+				}
+			}
+			nums := make([]int, 0, len(src))
+			for n := range src {
+				nums = append(nums, n)
+			}
+			sort.Ints(nums)
+			for _, n := range nums {
+				q := IRQ{IRQ: n, Source: src[n], Served: []CPUCount{}}
+				var row *Row
+				if table != nil {
+					row = table.Row(n)
+				}
+				if row != nil {
+					q.Name = row.Name()
+					for i, c := range row.Counts {
+						if c == 0 || i >= len(table.CPUs) {
+							continue
+						}
+						cpu := table.CPUs[i]
+						q.Served = append(q.Served, CPUCount{CPU: cpu, Count: c})
+						q.Total += c
+						if nodeCPUs.Size() > 0 && !nodeCPUs.Contains(cpu) {
+							q.OffNodeCount += c
+						}
+					}
+				} else if table != nil {
+					warn("IRQ %d of %s (%s) is in msi_irqs but not in /proc/interrupts", n, d.Name, d.BDF)
+				}
+				aff, err := readAffinity(fsys, n)
+				if err != nil {
+					warn("%v", err)
+				}
+				q.Affinity = topo.NewCPUList(aff)
+				if eff, err := readList(fsys, fmt.Sprintf("/proc/irq/%d/effective_affinity_list", n)); err == nil {
+					e := topo.NewCPUList(eff)
+					q.Effective = &e
+					if nodeCPUs.Size() > 0 && eff.Size() > 0 && !eff.IsSubsetOf(nodeCPUs) {
+						q.OffNode = true
+					}
+				} else if !errors.Is(err, fs.ErrNotExist) {
+					warn("%v", err)
+				}
+				q.OffNode = q.OffNode || q.OffNodeCount > 0
+				dev.IRQs = append(dev.IRQs, q)
+			}
+			pl.plan(d, &dev)
+			for _, q := range dev.IRQs {
+				rep.Summary.IRQs++
+				if q.OffNode {
+					rep.Summary.OffNode++
+				}
+				if q.Change {
+					rep.Summary.Changes++
+				}
+			}
+			rep.Devices = append(rep.Devices, dev)
+		}
+	}
+	rep.Summary.Devices = len(rep.Devices)
+	ib, err := DetectIRQBalance(fsys)
+	if err != nil {
+		warn("irqbalance: %v", err)
+	}
+	ib.fill(rep)
+	rep.IRQBal = ib
+	return rep, nil
+}
+
+func devicesOf(t *topo.Topology, kind string) []topo.PCIDevice {
+	switch kind {
+	case topo.KindGPU:
+		return t.GPUs
+	case topo.KindNIC:
+		return t.NICs
+	case topo.KindNVMe:
+		return t.NVMe
+	case topo.KindNVSwitch:
+		return t.NVSwitches
+	}
+	return nil
+}
+
+// readAffinity reads smp_affinity_list, falling back to the hex smp_affinity.
+func readAffinity(fsys *hostfs.FS, n int) (cpuset.CPUSet, error) {
+	p := fmt.Sprintf("/proc/irq/%d/smp_affinity_list", n)
+	set, err := readList(fsys, p)
+	if err == nil {
+		return set, nil
+	}
+	mp := fmt.Sprintf("/proc/irq/%d/smp_affinity", n)
+	s, merr := fsys.ReadString(mp)
+	if merr != nil {
+		return cpuset.New(), err
+	}
+	set, merr = hostfs.ParseCPUMask(s)
+	if merr != nil {
+		return cpuset.New(), fmt.Errorf("%s: %w", mp, merr)
+	}
+	return set, nil
+}
+
+func readList(fsys *hostfs.FS, p string) (cpuset.CPUSet, error) {
+	s, err := fsys.ReadString(p)
+	if err != nil {
+		return cpuset.New(), err
+	}
+	set, err := hostfs.ParseCPUList(s)
+	if err != nil {
+		return cpuset.New(), fmt.Errorf("%s: %w", p, err)
+	}
+	return set, nil
+}
+
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// planner hands out one CPU per IRQ, round-robin over the physical cores of
+// each node, with one cursor per node.
+type planner struct {
+	t      *topo.Topology
+	excl   cpuset.CPUSet
+	cursor map[string]int
+}
+
+func newPlanner(t *topo.Topology, excl cpuset.CPUSet) *planner {
+	return &planner{t: t, excl: excl, cursor: map[string]int{}}
+}
+
+// coreCPUs returns one CPU per physical core of set (the lowest usable
+// thread), ordered by CPU id.
+func (p *planner) coreCPUs(set cpuset.CPUSet) []int {
+	type key struct{ socket, core int }
+	first := map[key]int{}
+	byID := map[int]topo.CPU{}
+	for _, c := range p.t.CPUs {
+		byID[c.ID] = c
+	}
+	for _, id := range set.List() {
+		c, ok := byID[id]
+		if !ok || !c.Online {
+			continue
+		}
+		k := key{c.Socket, c.Core}
+		if c.Core < 0 {
+			k = key{-1, id}
+		}
+		if _, dup := first[k]; !dup {
+			first[k] = id
+		}
+	}
+	out := make([]int, 0, len(first))
+	for _, id := range first {
+		out = append(out, id)
+	}
+	sort.Ints(out)
+	return out
+}
+
+func (p *planner) plan(d topo.PCIDevice, dev *Device) {
+	var pool cpuset.CPUSet
+	key := strconv.Itoa(d.NUMANode)
+	switch {
+	case dev.NodeCPUs.Size() > 0:
+		pool = dev.NodeCPUs.CPUSet
+	case d.LocalCPUs.Size() > 0:
+		pool = d.LocalCPUs.CPUSet
+		key = "local:" + d.LocalCPUs.String()
+	default:
+		pool = p.t.OnlineCPUs.CPUSet
+		key = "all"
+	}
+	cores := p.coreCPUs(pool.Difference(p.excl))
+	for i := range dev.IRQs {
+		q := &dev.IRQs[i]
+		if len(cores) == 0 {
+			q.Planned = topo.NewCPUList(cpuset.New())
+			q.Reason = fmt.Sprintf("no usable CPU on %s after excluding %s", poolName(d), orNone(p.excl.String()))
+			continue
+		}
+		c := cores[p.cursor[key]%len(cores)]
+		p.cursor[key]++
+		q.Planned = topo.NewCPUList(cpuset.New(c))
+		q.Change = !q.Affinity.Equals(q.Planned.CPUSet)
+	}
+}
+
+func poolName(d topo.PCIDevice) string {
+	if d.NUMANode >= 0 {
+		return fmt.Sprintf("NUMA node %d", d.NUMANode)
+	}
+	return "the device's local CPUs"
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "nothing"
+	}
+	return s
+}

@@ -1,0 +1,356 @@
+package irq
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/utils/cpuset"
+
+	"github.com/gpunode/gpunode/internal/hostfs"
+	"github.com/gpunode/gpunode/internal/journal"
+	"github.com/gpunode/gpunode/internal/output"
+	"github.com/gpunode/gpunode/internal/testhost"
+	"github.com/gpunode/gpunode/internal/topo"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	p := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(p, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatalf("%v (run go test ./internal/irq -update)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("%s differs from golden (run with -update to accept):\n%s", p, firstDiff(string(want), string(got)))
+	}
+}
+
+func firstDiff(a, b string) string {
+	al, bl := strings.Split(a, "\n"), strings.Split(b, "\n")
+	for i := 0; i < len(al) || i < len(bl); i++ {
+		var x, y string
+		if i < len(al) {
+			x = al[i]
+		}
+		if i < len(bl) {
+			y = bl[i]
+		}
+		if x != y {
+			return "line " + itoa(i+1) + ":\n want: " + x + "\n  got: " + y
+		}
+	}
+	return ""
+}
+
+func itoa(i int) string { return strings.TrimSpace(strings.Repeat(" ", 0) + fmtInt(i)) }
+func fmtInt(i int) string {
+	b, _ := json.Marshal(i)
+	return string(b)
+}
+
+func host(t *testing.T, root string) (*hostfs.FS, *topo.Topology) {
+	t.Helper()
+	fsys, err := hostfs.New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp, err := topo.Discover(context.Background(), fsys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fsys, tp
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := output.Write(&b, output.JSON, v, output.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+func TestPlanGolden(t *testing.T) {
+	cases := []struct {
+		name, host string
+		o          Options
+	}{
+		{"plan-dgx-h100.json", "dgx-h100", Options{}},
+		{"plan-dgx-h100-ranks.json", "dgx-h100", Options{RankCPUs: cpuset.New(1, 2, 3, 4, 5, 6, 7, 8, 113, 114, 115, 116), Avoid: cpuset.New(0, 112)}},
+		{"plan-amd-8numa.json", "amd-8numa", Options{Kinds: []string{"gpu", "nic", "nvme"}}},
+		{"plan-gh200.json", "gh200", Options{}},
+		{"plan-downgraded.json", "downgraded", Options{Kinds: []string{"all"}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if len(c.o.Kinds) == 1 && c.o.Kinds[0] == "all" {
+				c.o.Kinds, _ = ParseKinds("all")
+			}
+			fsys, tp := host(t, testhost.Path(t, c.host))
+			rep, err := Analyze(context.Background(), fsys, tp, c.o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden(t, c.name, mustJSON(t, rep))
+			var tb bytes.Buffer
+			if err := rep.WriteTable(&tb, output.Options{}); err != nil {
+				t.Fatal(err)
+			}
+			golden(t, strings.TrimSuffix(c.name, ".json")+".txt", tb.Bytes())
+		})
+	}
+}
+
+// TestPlanInvariants checks the plan's rules on every fixture host directly,
+// independent of the golden files.
+func TestPlanInvariants(t *testing.T) {
+	for _, name := range []string{"dgx-h100", "amd-8numa", "gh200", "downgraded"} {
+		t.Run(name, func(t *testing.T) {
+			fsys, tp := host(t, testhost.Path(t, name))
+			avoid := cpuset.New(0, 1, 2)
+			kinds, _ := ParseKinds("all")
+			rep, err := Analyze(context.Background(), fsys, tp, Options{Kinds: kinds, Avoid: avoid})
+			if err != nil {
+				t.Fatal(err)
+			}
+			excl := tp.IsolatedCPUs.Union(tp.NohzFullCPUs.CPUSet).Union(avoid)
+			coreOf := map[int][2]int{}
+			for _, c := range tp.CPUs {
+				coreOf[c.ID] = [2]int{c.Socket, c.Core}
+			}
+			if rep.Summary.IRQs == 0 {
+				t.Fatal("no IRQs found")
+			}
+			perNode := map[int]map[[2]int]int{}
+			for _, d := range rep.Devices {
+				if len(d.IRQs) == 0 {
+					t.Errorf("%s: no IRQs", d.Name)
+				}
+				for _, q := range d.IRQs {
+					if q.Planned.Size() != 1 {
+						t.Errorf("%s IRQ %d: planned %q, want one CPU (%s)", d.Name, q.IRQ, q.Planned, q.Reason)
+						continue
+					}
+					c := q.Planned.List()[0]
+					if excl.Contains(c) {
+						t.Errorf("%s IRQ %d planned on excluded CPU %d", d.Name, q.IRQ, c)
+					}
+					if d.NodeCPUs.Size() > 0 && !d.NodeCPUs.Contains(c) {
+						t.Errorf("%s IRQ %d planned on CPU %d outside node %d (%s)", d.Name, q.IRQ, c, d.NUMANode, d.NodeCPUs)
+					}
+					if perNode[d.NUMANode] == nil {
+						perNode[d.NUMANode] = map[[2]int]int{}
+					}
+					perNode[d.NUMANode][coreOf[c]]++
+					if q.Change == q.Affinity.Equals(q.Planned.CPUSet) {
+						t.Errorf("IRQ %d: change=%v but affinity %s planned %s", q.IRQ, q.Change, q.Affinity, q.Planned)
+					}
+				}
+			}
+			// Spread: on each node the busiest core has at most one IRQ more
+			// than the least busy core used.
+			for node, cores := range perNode {
+				lo, hi := 1<<30, 0
+				for _, n := range cores {
+					lo, hi = min(lo, n), max(hi, n)
+				}
+				if hi-lo > 1 {
+					t.Errorf("node %d: IRQs per core range %d..%d, want an even spread", node, lo, hi)
+				}
+			}
+		})
+	}
+}
+
+func TestOffNodeDetection(t *testing.T) {
+	fsys, tp := host(t, testhost.Path(t, "dgx-h100"))
+	rep, err := Analyze(context.Background(), fsys, tp, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range rep.Devices {
+		for _, q := range d.IRQs {
+			// Recompute from the raw served counts.
+			var off uint64
+			for _, s := range q.Served {
+				if !d.NodeCPUs.Contains(s.CPU) {
+					off += s.Count
+				}
+			}
+			if off != q.OffNodeCount {
+				t.Errorf("IRQ %d: offNodeCount %d, recomputed %d", q.IRQ, q.OffNodeCount, off)
+			}
+			// The fixture pins every nvidia IRQ to CPU 1 (node 0): GPUs on
+			// node 1 must be flagged, GPUs on node 0 not.
+			if d.Kind == topo.KindGPU && q.OffNode != (d.NUMANode == 1) {
+				t.Errorf("%s (node %d) IRQ %d: offNode=%v", d.Name, d.NUMANode, q.IRQ, q.OffNode)
+			}
+		}
+	}
+	if !rep.IRQBal.Running || len(rep.IRQBal.PIDs) != 1 || rep.IRQBal.PIDs[0] != 1432 {
+		t.Errorf("irqbalance: %+v, want running pid 1432", rep.IRQBal)
+	}
+	f := FindingsFromReport(rep)
+	if len(f) != 1 || f[0].ID != FindingOffNode || len(f[0].Evidence) != rep.Summary.OffNode {
+		t.Fatalf("findings %+v, want one with %d evidence lines", f, rep.Summary.OffNode)
+	}
+	// gh200 has one node with CPUs: nothing can be off-node.
+	fsys, tp = host(t, testhost.Path(t, "gh200"))
+	if f, err := OffNodeFindings(context.Background(), fsys, tp); err != nil || len(f) != 0 {
+		t.Fatalf("gh200 findings %v %v, want none", f, err)
+	}
+}
+
+var fixedClock = journal.WithClock(func() time.Time { return time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC) })
+
+func TestApplyRollbackByteIdentical(t *testing.T) {
+	for _, name := range []string{"dgx-h100", "amd-8numa"} {
+		t.Run(name, func(t *testing.T) {
+			root := testhost.Copy(t, name)
+			before, err := testhost.Snapshot(root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fsys, tp := host(t, root)
+			ctx := context.Background()
+			rep, err := Analyze(ctx, fsys, tp, Options{RankCPUs: cpuset.New(2, 3)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := Apply(ctx, fsys, rep, ApplyOptions{Command: "test", JournalOpts: []journal.Option{fixedClock}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Changes) != rep.Summary.Changes || res.Transaction == "" {
+				t.Fatalf("applied %d changes in %q, plan had %d", len(res.Changes), res.Transaction, rep.Summary.Changes)
+			}
+			// Every planned affinity is in place, and a second plan has
+			// nothing to change.
+			rep2, err := Analyze(ctx, fsys, tp, Options{RankCPUs: cpuset.New(2, 3)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep2.Summary.Changes != 0 {
+				t.Fatalf("after apply, plan still has %d changes", rep2.Summary.Changes)
+			}
+			res2, err := Apply(ctx, fsys, rep2, ApplyOptions{})
+			if err != nil || res2.Transaction != "" {
+				t.Fatalf("second apply: %v %+v, want a no-op", err, res2)
+			}
+			mid, _ := testhost.Snapshot(root)
+			if d := diffOutsideJournal(before, mid); len(d) != rep.Summary.Changes {
+				t.Fatalf("apply changed %d files, want %d: %v", len(d), rep.Summary.Changes, d)
+			}
+			if _, err := Rollback(ctx, fsys, "", false); err != nil {
+				t.Fatal(err)
+			}
+			after, _ := testhost.Snapshot(root)
+			if d := diffOutsideJournal(before, after); len(d) > 0 {
+				t.Fatalf("rollback left differences: %v", d)
+			}
+			// A second rollback has nothing to do.
+			r, err := Rollback(ctx, fsys, "", false)
+			if err != nil || len(r.Transactions) != 0 {
+				t.Fatalf("second rollback: %v %+v", err, r)
+			}
+		})
+	}
+}
+
+// diffOutsideJournal compares snapshots ignoring the journal directory.
+func diffOutsideJournal(a, b map[string]string) []string {
+	strip := func(m map[string]string) map[string]string {
+		out := map[string]string{}
+		for k, v := range m {
+			if k == "var" || strings.HasPrefix(k, "var/lib") || k == "var/lib" {
+				continue
+			}
+			out[k] = v
+		}
+		return out
+	}
+	return testhost.DiffSnapshots(strip(a), strip(b))
+}
+
+func TestApplyAbortsOnFailedWrite(t *testing.T) {
+	root := testhost.Copy(t, "amd-8numa")
+	before, _ := testhost.Snapshot(root)
+	fsys, tp := host(t, root)
+	ctx := context.Background()
+	rep, err := Analyze(ctx, fsys, tp, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Make the last IRQ to change unwritable after the probe: replace the
+	// file by a directory so the journaled write fails.
+	var last IRQ
+	for _, d := range rep.Devices {
+		for _, q := range d.IRQs {
+			if q.Change {
+				last = q
+			}
+		}
+	}
+	// A read-only file makes the probe fail: the IRQ is skipped.
+	p := filepath.Join(root, "proc/irq", fmtInt(last.IRQ), "smp_affinity_list")
+	if err := os.Chmod(p, 0o444); err != nil {
+		t.Fatal(err)
+	}
+	if os.Geteuid() == 0 {
+		t.Skip("root ignores file modes")
+	}
+	res, err := Apply(ctx, fsys, rep, ApplyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Skipped) != 1 || res.Skipped[0].IRQ != last.IRQ {
+		t.Fatalf("skipped %+v, want IRQ %d", res.Skipped, last.IRQ)
+	}
+	if _, err := Rollback(ctx, fsys, "", false); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := testhost.Snapshot(root)
+	_ = os.Chmod(p, 0o644)
+	if d := diffOutsideJournal(before, after); len(d) != 1 || !strings.Contains(d[0], "smp_affinity_list") {
+		// Only the mode change we made ourselves may differ.
+		t.Fatalf("rollback left differences: %v", d)
+	}
+}
+
+func TestParseKinds(t *testing.T) {
+	for in, want := range map[string]string{"": "gpu,nic", "gpu": "gpu", "nics,gpu,nic": "nic,gpu", "all": "gpu,nic,nvme,nvswitch"} {
+		got, err := ParseKinds(in)
+		if err != nil || strings.Join(got, ",") != want {
+			t.Errorf("ParseKinds(%q) = %v %v, want %s", in, got, err, want)
+		}
+	}
+	if _, err := ParseKinds("gpu,tpu"); err == nil || !strings.Contains(err.Error(), `"tpu"`) {
+		t.Errorf("ParseKinds(gpu,tpu) error %v", err)
+	}
+}
+
+func TestRollbackNothing(t *testing.T) {
+	root := testhost.Copy(t, "gh200")
+	fsys, _ := host(t, root)
+	r, err := Rollback(context.Background(), fsys, "", false)
+	if err != nil || len(r.Transactions) != 0 {
+		t.Fatalf("%v %+v", err, r)
+	}
+	var pe *os.PathError
+	_ = errors.As(err, &pe)
+}

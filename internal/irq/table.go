@@ -1,0 +1,119 @@
+package irq
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/gpunode/gpunode/internal/output"
+)
+
+// WriteTable renders the report: one line per IRQ with where it was served,
+// its affinity and the plan, then the irqbalance advice.
+func (r *Report) WriteTable(w io.Writer, o output.Options) error {
+	host := r.Hostname
+	if host == "" {
+		host = "(unknown host)"
+	}
+	fmt.Fprintf(w, "%s: %d IRQs on %d devices (%s), %d served off-node, %d to change\n",
+		o.Paint("bold", host), r.Summary.IRQs, r.Summary.Devices, strings.Join(r.Kinds, ","), r.Summary.OffNode, r.Summary.Changes)
+	if r.Excluded.All.Size() > 0 {
+		fmt.Fprintf(w, "CPUs kept free of IRQs: %s\n", r.Excluded.All.String())
+	}
+	tw := output.NewTabWriter(w)
+	fmt.Fprintln(tw, "DEVICE\tBDF\tNODE\tIRQ\tNAME\tSERVED (CPU=count)\tAFFINITY\tPLANNED")
+	for _, d := range r.Devices {
+		node := fmt.Sprint(d.NUMANode)
+		if d.NUMANode < 0 {
+			node = "?"
+		}
+		if len(d.IRQs) == 0 {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t-\t(no IRQs found)\t\t\t\n", d.Name, d.BDF, node)
+		}
+		for _, q := range d.IRQs {
+			served := servedString(q.Served, 3)
+			if q.OffNode {
+				served += " " + o.Paint("red", fmt.Sprintf("OFF-NODE(%d)", q.OffNodeCount))
+			}
+			planned := q.Planned.String()
+			switch {
+			case q.Reason != "":
+				planned = o.Paint("yellow", "keep: "+q.Reason)
+			case q.Change:
+				planned = o.Paint("green", planned)
+			default:
+				planned += " (as is)"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", d.Name, d.BDF, node, q.IRQ, orDash(q.Name), served, orDash(q.Affinity.String()), planned)
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, wn := range r.Warnings {
+		fmt.Fprintf(w, "%s %s\n", o.Paint("yellow", "warning:"), wn)
+	}
+	return writeIRQBalance(w, r.IRQBal, o)
+}
+
+func writeIRQBalance(w io.Writer, ib IRQBalance, o output.Options) error {
+	if !ib.Running {
+		_, err := fmt.Fprintln(w, "\nirqbalance is not running.")
+		return err
+	}
+	fmt.Fprintf(w, "\n%s irqbalance is running (pid %s) and re-places IRQs every 10 s; keep it from undoing the plan:\n",
+		o.Paint("yellow", "note:"), joinInts(ib.PIDs))
+	cfg := ib.ConfigFile
+	if cfg == "" {
+		cfg = irqbalanceConfigs[0]
+	}
+	if ib.CurrentBanned != "" {
+		fmt.Fprintf(w, "  %s bans CPUs %s today\n", cfg, ib.CurrentBanned)
+	}
+	fmt.Fprintf(w, "  in %s:\n", cfg)
+	if ib.BannedCPUList != "" {
+		fmt.Fprintf(w, "    IRQBALANCE_BANNED_CPULIST=%s\n", ib.BannedCPUList)
+	}
+	if ib.Args != "" {
+		fmt.Fprintf(w, "    IRQBALANCE_ARGS=\"%s\"\n", ib.Args)
+		fmt.Fprintf(w, "  or, instead of --banirq, IRQBALANCE_ARGS=\"--policyscript=/etc/gpunode/irqbalance-policy.sh\" with this script:\n")
+		for _, l := range strings.Split(strings.TrimRight(ib.PolicyScript, "\n"), "\n") {
+			fmt.Fprintf(w, "    %s\n", l)
+		}
+	}
+	_, err := fmt.Fprintln(w, "  then: systemctl restart irqbalance")
+	return err
+}
+
+func servedString(s []CPUCount, top int) string {
+	if len(s) == 0 {
+		return "-"
+	}
+	c := append([]CPUCount(nil), s...)
+	sort.SliceStable(c, func(i, j int) bool { return c[i].Count > c[j].Count })
+	var parts []string
+	for i, x := range c {
+		if i == top {
+			parts = append(parts, fmt.Sprintf("+%d CPUs", len(c)-top))
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%d=%d", x.CPU, x.Count))
+	}
+	return strings.Join(parts, " ")
+}
+
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for i, n := range v {
+		s[i] = fmt.Sprint(n)
+	}
+	return strings.Join(s, ",")
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
