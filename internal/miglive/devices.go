@@ -1,0 +1,29 @@
+package miglive
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/gpunode/gpunode/internal/gpu"
+	"github.com/gpunode/gpunode/internal/mig"
+)
+
+// Devices returns the MIG devices behind a GPU backend: NVML devices for the
+// nvml backend, in-memory FakeDevices for the fake backend. nvidia-smi and
+// none cannot run MIG live operations.
+func Devices(ctx context.Context, b gpu.Backend, cat *mig.Catalogue) ([]Device, error) {
+	if devs, ok, err := nvmlDevicesOf(b); ok {
+		return devs, err
+	}
+	st, err := b.Status(ctx)
+	if err != nil {
+		return nil, err
+	}
+	switch b.Name() {
+	case gpu.KindFake:
+		return FakeDevices(st, cat)
+	case gpu.KindNone:
+		return nil, fmt.Errorf("%s", st.Reason)
+	}
+	return nil, fmt.Errorf("MIG apply/assert/export need the NVML backend (this is %s; build gpunode with cgo and run it where libnvidia-ml.so.1 loads)", b.Name())
+}
