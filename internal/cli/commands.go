@@ -12,5 +12,6 @@ func commands() []func(*App) *cobra.Command {
 		(*App).newGPUCommand,
 		(*App).newMPSCommand,
 		(*App).newMIGCommand,
+		(*App).newK8sCommand,
 	}
 }
