@@ -101,7 +101,10 @@ func (c *Catalogue) Plan(ctx context.Context, p *Product, wants []Want, opts Pla
 			pl.Notes = append(pl.Notes, pr.Name+": "+pr.Note)
 		}
 	}
-	cfgs, ok := s.solve(d, n)
+	cfgs, ok, complete := s.search(d, n, func(nodes int) bool { return nodes%1024 == 0 && ctx.Err() != nil })
+	if !complete {
+		return nil, fmt.Errorf("mig plan: %w", ctx.Err())
+	}
 	if ok {
 		pl.Feasible = true
 		pl.Layouts = s.layouts(cfgs, n, opts.ComputeInstances)
@@ -114,7 +117,7 @@ func (c *Catalogue) Plan(ctx context.Context, p *Product, wants []Want, opts Pla
 	var exact bool
 	pl.Alternatives, exact = s.alternatives(d, n)
 	if !exact {
-		pl.Notes = append(pl.Notes, "drop alternatives come from a bounded search: a demand dropping fewer instances may exist")
+		pl.Notes = append(pl.Notes, "alternatives come from a bounded search: closer ones (fewer drops, fewer GPUs) may exist")
 	}
 	return pl, nil
 }
@@ -397,6 +400,9 @@ func (s *space) explain(d demand, n int) []string {
 	return out
 }
 
+// altSearchNodes bounds each feasibility search made for alternatives.
+const altSearchNodes = 2000
+
 // alternatives lists feasible demands close to d: the fewest instances to
 // drop, single-instance shrinks, and the number of GPUs d needs.
 func (s *space) alternatives(d demand, n int) ([]Alternative, bool) {
@@ -408,9 +414,14 @@ func (s *space) alternatives(d demand, n int) ([]Alternative, bool) {
 		budget = 24
 	}
 	checks := 0
+	// Alternatives need not be exhaustive: a check that runs out of nodes
+	// counts as "does not fit".
+	limited := func(nodes int) bool { return nodes > altSearchNodes }
+	incomplete := false
 	feasible := func(x demand) bool {
 		checks++
-		_, ok := s.solve(x, n)
+		_, ok, complete := s.search(x, n, limited)
+		incomplete = incomplete || !complete
 		return ok
 	}
 	// Drops.
@@ -512,13 +523,15 @@ func (s *space) alternatives(d demand, n int) ([]Alternative, bool) {
 	// More GPUs.
 	for m := n + 1; m <= n+64; m++ {
 		if s.bounded(d, m) {
-			if _, ok := s.solve(d, m); ok {
+			_, ok, complete := s.search(d, m, limited)
+			incomplete = incomplete || !complete
+			if ok {
 				out = append(out, Alternative{Kind: "more-gpus", Change: fmt.Sprintf("use %d GPUs", m), Want: FormatWant(wantsOf(p, d)), GPUs: m})
 				break
 			}
 		}
 	}
-	return out, exact
+	return out, exact && !incomplete
 }
 
 // describe renders a demand as "3g.40gb x2, 1g.10gb".

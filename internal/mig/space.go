@@ -375,18 +375,34 @@ type memoKey struct {
 // memoises, per remainder, the most GPUs proven too few, and prunes with
 // the weight caps.
 func (s *space) solve(d demand, n int) ([]cfg, bool) {
+	cfgs, ok, _ := s.search(d, n, nil)
+	return cfgs, ok
+}
+
+// search is solve with an abort hook: stop is called with the number of
+// nodes visited so far and ends the search when it returns true (complete
+// is then false and ok meaningless).
+func (s *space) search(d demand, n int, stop func(nodes int) bool) (cfgs []cfg, ok, complete bool) {
 	if d.isZero() {
-		return nil, true
+		return nil, true, true
 	}
 	if n <= 0 || !s.bounded(d, n) {
-		return nil, false
+		return nil, false, true
 	}
 	tooFew := map[demand]int{}
 	var out []cfg
+	nodes, aborted := 0, false
 	var rec func(rem demand, left int) bool
 	rec = func(rem demand, left int) bool {
 		if rem.isZero() {
 			return true
+		}
+		if aborted {
+			return false
+		}
+		if nodes++; stop != nil && stop(nodes) {
+			aborted = true
+			return false
 		}
 		if left == 0 || !s.bounded(rem, left) {
 			return false
@@ -423,6 +439,9 @@ func (s *space) solve(d demand, n int) ([]cfg, bool) {
 				return true
 			}
 			out = out[:len(out)-1]
+			if aborted {
+				return false
+			}
 		}
 		if f, ok := tooFew[rem]; !ok || left > f {
 			tooFew[rem] = left
@@ -430,9 +449,9 @@ func (s *space) solve(d demand, n int) ([]cfg, bool) {
 		return false
 	}
 	if rec(d, n) {
-		return out, true
+		return out, true, true
 	}
-	return nil, false
+	return nil, false, !aborted
 }
 
 // candidatesWith are the undominated maximal configurations clipped to rem
