@@ -42,7 +42,8 @@ H200-141GB, GH200-96GB, GH200-144GB, B200-180GB) or a PCI device id (0x2330).`,
 		a.newMIGValidateCommand(),
 		a.newMIGProfilesCommand(),
 	)
-	// live GPU subcommands: cmd.AddCommand(a.newMIGApplyCommand(), a.newMIGAssertCommand(), a.newMIGExportCommand())
+	// live GPU subcommands (internal/cli/mig_live.go):
+	cmd.AddCommand(a.newMIGApplyCommand(), a.newMIGAssertCommand(), a.newMIGExportCommand())
 	return cmd
 }
 

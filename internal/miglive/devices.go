@@ -15,15 +15,16 @@ func Devices(ctx context.Context, b gpu.Backend, cat *mig.Catalogue) ([]Device, 
 	if devs, ok, err := nvmlDevicesOf(b); ok {
 		return devs, err
 	}
-	st, err := b.Status(ctx)
-	if err != nil {
-		return nil, err
-	}
 	switch b.Name() {
-	case gpu.KindFake:
+	case gpu.KindFake, gpu.KindNone:
+		st, err := b.Status(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if b.Name() == gpu.KindNone {
+			return nil, fmt.Errorf("%s", st.Reason)
+		}
 		return FakeDevices(st, cat)
-	case gpu.KindNone:
-		return nil, fmt.Errorf("%s", st.Reason)
 	}
 	return nil, fmt.Errorf("MIG apply/assert/export need the NVML backend (this is %s; build gpunode with cgo and run it where libnvidia-ml.so.1 loads)", b.Name())
 }

@@ -257,6 +257,9 @@ type Options struct {
 	Lookup func(uuid string) (Device, error)
 }
 
+// ErrInfeasible is returned when a selected GPU's layout does not fit.
+var ErrInfeasible = errors.New("layout does not fit")
+
 // ErrNoDevices is returned when the node has no GPUs.
 var ErrNoDevices = errors.New("no GPUs")
 
@@ -347,7 +350,11 @@ func planDevice(ctx context.Context, cat *mig.Catalogue, d Device, cfg mig.MigCo
 		return r, nil, fmt.Errorf("GPU %d: MIG mode: %w", info.Index, err)
 	}
 	if pend != e.MigEnabled || cur != e.MigEnabled {
-		r.ModeChange = fmt.Sprintf("%s -> %s", onOff(cur), onOff(e.MigEnabled))
+		from := onOff(cur)
+		if pend != cur {
+			from += " (pending " + onOff(pend) + ")"
+		}
+		r.ModeChange = fmt.Sprintf("%s -> %s", from, onOff(e.MigEnabled))
 	}
 	if !e.MigEnabled {
 		r.Status = StatusPlanned
@@ -383,7 +390,7 @@ func planDevice(ctx context.Context, cat *mig.Catalogue, d Device, cfg mig.MigCo
 			return r, nil, fmt.Errorf("GPU %d: %w", info.Index, err)
 		}
 		if !plan.Feasible {
-			return r, nil, fmt.Errorf("GPU %d (%s): layout %s does not fit: %s", info.Index, p.Key, mig.FormatWant(wants), strings.Join(plan.Reasons, "; "))
+			return r, nil, fmt.Errorf("GPU %d (%s): %w: %s: %s", info.Index, p.Key, ErrInfeasible, mig.FormatWant(wants), strings.Join(plan.Reasons, "; "))
 		}
 		for _, in := range plan.Layouts[0].Instances {
 			idx, _ := p.Profile(in.Profile)

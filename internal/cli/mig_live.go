@@ -1,0 +1,208 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
+
+	"github.com/gpunode/gpunode/internal/journal"
+	"github.com/gpunode/gpunode/internal/mig"
+	"github.com/gpunode/gpunode/internal/miglive"
+	"github.com/gpunode/gpunode/internal/output"
+)
+
+// The live-GPU MIG subcommands: apply, assert, export (mig-parted's format).
+
+// liveMIGFlags are shared by apply/assert/export.
+type liveMIGFlags struct {
+	gpuFlags
+	file, label string
+}
+
+func (a *App) readMIGSpec(name string) (*mig.MigPartedSpec, error) {
+	if name == "" {
+		return nil, Usagef("-f FILE is required")
+	}
+	data, err := a.readMIGFile(name)
+	if err != nil {
+		return nil, err
+	}
+	spec, err := mig.ParseMigParted(data)
+	if err != nil {
+		return nil, wrapUsage(fmt.Errorf("%s: error parsing config file: %w", name, err))
+	}
+	return spec, nil
+}
+
+func liveMIGErr(err error) error {
+	if errors.Is(err, miglive.ErrInfeasible) {
+		return wrapUsage(err)
+	}
+	return migUsage(err)
+}
+
+func (a *App) newMIGApplyCommand() *cobra.Command {
+	var f liveMIGFlags
+	var dryRun bool
+	var journalDir string
+	cmd := &cobra.Command{
+		Use:   "apply -f FILE -c LABEL",
+		Short: "Apply a mig-parted config: set MIG mode, create instances at planned placements (journaled)",
+		Long: `Apply the mig-config LABEL of a mig-parted v1 file to this node's GPUs.
+
+Every selected GPU's layout is planned exactly first; a layout that does not fit
+is refused before anything is touched (exit 2). Then MIG mode is set (a GPU
+whose mode change waits for a reset is reported, exit 1, and left alone), the
+GPU's instances are destroyed and recreated at the planned placements, largest
+first, each with one compute instance (the default full-size one, or the size
+a "<c>c.<g>g.<gb>gb" key names). Each change is journaled first, so a rollback
+restores the previous mode and instances. A GPU already in the wanted state is
+not touched.`,
+		Example: `  gpunode mig apply -f /etc/nvidia-mig-manager/config.yaml -c all-balanced --dry-run
+  gpunode mig apply -f config.yaml -c all-1g.10gb`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			if f.label == "" {
+				return Usagef("mig apply: -c LABEL is required")
+			}
+			spec, err := a.readMIGSpec(f.file)
+			if err != nil {
+				return err
+			}
+			b, err := a.openGPU(ctx, f.backend)
+			if err != nil {
+				return err
+			}
+			defer b.Close()
+			cat := a.migCatalogue(ctx)
+			devs, err := miglive.Devices(ctx, b, cat)
+			if err != nil {
+				return err
+			}
+			host, err := a.Host()
+			if err != nil {
+				return err
+			}
+			res, err := miglive.Apply(ctx, cat, devs, spec, miglive.Options{File: f.file, Label: f.label, DryRun: dryRun,
+				Host: host, JournalDir: journalDir, Command: "gpunode " + strings.Join(a.Args, " ")})
+			if err != nil {
+				return liveMIGErr(err)
+			}
+			if err := a.Render(res); err != nil {
+				return err
+			}
+			if res.ResetRequired() {
+				return ErrFindings
+			}
+			return nil
+		},
+	}
+	f.register(cmd, false)
+	cmd.Flags().StringVarP(&f.file, "file", "f", "", "mig-parted config file (- for stdin)")
+	cmd.Flags().StringVarP(&f.label, "config", "c", "", "mig-config label to apply")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print what would be done and change nothing")
+	cmd.Flags().StringVar(&journalDir, "journal-dir", journal.DefaultDir, "journal directory (a host path under --root)")
+	return cmd
+}
+
+func (a *App) newMIGAssertCommand() *cobra.Command {
+	var f liveMIGFlags
+	cmd := &cobra.Command{
+		Use:   "assert -f FILE -c LABEL",
+		Short: "Check that a mig-parted config is applied (exit 1 when it is not)",
+		Long: `Compare, for every GPU the mig-config LABEL selects, the MIG mode and the
+profile -> count map of its MIG devices with the config, as mig-parted's assert
+does. Exit 0 when applied, 1 when not.`,
+		Example: `  gpunode mig assert -f config.yaml -c all-balanced`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			if f.label == "" {
+				return Usagef("mig assert: -c LABEL is required")
+			}
+			spec, err := a.readMIGSpec(f.file)
+			if err != nil {
+				return err
+			}
+			b, err := a.openGPU(ctx, f.backend)
+			if err != nil {
+				return err
+			}
+			defer b.Close()
+			cat := a.migCatalogue(ctx)
+			devs, err := miglive.Devices(ctx, b, cat)
+			if err != nil {
+				return err
+			}
+			res, err := miglive.Assert(ctx, cat, devs, spec, f.file, f.label)
+			if err != nil {
+				return liveMIGErr(err)
+			}
+			if err := a.Render(res); err != nil {
+				return err
+			}
+			if !res.Applied {
+				return ErrFindings
+			}
+			return nil
+		},
+	}
+	f.register(cmd, false)
+	cmd.Flags().StringVarP(&f.file, "file", "f", "", "mig-parted config file (- for stdin)")
+	cmd.Flags().StringVarP(&f.label, "config", "c", "", "mig-config label to check")
+	return cmd
+}
+
+// MIGExport is the model of 'gpunode mig export': exactly a mig-parted v1
+// spec (no schemaVersion field, so that mig-parted reads it back; the
+// table form is the YAML file).
+type MIGExport struct {
+	*mig.MigPartedSpec
+}
+
+// WriteTable implements output.Tabler: the spec as mig-parted YAML.
+func (e MIGExport) WriteTable(w io.Writer, _ output.Options) error {
+	b, err := yaml.Marshal(e.MigPartedSpec)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(b)
+	return err
+}
+
+func (a *App) newMIGExportCommand() *cobra.Command {
+	var f liveMIGFlags
+	cmd := &cobra.Command{
+		Use:   "export [-c LABEL]",
+		Short: "Print the live MIG layout as a mig-parted v1 config (label 'current')",
+		Example: `  gpunode mig export > current.yaml
+  gpunode mig assert -f current.yaml -c current`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			b, err := a.openGPU(ctx, f.backend)
+			if err != nil {
+				return err
+			}
+			defer b.Close()
+			cat := a.migCatalogue(ctx)
+			devs, err := miglive.Devices(ctx, b, cat)
+			if err != nil {
+				return err
+			}
+			spec, err := miglive.Export(ctx, cat, devs, f.label)
+			if err != nil {
+				return err
+			}
+			return a.Render(MIGExport{spec})
+		},
+	}
+	f.register(cmd, false)
+	cmd.Flags().StringVarP(&f.label, "config", "c", "current", "label of the exported mig-config")
+	return cmd
+}
