@@ -323,3 +323,15 @@ or fails. The CUDA runtime version comes from --cuda-runtime or
 	cmd.Flags().StringVar(&runtime, "cuda-runtime", "", "CUDA runtime version in use (default: detect from /usr/local/cuda)")
 	return cmd
 }
+
+// gpuAuditSource returns the GPU layer's checks for 'gpunode audit'
+// (tune.Options.GPU). It never fails: a node without a driver (or a bad
+// --gpu-backend) yields a source whose single check says so. The caller
+// closes nothing; the backend lives as long as the process.
+func (a *App) gpuAuditSource(ctx context.Context, backend, cudaRuntime string) gpu.TuneSource {
+	b, err := a.openGPU(ctx, backend)
+	if err != nil {
+		return gpu.TuneSource{Backend: gpu.NewNone(err.Error()), CUDARuntime: cudaRuntime}
+	}
+	return gpu.TuneSource{Backend: b, CUDARuntime: cudaRuntime}
+}

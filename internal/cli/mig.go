@@ -43,7 +43,7 @@ H200-141GB, GH200-96GB, GH200-144GB, B200-180GB) or a PCI device id (0x2330).`,
 		a.newMIGProfilesCommand(),
 	)
 	// live GPU subcommands (internal/cli/mig_live.go):
-	cmd.AddCommand(a.newMIGApplyCommand(), a.newMIGAssertCommand(), a.newMIGExportCommand())
+	cmd.AddCommand(a.newMIGApplyCommand(), a.newMIGAssertCommand(), a.newMIGExportCommand(), a.newMIGLiveProfilesCommand())
 	return cmd
 }
 

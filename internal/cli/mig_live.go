@@ -206,3 +206,51 @@ func (a *App) newMIGExportCommand() *cobra.Command {
 	cmd.Flags().StringVarP(&f.label, "config", "c", "current", "label of the exported mig-config")
 	return cmd
 }
+
+func (a *App) newMIGLiveProfilesCommand() *cobra.Command {
+	var f gpuFlags
+	cmd := &cobra.Command{
+		Use:   "live-profiles",
+		Short: "List MIG profiles and placements as this node's GPUs report them through NVML",
+		Long: `Read the GPU-instance profiles and placements of every distinct MIG-capable GPU
+model on this node from NVML (nvmlDeviceGetGpuInstanceProfileInfo and
+...PossiblePlacements) and print them like 'gpunode mig profiles'. Compare with
+the built-in catalogue to confirm it on new hardware.`,
+		Example: "  gpunode mig live-profiles\n  gpunode mig live-profiles -o json",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			b, err := a.openGPU(ctx, f.backend)
+			if err != nil {
+				return err
+			}
+			defer b.Close()
+			cat := a.migCatalogue(ctx)
+			devs, err := miglive.Devices(ctx, b, cat)
+			if err != nil {
+				return err
+			}
+			seen := map[uint16]bool{}
+			var ps []*mig.Product
+			for _, d := range devs {
+				info := d.Info()
+				if !info.MIGCapable || seen[info.DeviceID.Device] {
+					continue
+				}
+				seen[info.DeviceID.Device] = true
+				p, err := miglive.Product(ctx, cat, d)
+				if err != nil {
+					a.Warnf("GPU %d: %v", info.Index, err)
+					continue
+				}
+				ps = append(ps, p)
+			}
+			if len(ps) == 0 {
+				return fmt.Errorf("no MIG-capable GPU on this node")
+			}
+			return a.Render(mig.ProfilesOf(ps...))
+		},
+	}
+	f.register(cmd, false)
+	return cmd
+}

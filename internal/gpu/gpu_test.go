@@ -16,6 +16,7 @@ import (
 	"github.com/gpunode/gpunode/internal/hostfs"
 	"github.com/gpunode/gpunode/internal/journal"
 	"github.com/gpunode/gpunode/internal/output"
+	"github.com/gpunode/gpunode/internal/tune"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -667,5 +668,35 @@ func TestSelectGPUs(t *testing.T) {
 		if err != nil || !reflect.DeepEqual(idx, tc.want) {
 			t.Errorf("%v: %v %v, want %v", tc.sels, idx, err, tc.want)
 		}
+	}
+}
+
+func TestTuneSource(t *testing.T) {
+	ctx := context.Background()
+	h := host(t, "h100x8")
+	b, err := OpenFake(h, FakeFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checks, err := TuneSource{Backend: b, CUDARuntime: "12.4"}.Checks(ctx, &tune.Host{FS: h}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	drift := map[string]bool{}
+	for _, c := range checks {
+		if c.Layer != "gpu" {
+			t.Errorf("layer %q", c.Layer)
+		}
+		if c.Status == tune.StatusDrift {
+			drift[c.ID] = true
+		}
+	}
+	want := map[string]bool{"gpu.persistence/gpu7": true, "gpu.clocks.locked/gpu5": true}
+	if !reflect.DeepEqual(drift, want) {
+		t.Errorf("drift %v, want %v", drift, want)
+	}
+	none, err := TuneSource{Backend: NewNone("test")}.Checks(ctx, nil, nil)
+	if err != nil || len(none) != 1 || none[0].Status != tune.StatusAbsent {
+		t.Errorf("no driver: %+v %v", none, err)
 	}
 }
