@@ -28,6 +28,7 @@
 //	err = j.SetValue(ctx, "vm.swappiness", "/proc/sys/vm/swappiness", "60", "0")
 //	_, err = j.WriteFile(ctx, "sysctl", "/etc/sysctl.d/90-gpunode.conf", data, 0o644)
 //	err = j.Do(ctx, journal.Step{Kind: "gpu.persistence", Target: uuid, Original: "0", New: "1"}, apply)
+//	err = j.RecordBatch(ctx, steps)              // many steps, one fsync; then make the changes
 //	err = j.Commit()                             // or: report, err := j.Abort(ctx, cause)
 //	report, err := journal.Rollback(ctx, fsys, dir, journal.WithOwner("tune"), journal.WithKinds(kinds))
 //
@@ -261,6 +262,15 @@ func (j *Journal) persist() error {
 // Record persists step s. The caller makes the change only after Record
 // returns nil. The step's kind must be registered.
 func (j *Journal) Record(ctx context.Context, s Step) error {
+	return j.RecordBatch(ctx, []Step{s})
+}
+
+// RecordBatch persists several steps with one atomic write (one fsync), for
+// callers about to make many small changes (a value on every CPU). The
+// caller makes the changes only after RecordBatch returns nil; reverting a
+// recorded step that was never applied writes back the value that is
+// already there, which is harmless.
+func (j *Journal) RecordBatch(ctx context.Context, steps []Step) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -269,14 +279,17 @@ func (j *Journal) Record(ctx context.Context, s Step) error {
 	if j.done {
 		return fmt.Errorf("journal %s: already %s", j.tx.ID, j.tx.State)
 	}
-	if !j.opts.kinds.Has(s.Kind) {
-		return fmt.Errorf("journal %s: %w %q (register it with Kinds.Register)", j.tx.ID, ErrUnknownKind, s.Kind)
-	}
-	if s.Path != "" {
-		s.Path = path.Clean("/" + s.Path)
-	}
 	tmp := j.tx
-	tmp.Steps = append(append([]Step(nil), j.tx.Steps...), s)
+	tmp.Steps = append([]Step(nil), j.tx.Steps...)
+	for _, s := range steps {
+		if !j.opts.kinds.Has(s.Kind) {
+			return fmt.Errorf("journal %s: %w %q (register it with Kinds.Register)", j.tx.ID, ErrUnknownKind, s.Kind)
+		}
+		if s.Path != "" {
+			s.Path = path.Clean("/" + s.Path)
+		}
+		tmp.Steps = append(tmp.Steps, s)
+	}
 	if err := tmp.validate(); err != nil {
 		return fmt.Errorf("journal %s: %w", j.tx.ID, err)
 	}

@@ -365,16 +365,23 @@ func Apply(ctx context.Context, h *Host, cat *Catalogue, req ApplyRequest) (*Pla
 		rep.Steps = j.Len()
 		return rep, &ApplyError{Err: err, Rollback: rerr, Journal: j.ID()}
 	}
+	// Record every runtime change with one write, then make them.
+	steps := make([]journal.Step, len(changes))
+	for i, c := range changes {
+		steps[i] = c.Step
+	}
+	if err := j.RecordBatch(ctx, steps); err != nil {
+		return fail(err)
+	}
 	for _, c := range changes {
-		apply := c.Apply
-		err := j.Do(ctx, c.Step, func(ctx context.Context) error {
-			if err := hook(); err != nil {
-				return err
-			}
-			return apply(ctx)
-		})
-		if err != nil {
+		if err := ctx.Err(); err != nil {
 			return fail(err)
+		}
+		if err := hook(); err != nil {
+			return fail(fmt.Errorf("%s: %w", c.Desc, err))
+		}
+		if err := c.Apply(ctx); err != nil {
+			return fail(fmt.Errorf("%s: %w", c.Desc, err))
 		}
 	}
 	for _, op := range ops {

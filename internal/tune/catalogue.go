@@ -3,7 +3,6 @@ package tune
 import (
 	"fmt"
 	"sort"
-	"strings"
 )
 
 // Files gpunode owns. They are generated whole from the applied profile, so
@@ -145,7 +144,6 @@ const (
 
 // NewCatalogue returns gpunode's settings catalogue.
 func NewCatalogue() *Catalogue {
-	all := []string{ProfileBase}
 	d := func(kv ...string) map[string]string {
 		m := map[string]string{}
 		for i := 0; i+1 < len(kv); i += 2 {
@@ -153,7 +151,6 @@ func NewCatalogue() *Catalogue {
 		}
 		return m
 	}
-	_ = all
 	intSpec := func(min, max int64) spec { return spec{kind: "int", min: min, max: max} }
 	ss := []*Setting{
 		// ---- CPU ----
@@ -172,11 +169,11 @@ func NewCatalogue() *Catalogue {
 		{ID: "boot.processor.max_cstate", Layer: LayerBoot, Title: "ACPI C-state limit (boot)", NeedsReboot: true,
 			Why:     "processor.max_cstate=1 stops the ACPI idle driver from entering deep C-states from boot on (seed 1.7).",
 			Desired: d(ProfileInference, "1"),
-			knob:    cmdlineKnob{param: "processor.max_cstate", spec: intSpec(0, 9)}},
+			knob:    cmdlineKnob{param: "processor.max_cstate", spec: intSpec(0, 9), vendor: "Intel|AMD"}},
 		{ID: "boot.intel_idle.max_cstate", Layer: LayerBoot, Title: "intel_idle C-state limit (boot)", NeedsReboot: true,
 			Why:     "intel_idle.max_cstate=0 disables the intel_idle driver so processor.max_cstate applies (seed 1.7).",
 			Desired: d(ProfileInference, "0"),
-			knob:    cmdlineKnob{param: "intel_idle.max_cstate", spec: intSpec(0, 9)}},
+			knob:    cmdlineKnob{param: "intel_idle.max_cstate", spec: intSpec(0, 9), vendor: "Intel"}},
 		{ID: "boot.idle", Layer: LayerBoot, Title: "idle loop (idle=poll)", NeedsReboot: true,
 			Why:  "idle=poll spins instead of halting: lowest wake-up latency, highest power and heat; only for dedicated latency nodes (seed 1.7).",
 			knob: cmdlineKnob{param: "idle", spec: spec{kind: "choice", choices: []string{"poll", "halt", "nomwait"}}}},
@@ -349,5 +346,3 @@ func isBuiltin(name string) bool {
 	}
 	return false
 }
-
-func joinIDs(ids []string) string { return strings.Join(ids, ", ") }

@@ -533,11 +533,35 @@ type cmdlineKnob struct {
 	auto func(h *Host) (string, error)
 	// cpulist compares values as CPU sets (flags like "domain," ignored).
 	cpulist bool
+	// vendor limits the parameter to CPUs whose model names it ("Intel",
+	// "Intel|AMD"); elsewhere the setting is absent.
+	vendor string
+}
+
+// cpuVendorMatches reports whether the host's CPU model names one of the
+// vendors ("Intel|AMD"). An unknown model matches nothing.
+func cpuVendorMatches(h *Host, vendors string) bool {
+	if h.Topo == nil {
+		return true // cannot tell; let the read decide
+	}
+	for _, v := range strings.Split(vendors, "|") {
+		if strings.Contains(h.Topo.CPUModel, v) {
+			return true
+		}
+	}
+	return false
 }
 
 const unset = "(unset)"
 
 func (k cmdlineKnob) read(h *Host) (observation, error) {
+	if k.vendor != "" && !cpuVendorMatches(h, k.vendor) {
+		model := "unknown"
+		if h.Topo != nil && h.Topo.CPUModel != "" {
+			model = h.Topo.CPUModel
+		}
+		return observation{}, absentf("%s only applies to %s CPUs (this host: %s)", k.param, strings.ReplaceAll(k.vendor, "|", "/"), model)
+	}
 	cl, err := h.Cmdline()
 	if err != nil {
 		return observation{}, err

@@ -74,6 +74,9 @@ GRUB_CMDLINE_LINUX=""
 		w.file(p, c, 0o644)
 	}
 	w.link("/etc/sysctl.d/99-sysctl.conf", "../sysctl.conf")
+	if w.err == nil {
+		w.err = os.MkdirAll(filepath.Join(root, "var/lib"), 0o755)
+	}
 
 	// Per-CPU cpufreq and cpuidle.
 	cpus, err := cpuIDs(root)

@@ -1,0 +1,229 @@
+package tune
+
+import (
+	"context"
+	"encoding/binary"
+	"strings"
+	"testing"
+
+	"github.com/gpunode/gpunode/internal/hostfs"
+)
+
+func TestEditGrub(t *testing.T) {
+	tests := []struct {
+		name, in string
+		params   [][2]string
+		want     string
+	}{
+		{"append", "GRUB_DEFAULT=0\nGRUB_CMDLINE_LINUX=\"\"\n", [][2]string{{"iommu", "pt"}}, "GRUB_DEFAULT=0\nGRUB_CMDLINE_LINUX=\"iommu=pt\"\n"},
+		{"replace keeps others", "GRUB_CMDLINE_LINUX=\"quiet iommu=on isolcpus=1\"\n# end\n", [][2]string{{"iommu", "pt"}, {"isolcpus", "2-7"}},
+			"GRUB_CMDLINE_LINUX=\"quiet iommu=pt isolcpus=2-7\"\n# end\n"},
+		{"single quotes", "GRUB_CMDLINE_LINUX='a b'\n", [][2]string{{"c", "1"}}, "GRUB_CMDLINE_LINUX=\"a b c=1\"\n"},
+		{"no line", "GRUB_TIMEOUT=5", [][2]string{{"idle", "poll"}}, "GRUB_TIMEOUT=5\nGRUB_CMDLINE_LINUX=\"idle=poll\"\n"},
+		{"already there", "GRUB_CMDLINE_LINUX=\"iommu=pt\"\n", [][2]string{{"iommu", "pt"}}, "GRUB_CMDLINE_LINUX=\"iommu=pt\"\n"},
+	}
+	for _, tt := range tests {
+		got := string(editGrub([]byte(tt.in), tt.params))
+		if got != tt.want {
+			t.Errorf("%s: got %q, want %q", tt.name, got, tt.want)
+		}
+		// Idempotent.
+		if again := string(editGrub([]byte(got), tt.params)); again != got {
+			t.Errorf("%s: second edit changed %q to %q", tt.name, got, again)
+		}
+	}
+}
+
+func TestParseShellAndCmdline(t *testing.T) {
+	env := map[string]string{}
+	vars := parseShellVars([]byte("GRUB_CMDLINE_LINUX_DEFAULT=\"quiet splash\"\n# c\nGRUB_CMDLINE_LINUX_DEFAULT=\"$GRUB_CMDLINE_LINUX_DEFAULT console=ttyS0\"\nX='$NOT' # comment\nexport Y=${X}z\n"), env)
+	if vars["GRUB_CMDLINE_LINUX_DEFAULT"] != "quiet splash console=ttyS0" || vars["X"] != "$NOT" || vars["Y"] != "$NOTz" {
+		t.Errorf("vars = %q", vars)
+	}
+	cl := parseCmdline(`BOOT_IMAGE=/vmlinuz root=UUID=1 ro isolcpus=managed_irq,domain,2-7 quiet dyndbg="file x +p" iommu=pt iommu=off`)
+	if cl["isolcpus"] != "managed_irq,domain,2-7" || cl["dyndbg"] != "file x +p" || cl["iommu"] != "off" || cl["ro"] != "" {
+		t.Errorf("cmdline = %q", cl)
+	}
+	k := cmdlineKnob{cpulist: true}
+	if !k.equal("managed_irq,domain,2-7", "2-7") || k.equal("2-7", "2-6") || k.equal(unset, "2-7") {
+		t.Error("cpulist comparison")
+	}
+}
+
+func TestSysctlOrder(t *testing.T) {
+	root := t.TempDir()
+	fsys, _ := hostfs.New(root)
+	for p, c := range map[string]string{
+		"/usr/lib/sysctl.d/50-default.conf": "vm.swappiness = 30\nkernel.numa_balancing=1\n",
+		"/usr/lib/sysctl.d/90-masked.conf":  "vm.swappiness = 99\n",
+		"/etc/sysctl.d/90-masked.conf":      "# masks the /usr/lib one\n",
+		"/etc/sysctl.d/60-net.conf":         "net/ipv4/tcp_rmem = 4096\t1  2\n-vm.zone_reclaim_mode = 0\n; c\n",
+		"/etc/sysctl.conf":                  "kernel.numa_balancing = 0\n",
+	} {
+		mkfile(t, root, p, c)
+	}
+	h := &Host{FS: fsys}
+	b := h.sysctlBoot()
+	want := map[string]string{"vm.swappiness": "30", "kernel.numa_balancing": "0", "net.ipv4.tcp_rmem": "4096 1 2", "vm.zone_reclaim_mode": "0"}
+	for k, v := range want {
+		if b[k].value != v {
+			t.Errorf("%s = %q (from %s), want %q", k, b[k].value, b[k].source, v)
+		}
+	}
+	if b["kernel.numa_balancing"].source != "/etc/sysctl.conf" {
+		t.Errorf("numa_balancing from %s", b["kernel.numa_balancing"].source)
+	}
+}
+
+func TestLimitsAndSystemd(t *testing.T) {
+	root := t.TempDir()
+	fsys, _ := hostfs.New(root)
+	mkfile(t, root, "/etc/security/limits.conf", "* soft memlock 64 # comment\n* hard memlock 64\n@g - nofile 10\n")
+	mkfile(t, root, "/etc/security/limits.d/90-x.conf", "* - memlock infinity\n* soft nofile 100\n")
+	mkfile(t, root, "/etc/systemd/system.conf", "[Manager]\nDefaultLimitMEMLOCK=64K\n[Other]\nDefaultLimitNOFILE=1\n")
+	mkfile(t, root, "/etc/systemd/system.conf.d/90-x.conf", "[Manager]\nDefaultLimitMEMLOCK=infinity\n")
+	h := &Host{FS: fsys}
+	o, _ := limitsKnob{item: "memlock"}.read(h)
+	if o.Current != "unlimited" {
+		t.Errorf("memlock = %q", o.Current)
+	}
+	o, _ = limitsKnob{item: "nofile"}.read(h)
+	if o.Current != "soft=100" {
+		t.Errorf("nofile = %q", o.Current)
+	}
+	o, _ = systemdKnob{key: "DefaultLimitMEMLOCK", spec: spec{kind: "limit"}}.read(h)
+	if o.Current != "unlimited" {
+		t.Errorf("DefaultLimitMEMLOCK = %q", o.Current)
+	}
+	o, _ = systemdKnob{key: "DefaultLimitNOFILE", spec: spec{kind: "limit"}}.read(h)
+	if o.Current != unset {
+		t.Errorf("DefaultLimitNOFILE from [Other] = %q", o.Current)
+	}
+}
+
+func TestFstab(t *testing.T) {
+	in := "UUID=1 / ext4 defaults 0 1\n/swap.img\tnone\tswap\tsw\t0\t0\n# /old none swap sw 0 0\nUUID=2 none swap sw 0 0"
+	if got := fstabSwaps([]byte(in)); strings.Join(got, ",") != "/swap.img,UUID=2" {
+		t.Errorf("swaps = %q", got)
+	}
+	out := commentFstabSwaps([]byte(in))
+	if len(fstabSwaps(out)) != 0 || !strings.Contains(string(out), "#gpunode# /swap.img\tnone") || !strings.HasPrefix(string(out), "UUID=1 / ext4") {
+		t.Errorf("commented = %q", out)
+	}
+	if string(commentFstabSwaps(out)) != string(out) {
+		t.Error("commenting twice changed the file")
+	}
+}
+
+func TestDirty(t *testing.T) {
+	tests := []struct {
+		mem  uint64
+		bg   bool
+		want string
+	}{
+		{32 << 30, false, "20%"},
+		{32 << 30, true, "10%"},
+		{512 << 30, false, "8589934592"},
+		{512 << 30, true, "2147483648"},
+		{4 << 40, false, "34359738368"},
+		{4 << 40, true, "8589934592"},
+	}
+	for _, tt := range tests {
+		if got := autoDirty(tt.mem, tt.bg); got != tt.want {
+			t.Errorf("autoDirty(%d, %v) = %s, want %s", tt.mem, tt.bg, got, tt.want)
+		}
+	}
+	for v, want := range map[string]string{"20%": "20%", "32G": "34359738368", "8GiB": "8589934592", "100000": "100000"} {
+		if got, err := (dirtyKnob{}).resolve(nil, v); err != nil || got != want {
+			t.Errorf("resolve(%q) = %q, %v; want %q", v, got, err, want)
+		}
+	}
+	for _, bad := range []string{"101%", "x", "1", "99999999999999999999T"} {
+		if err := (dirtyKnob{}).validate(bad); err == nil {
+			t.Errorf("validate(%q) accepted", bad)
+		}
+	}
+	if dirtyString("20", "0") != "20%" || dirtyString("0", "123456") != "123456" {
+		t.Error("dirtyString")
+	}
+}
+
+func TestHousekeeping(t *testing.T) {
+	cases := map[string][2]string{
+		"dgx-h100":   {"0-6,56-62,112-118,168-174", "7-55,63-111,119-167,175-223"},
+		"downgraded": {"0-1,16-17", "2-15,18-31"},
+	}
+	for host, want := range cases {
+		h := NewHost(context.Background(), mustFS(t, sharedHost(t, host)))
+		hk, iso, err := housekeeping(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if hk.String() != want[0] || iso.String() != want[1] {
+			t.Errorf("%s: housekeeping %s isolated %s; want %s / %s", host, hk, iso, want[0], want[1])
+		}
+		if !hk.Intersection(iso).IsEmpty() {
+			t.Errorf("%s: overlap", host)
+		}
+	}
+}
+
+func TestACSControl(t *testing.T) {
+	cfg := make([]byte, 4096)
+	binary.LittleEndian.PutUint32(cfg[0x100:], 0x0001|1<<16|0x200<<20) // AER -> 0x200
+	binary.LittleEndian.PutUint32(cfg[0x200:], 0x000d|1<<16)           // ACS, last
+	binary.LittleEndian.PutUint16(cfg[0x206:], 0x001d)
+	ctrl, ok, err := acsControl(cfg)
+	if err != nil || !ok || ctrl != 0x1d {
+		t.Errorf("acsControl = %#x, %v, %v", ctrl, ok, err)
+	}
+	binary.LittleEndian.PutUint32(cfg[0x200:], 0x0010|1<<16) // SR-IOV instead
+	if _, ok, err := acsControl(cfg); ok || err != nil {
+		t.Errorf("found ACS where there is none: %v %v", ok, err)
+	}
+	// A loop in the capability list terminates.
+	binary.LittleEndian.PutUint32(cfg[0x200:], 0x0010|1<<16|0x100<<20)
+	if _, ok, _ := acsControl(cfg); ok {
+		t.Error("loop")
+	}
+	if _, _, err := acsControl(cfg[:64]); err == nil {
+		t.Error("short config space accepted")
+	}
+}
+
+func TestProcessParsers(t *testing.T) {
+	if allocatorOf([]byte("7f r-xp 0 0 1 /usr/lib/x86_64-linux-gnu/libjemalloc.so.2\n7f r-xp /usr/lib/libc.so.6")) != "jemalloc" {
+		t.Error("jemalloc")
+	}
+	if allocatorOf([]byte("7f r-xp 0 0 1 /usr/lib/x86_64-linux-gnu/libc.so.6")) != "glibc" {
+		t.Error("glibc")
+	}
+	soft, hard, ok := parseLimitsMemlock([]byte("Limit Soft Hard Units\nMax locked memory         unlimited            unlimited            bytes\n"))
+	if !ok || soft != "unlimited" || hard != "unlimited" {
+		t.Errorf("limits = %q %q %v", soft, hard, ok)
+	}
+	pols := numaPolicies([]byte("1 default anon=1\n2 bind:0-1 anon=2\n3 prefer=static:1 x\n"))
+	if strings.Join(pols, " ") != "bind:0-1 default prefer=static:1" {
+		t.Errorf("policies = %q", pols)
+	}
+	if n, ok := policyNodes("prefer=static:1"); !ok || n.String() != "1" {
+		t.Errorf("policyNodes = %v %v", n, ok)
+	}
+	if _, ok := policyNodes("default"); ok {
+		t.Error("default has nodes")
+	}
+	if kB("12 kB") != 12288 {
+		t.Error("kB")
+	}
+}
+
+func mkfile(t *testing.T, root, p, c string) {
+	t.Helper()
+	fsys, _ := hostfs.New(root)
+	if _, err := fsys.MkdirAll(p[:strings.LastIndex(p, "/")], 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := fsys.WriteFileAtomic(p, []byte(c), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
