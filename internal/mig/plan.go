@@ -110,12 +110,13 @@ func (c *Catalogue) Plan(ctx context.Context, p *Product, wants []Want, opts Pla
 		pl.Layouts = s.layouts(cfgs, n, opts.ComputeInstances)
 		return pl, nil
 	}
-	pl.Reasons = s.explain(d, n)
+	mp := s.newMaxPlaced(d, n)
+	pl.Reasons = s.explain(d, n, mp)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	var exact bool
-	pl.Alternatives, exact = s.alternatives(d, n)
+	pl.Alternatives, exact = s.alternatives(d, n, mp)
 	if !exact {
 		pl.Notes = append(pl.Notes, "alternatives come from a bounded search: closer ones (fewer drops, fewer GPUs) may exist")
 	}
@@ -328,7 +329,7 @@ func (s *space) story(d demand, size func(int) int, capacity int, what string) s
 }
 
 // explain says in slice terms why d does not fit on n GPUs.
-func (s *space) explain(d demand, n int) []string {
+func (s *space) explain(d demand, n int, mp func() (int, demand, bool)) []string {
 	p := s.p
 	comp, mem, me := s.slices(d)
 	var out []string
@@ -355,7 +356,7 @@ func (s *space) explain(d demand, n int) []string {
 	if len(out) > 0 {
 		return out
 	}
-	best, part, _ := s.maxPlaced(d, n)
+	best, part, _ := mp()
 	total := d.total()
 	if n == 1 {
 		l, _ := s.single(part)
@@ -400,12 +401,12 @@ func (s *space) explain(d demand, n int) []string {
 	return out
 }
 
-// altSearchNodes bounds each feasibility search made for alternatives.
-const altSearchNodes = 2000
+// altSearchNodes bounds the feasibility searches made for alternatives.
+const altSearchNodes = 1000
 
 // alternatives lists feasible demands close to d: the fewest instances to
 // drop, single-instance shrinks, and the number of GPUs d needs.
-func (s *space) alternatives(d demand, n int) ([]Alternative, bool) {
+func (s *space) alternatives(d demand, n int, mp func() (int, demand, bool)) ([]Alternative, bool) {
 	p := s.p
 	var out []Alternative
 	// Checks on more than one GPU may search; keep the total small.
@@ -414,18 +415,25 @@ func (s *space) alternatives(d demand, n int) ([]Alternative, bool) {
 		budget = 24
 	}
 	checks := 0
-	// Alternatives need not be exhaustive: a check that runs out of nodes
-	// counts as "does not fit".
-	limited := func(nodes int) bool { return nodes > altSearchNodes }
-	incomplete := false
-	feasible := func(x demand) bool {
-		checks++
-		_, ok, complete := s.search(x, n, limited)
+	// Alternatives need not be exhaustive: all their feasibility checks
+	// share one node budget, and a check cut short counts as "does not fit".
+	spent, incomplete := 0, false
+	check := func(x demand, m int) bool {
+		last := 0
+		_, ok, complete := s.search(x, m, func(nodes int) bool {
+			last = nodes
+			return spent+nodes > altSearchNodes
+		})
+		spent += last
 		incomplete = incomplete || !complete
 		return ok
 	}
+	feasible := func(x demand) bool {
+		checks++
+		return check(x, n)
+	}
 	// Drops.
-	best, part, exact := s.maxPlaced(d, n)
+	best, part, exact := mp()
 	drop := d.total() - best
 	if drop > 0 {
 		var cands []demand
@@ -523,15 +531,28 @@ func (s *space) alternatives(d demand, n int) ([]Alternative, bool) {
 	// More GPUs.
 	for m := n + 1; m <= n+64; m++ {
 		if s.bounded(d, m) {
-			_, ok, complete := s.search(d, m, limited)
-			incomplete = incomplete || !complete
-			if ok {
+			if check(d, m) {
 				out = append(out, Alternative{Kind: "more-gpus", Change: fmt.Sprintf("use %d GPUs", m), Want: FormatWant(wantsOf(p, d)), GPUs: m})
 				break
 			}
 		}
 	}
 	return out, exact && !incomplete
+}
+
+// newMaxPlaced memoises maxPlaced(d, n) for explain and alternatives.
+func (s *space) newMaxPlaced(d demand, n int) func() (int, demand, bool) {
+	done := false
+	var best int
+	var part demand
+	var exact bool
+	return func() (int, demand, bool) {
+		if !done {
+			best, part, exact = s.maxPlaced(d, n)
+			done = true
+		}
+		return best, part, exact
+	}
 }
 
 // describe renders a demand as "3g.40gb x2, 1g.10gb".

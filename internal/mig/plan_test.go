@@ -397,7 +397,7 @@ func TestExplainSliceTerms(t *testing.T) {
 			}
 			d[i] += uint16(w.Count)
 		}
-		got := strings.Join(c.space(p).explain(d, 1), " | ")
+		got := strings.Join(c.space(p).explain(d, 1, c.space(p).newMaxPlaced(d, 1)), " | ")
 		if !strings.Contains(got, tc.reason) {
 			t.Errorf("%s: reasons %q, want %q", tc.want, got, tc.reason)
 		}
@@ -453,7 +453,7 @@ func TestPlacementConflictExplained(t *testing.T) {
 			return
 		}
 		found = true
-		r := strings.Join(s.explain(d, 1), " | ")
+		r := strings.Join(s.explain(d, 1, s.newMaxPlaced(d, 1)), " | ")
 		if !strings.Contains(r, "placements do not line up") || !strings.Contains(r, "may start only at") {
 			t.Errorf("%s: %s", s.describe(d), r)
 		}

@@ -168,7 +168,7 @@ func (s *space) initBounds() {
 			ws = append(ws, w2)
 		}
 	}
-	for _, w := range ws {
+	capOf := func(w [MaxProfiles]int) int {
 		c := 0
 		for _, m := range s.maximal {
 			v := 0
@@ -176,6 +176,24 @@ func (s *space) initBounds() {
 				v += w[i] * int(m[i])
 			}
 			c = max(c, v)
+		}
+		return c
+	}
+	for _, w := range ws {
+		c := capOf(w)
+		// A pair weight whose cap is the sum of its parts' caps never
+		// binds more than the parts do.
+		nz, sum := 0, 0
+		for i := 0; i < s.k; i++ {
+			if w[i] != 0 {
+				nz++
+				var u [MaxProfiles]int
+				u[i] = 1
+				sum += capOf(u)
+			}
+		}
+		if nz == 2 && c >= sum {
+			continue
 		}
 		s.weights = append(s.weights, w)
 		s.caps = append(s.caps, c)
@@ -518,7 +536,7 @@ func (s *space) boundedFrom(d demand, n, t int) bool {
 }
 
 // maxPlacedBudget bounds the branch-and-bound search of maxPlaced.
-const maxPlacedBudget = 300
+const maxPlacedBudget = 200
 
 // maxPlaced returns the largest number of d's instances that fit on n GPUs,
 // one sub-demand achieving it, and whether the search was exhaustive (when
