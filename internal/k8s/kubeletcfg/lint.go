@@ -656,7 +656,7 @@ func (l *linter) memoryManager(nar reservation) {
 		if l.n != nil && l.n.NUMA(int(rm.NumaNode)) == nil {
 			l.add(SeverityError, fmt.Sprintf("reservedMemory[%d].numaNode", i), StageMemory, "the node has NUMA nodes "+fmt.Sprint(l.n.NUMAIDs()),
 				"the reserved memory configuration references a NUMA node %d that does not exist on this machine", rm.NumaNode)
-			return
+			// kubelet stops here; lint goes on to report the other rules too.
 		}
 		if perNode[rm.NumaNode] == nil {
 			perNode[rm.NumaNode] = map[v1.ResourceName]int64{}
@@ -705,7 +705,6 @@ func (l *linter) memoryManager(nar reservation) {
 				}
 				l.add(SeverityError, "reservedMemory", StageMemory, fix,
 					"the total amount %q of type %q is not equal to the value %q determined by Node Allocatable feature", res.String(), k, alloc.String())
-				return
 			}
 		}
 	}

@@ -1,11 +1,14 @@
 package kubeletcfg
 
 import (
+	"bytes"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
 	"github.com/gpunode/gpunode/internal/k8s/node"
+	"github.com/gpunode/gpunode/internal/output"
 )
 
 const header = "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
@@ -166,5 +169,33 @@ topologyManagerPolicy: single-numa-node
 `, dual)
 	if r.Problems() != 0 {
 		t.Fatalf("want no problems, got\n%s", dump(r))
+	}
+}
+
+func TestLintBrokenGolden(t *testing.T) {
+	c, err := Load("testdata/broken.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := Lint(c, mustNode(t, "testdata/node-2numa-smt.yaml"))
+	var b bytes.Buffer
+	if err := output.Write(&b, output.JSON, r, output.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	golden := "testdata/broken.lint.golden.json"
+	if *update {
+		if err := os.WriteFile(golden, b.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run go test -update)", err)
+	}
+	if !bytes.Equal(b.Bytes(), want) {
+		t.Errorf("report differs from %s (run go test -update):\n%s", golden, b.String())
+	}
+	if r.Errors() != 4 {
+		t.Errorf("errors = %d, want 4:\n%s", r.Errors(), dump(r))
 	}
 }

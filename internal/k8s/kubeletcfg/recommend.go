@@ -71,7 +71,10 @@ func Recommend(n *node.Node, profile string) (*Recommendation, error) {
 		r.Notes = append(r.Notes,
 			"topologyManagerPolicy restricted: training pods often take more GPUs than one NUMA node holds (e.g. all 8);",
 			"  single-numa-node would reject them, restricted admits them when CPUs, memory and GPUs are as narrow as",
-			"  possible and rejects only misaligned placements (TopologyAffinityError) instead of running them slowly.")
+			"  possible and rejects only misaligned placements (TopologyAffinityError) instead of running them slowly.",
+			"  Caveat (kubelet's merge): a pod whose GPUs span N NUMA nodes must also request CPUs and memory that need",
+			"  N nodes (e.g. more CPUs than one node has), else no hint combination is preferred and restricted rejects it;",
+			"  size whole-node pods to the whole node, or use best-effort if pods cannot be sized that way.")
 	case ProfileInference:
 		c.TopologyManagerPolicy = topology.PolicySingleNUMANode
 		r.Notes = append(r.Notes,
