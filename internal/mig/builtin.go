@@ -99,7 +99,7 @@ func builtinTable() []Product {
 	return []Product{
 		sevenSliceProduct("A100-40GB",
 			[]string{"NVIDIA A100-SXM4-40GB", "NVIDIA A100-PCIE-40GB", "NVIDIA A100-PG509-200", "NVIDIA A800-SXM4-40GB", "NVIDIA A800 40GB Active"},
-			[]string{"A100-SXM4-40GB", "A100-PCIE-40GB", "A100-40G", "A100"},
+			[]string{"A100-SXM4-40GB", "A100-PCIE-40GB", "A100-40G"},
 			[]uint16{0x20B0, 0x20B1, 0x20F1, 0x20F6}, [6]int{5, 10, 10, 20, 20, 40}, a100, ""),
 		sevenSliceProduct("A100-80GB",
 			[]string{"NVIDIA A100-SXM4-80GB", "NVIDIA A100 80GB PCIe", "NVIDIA A100-PCIE-80GB", "NVIDIA A800-SXM4-80GB", "NVIDIA A800 80GB PCIe"},
@@ -121,7 +121,7 @@ func builtinTable() []Product {
 			}},
 		sevenSliceProduct("H100-80GB",
 			[]string{"NVIDIA H100 80GB HBM3", "NVIDIA H100 PCIe", "NVIDIA H800", "NVIDIA H800 PCIe"},
-			[]string{"H100-SXM5-80GB", "H100-PCIE-80GB", "H100-80G", "H100-SXM", "H100"},
+			[]string{"H100-SXM5-80GB", "H100-PCIE-80GB", "H100-80G", "H100-SXM"},
 			[]uint16{0x2330, 0x2331, 0x2322, 0x2324}, [6]int{10, 20, 20, 40, 40, 80}, unknown, ""), // SM counts differ between SXM (132) and PCIe (114) boards
 		sevenSliceProduct("H100-94GB-NVL",
 			[]string{"NVIDIA H100 NVL", "NVIDIA H800 NVL"},
@@ -133,7 +133,7 @@ func builtinTable() []Product {
 			[]uint16{0x2335, 0x233B}, [6]int{18, 35, 35, 71, 71, 141}, unknown, assumedPlacements),
 		sevenSliceProduct("GH200-96GB",
 			[]string{"NVIDIA GH200 480GB", "NVIDIA H100 96GB HBM3"},
-			[]string{"GH200", "GH200-480GB", "H100-96GB"},
+			[]string{"GH200-480GB", "H100-96GB"},
 			[]uint16{0x2342, 0x233D}, [6]int{12, 24, 24, 48, 48, 96}, hopperNVL, assumedPlacements),
 		sevenSliceProduct("GH200-144GB",
 			[]string{"NVIDIA GH200 144G HBM3e"},

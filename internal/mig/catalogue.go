@@ -305,15 +305,39 @@ func (c *Catalogue) Lookup(model string) (*Product, error) {
 			}
 		}
 	}
-	if strings.HasPrefix(strings.ToLower(strings.TrimSpace(model)), "0x") || isHex4(n) {
+	if strings.HasPrefix(strings.ToLower(strings.TrimSpace(model)), "0x") {
+		id, err := ParseDeviceID(model)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrUnknownModel, err)
+		}
+		return c.ByDeviceID(id)
+	}
+	if isHex4(n) {
 		if id, err := ParseDeviceID(model); err == nil {
-			return c.ByDeviceID(id)
+			if p, err := c.ByDeviceID(id); err == nil {
+				return p, nil
+			}
 		}
 	}
 	for _, f := range nonMIG {
 		if n == f || strings.HasPrefix(n, f+"-") {
 			return nil, fmt.Errorf("%w: %q has no MIG support (MIG needs A100, A30, H100, H200, GH200 or B200)", ErrNotMIGCapable, model)
 		}
+	}
+	var matches []string
+	for _, p := range c.products {
+		for _, name := range append([]string{p.Key}, p.Aliases...) {
+			if strings.HasPrefix(normalizeModel(name), n+"-") {
+				matches = append(matches, p.Key)
+				break
+			}
+		}
+	}
+	if len(matches) > 1 {
+		return nil, fmt.Errorf("%w: %q is ambiguous: one of %s", ErrUnknownModel, model, strings.Join(matches, ", "))
+	}
+	if len(matches) == 1 {
+		return nil, fmt.Errorf("%w: %q is not a known model name; did you mean %s?", ErrUnknownModel, model, matches[0])
 	}
 	msg := fmt.Sprintf("%q is not a known MIG-capable GPU model (known: %s)", model, strings.Join(c.keys(), ", "))
 	if s := closest(n, c.allModelNames(), 4); s != "" {

@@ -534,10 +534,19 @@ func TestLookup(t *testing.T) {
 		"":                 ErrUnknownModel,
 		"0x233011DE":       ErrUnknownModel,
 		"NVIDIA A100 42GB": ErrUnknownModel,
+		"A100":             ErrUnknownModel,
+		"GH200":            ErrUnknownModel,
 	} {
 		if _, err := c.Lookup(in); !errors.Is(err, want) {
 			t.Errorf("Lookup(%q) err %v, want %v", in, err, want)
 		}
+	}
+}
+
+func TestLookupAmbiguous(t *testing.T) {
+	_, err := Builtin().Lookup("a100")
+	if err == nil || !strings.Contains(err.Error(), `"a100" is ambiguous: one of A100-40GB, A100-80GB`) {
+		t.Errorf("err %v", err)
 	}
 }
 
