@@ -87,7 +87,9 @@ func (r Report) Errors() int {
 // WriteTable prints the findings for humans.
 func (r Report) WriteTable(w io.Writer, _ output.Options) error {
 	tw := output.NewTabWriter(w)
-	fmt.Fprintf(tw, "SEVERITY\tFIELD\tSTAGE\tMESSAGE\n")
+	if len(r.Findings) > 0 {
+		fmt.Fprintf(tw, "SEVERITY\tFIELD\tSTAGE\tMESSAGE\n")
+	}
 	for _, f := range r.Findings {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", f.Severity, f.Field, f.Stage, f.Message)
 		if f.Fix != "" {
@@ -101,7 +103,11 @@ func (r Report) WriteTable(w io.Writer, _ output.Options) error {
 	if r.NodeChecked {
 		scope = "against node " + r.Node
 	}
-	_, err := fmt.Fprintf(w, "\n%s: %d error(s), %d warning(s), checked %s\n", r.File, r.Errors(), r.Problems()-r.Errors(), scope)
+	sep := "\n"
+	if len(r.Findings) == 0 {
+		sep = ""
+	}
+	_, err := fmt.Fprintf(w, "%s%s: %d error(s), %d warning(s), checked %s\n", sep, r.File, r.Errors(), r.Problems()-r.Errors(), scope)
 	return err
 }
 
