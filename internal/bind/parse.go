@@ -58,7 +58,12 @@ type Sched struct {
 	Value int `json:"value"`
 }
 
-func (s Sched) String() string { return fmt.Sprintf("%s:%d", s.Policy, s.Value) }
+func (s Sched) String() string {
+	if s.Policy == SchedIdle {
+		return s.Policy
+	}
+	return fmt.Sprintf("%s:%d", s.Policy, s.Value)
+}
 
 // ParseSched parses --sched: "nice:-5", "fifo:10", "rr:10", "other",
 // "batch:5", "idle". Nice values lie in -20..19, real-time priorities in

@@ -296,7 +296,10 @@ func (r *resolver) loadGPUs(ctx context.Context) error {
 			sort.Slice(infos, func(i, j int) bool { return infos[i].Index < infos[j].Index })
 			for i := range infos {
 				info := &infos[i]
-				r.gpus = append(r.gpus, gpuEntry{dev: byBDF[strings.ToLower(info.BDF)], info: info})
+				if b := normalizeBDF(info.BDF); b != "" {
+					info.BDF = b
+				}
+				r.gpus = append(r.gpus, gpuEntry{dev: byBDF[info.BDF], info: info})
 			}
 			return nil
 		}
@@ -461,7 +464,7 @@ func (r *resolver) target(rank int, hasRank bool) (Target, int, string, error) {
 	g := r.gpus[idx]
 	tg := Target{Kind: "gpu", Index: &idx, Visible: visible}
 	if g.info != nil {
-		tg.UUID, tg.BDF = g.info.UUID, strings.ToLower(g.info.BDF)
+		tg.UUID, tg.BDF = g.info.UUID, g.info.BDF
 	}
 	if g.dev != nil {
 		tg.BDF, tg.Name = g.dev.BDF, g.dev.Name
