@@ -133,7 +133,11 @@ func (p PartitionPlan) WriteTable(w io.Writer, _ output.Options) error {
 	if !p.Feasible {
 		state = "infeasible: " + p.Reason
 	}
-	fmt.Fprintf(w, "GPU %d %s: %d SMs, %d chunks of %d SMs (%s); %s\n", p.GPU, p.UUID, p.SMCount, p.TotalChunks, p.ChunkSMs, p.ChunksFrom, state)
+	who := fmt.Sprintf("GPU %d %s", p.GPU, p.UUID)
+	if p.GPU < 0 {
+		who = "offline plan"
+	}
+	fmt.Fprintf(w, "%s: %d SMs, %d chunks of %d SMs (%s); %s\n", who, p.SMCount, p.TotalChunks, p.ChunkSMs, p.ChunksFrom, state)
 	tw := output.NewTabWriter(w)
 	fmt.Fprintln(tw, "PART\tCHUNKS\tSMS\tCOMMAND")
 	for _, q := range p.Partitions {
