@@ -4,11 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"sort"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/utils/cpuset"
 
 	"github.com/gpunode/gpunode/internal/k8s/kubeletcfg"
 	"github.com/gpunode/gpunode/internal/k8s/node"
@@ -121,62 +118,7 @@ func (a *App) k8sNode(ctx context.Context, nodeFile string, live bool) (*node.No
 	if err != nil {
 		return nil, err
 	}
-	return nodeFromTopology(t)
-}
-
-// nodeFromTopology converts live discovery into the node model (CPUs, cores,
-// sockets, memory, hugepages, distances; devices are not needed by the
-// kubelet commands here).
-func nodeFromTopology(t *topo.Topology) (*node.Node, error) {
-	f := &node.File{APIVersion: node.FileAPIVersion, Kind: node.FileKind, Name: t.Hostname}
-	online := map[int]bool{}
-	for _, c := range t.CPUs {
-		if c.Online {
-			online[c.ID] = true
-		}
-	}
-	for _, nn := range t.NUMANodes {
-		var ids []int
-		for _, id := range nn.CPUs.List() {
-			if online[id] {
-				ids = append(ids, id)
-			}
-		}
-		spec := node.NUMANodeSpec{ID: nn.ID, CPUs: cpuset.New(ids...).String(),
-			Memory: *resource.NewQuantity(int64(nn.MemTotalBytes), resource.BinarySI), Distances: nn.Distances}
-		for _, hp := range nn.HugePages {
-			spec.HugePages = append(spec.HugePages, node.HugePagesSpec{
-				PageSize: *resource.NewQuantity(int64(hp.SizeBytes), resource.BinarySI), Count: hp.Total})
-		}
-		f.NUMANodes = append(f.NUMANodes, spec)
-	}
-	cores := map[string]bool{}
-	sockets := map[int][]int{}
-	for _, c := range t.CPUs {
-		if !c.Online {
-			continue
-		}
-		var sib []int
-		for _, id := range c.Siblings.List() {
-			if online[id] {
-				sib = append(sib, id)
-			}
-		}
-		if len(sib) == 0 {
-			sib = []int{c.ID}
-		}
-		cores[cpuset.New(sib...).String()] = true
-		sockets[c.Socket] = append(sockets[c.Socket], c.ID)
-	}
-	for s := range cores {
-		f.Cores = append(f.Cores, s)
-	}
-	sort.Strings(f.Cores)
-	for id, cpus := range sockets {
-		f.Sockets = append(f.Sockets, node.GroupSpec{ID: id, CPUs: cpuset.New(cpus...).String()})
-	}
-	sort.Slice(f.Sockets, func(i, j int) bool { return f.Sockets[i].ID < f.Sockets[j].ID })
-	n, err := f.Build()
+	n, err := node.FromTopology(t)
 	if err != nil {
 		return nil, fmt.Errorf("node model from live topology: %w", err)
 	}
