@@ -81,8 +81,9 @@ and a creation order, larger instances first) for a demand of GPU instances on
 N GPUs of one model, or proves that none exists, says why in slice terms and
 lists the closest demands that fit.
 
-Profiles are GI names (3g.40gb, 1g.10gb+me), compute-instance forms
-(1c.3g.40gb, meaning one 3g.40gb GI) or -lgip profile IDs.
+Profiles are GI names (3g.40gb, 1g.10gb+me), -lgip profile IDs (9) or
+compute-instance forms (1c.3g.40gb), which are packed into as few GIs as hold
+them, as mig-parted does (1c.3g.40gb=3 is one 3g.40gb GI with three CIs).
 
 Exit codes: 0 feasible, 1 infeasible, 2 bad input.`,
 		Example: "  gpunode mig plan --model H100-80GB --want 3g.40gb=1,2g.20gb=1,1g.10gb=2\n" +

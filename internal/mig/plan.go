@@ -187,49 +187,8 @@ func CIOptions(pr Profile) []string {
 	if len(cis) == 0 {
 		return nil
 	}
-	g := pr.ComputeSlices
-	type combo []int
-	var all []combo
-	cur := make([]int, len(cis))
-	var rec func(slot int)
-	rec = func(slot int) {
-		if slot >= g {
-			all = append(all, append(combo(nil), cur...))
-			return
-		}
-		for i, ci := range cis {
-			okStart := false
-			for _, st := range ci.Starts {
-				if st == slot {
-					okStart = true
-				}
-			}
-			if !okStart || cur[i] >= ci.MaxCount || slot+ci.ComputeSlices > g {
-				continue
-			}
-			cur[i]++
-			rec(slot + ci.ComputeSlices)
-			cur[i]--
-		}
-		rec(slot + 1)
-	}
-	rec(0)
-	seen := map[string]bool{}
-	var maximal []combo
-	for _, a := range all {
-		ext := false
-		for _, b := range all {
-			if dominatesInts(b, a) {
-				ext = true
-				break
-			}
-		}
-		k := fmt.Sprint(a)
-		if !ext && !seen[k] {
-			seen[k] = true
-			maximal = append(maximal, a)
-		}
-	}
+	type combo = []int
+	maximal := ciMaximal(pr)
 	count := func(c combo) int {
 		t := 0
 		for _, v := range c {
@@ -252,6 +211,96 @@ func CIOptions(pr Profile) []string {
 		out = append(out, strings.Join(parts, " + "))
 	}
 	return out
+}
+
+// ciMaximal enumerates the maximal multisets (counts per CI profile index)
+// of compute instances that fit together in one GI of profile pr, by
+// placing CIs left to right on its compute-slice axis.
+func ciMaximal(pr Profile) [][]int {
+	cis := pr.ComputeInstances
+	g := pr.ComputeSlices
+	var all [][]int
+	cur := make([]int, len(cis))
+	var rec func(slot int)
+	rec = func(slot int) {
+		if slot >= g {
+			all = append(all, append([]int(nil), cur...))
+			return
+		}
+		for i, ci := range cis {
+			okStart := false
+			for _, st := range ci.Starts {
+				if st == slot {
+					okStart = true
+				}
+			}
+			if !okStart || cur[i] >= ci.MaxCount || slot+ci.ComputeSlices > g {
+				continue
+			}
+			cur[i]++
+			rec(slot + ci.ComputeSlices)
+			cur[i]--
+		}
+		rec(slot + 1)
+	}
+	rec(0)
+	seen := map[string]bool{}
+	var maximal [][]int
+	for _, a := range all {
+		ext := false
+		for _, b := range all {
+			if dominatesInts(b, a) {
+				ext = true
+				break
+			}
+		}
+		k := fmt.Sprint(a)
+		if !ext && !seen[k] {
+			seen[k] = true
+			maximal = append(maximal, a)
+		}
+	}
+	return maximal
+}
+
+// minGIs is the fewest GIs of profile pr that hold need[i] compute
+// instances of each CI profile i (mig-parted packs CIs of consecutive
+// entries into one GI while they fit, and tries every ordering).
+func minGIs(pr Profile, need []int) int {
+	maximal := ciMaximal(pr)
+	memo := map[string]int{}
+	var rec func(rem []int) int
+	rec = func(rem []int) int {
+		zero := true
+		for _, v := range rem {
+			if v > 0 {
+				zero = false
+			}
+		}
+		if zero {
+			return 0
+		}
+		key := fmt.Sprint(rem)
+		if v, ok := memo[key]; ok {
+			return v
+		}
+		best := 1 << 30
+		for _, m := range maximal {
+			next := make([]int, len(rem))
+			gain := 0
+			for i := range rem {
+				take := min(rem[i], m[i])
+				next[i] = rem[i] - take
+				gain += take
+			}
+			if gain > 0 {
+				best = min(best, 1+rec(next))
+			}
+		}
+		memo[key] = best
+		return best
+	}
+	return rec(need)
 }
 
 func dominatesInts(b, a []int) bool {

@@ -391,7 +391,7 @@ func TestExplainSliceTerms(t *testing.T) {
 		// of max but check the explanation directly.
 		d := demand{}
 		for _, w := range ws {
-			i, err := c.resolveProfile(p, w.Profile)
+			i, _, err := c.resolveProfile(p, w.Profile)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -483,16 +483,36 @@ func TestResolveErrors(t *testing.T) {
 			t.Errorf("%s: err %v, want %q", tc.want, err, tc.msg)
 		}
 	}
-	// CI forms and IDs resolve to their GI.
-	ws, _ := ParseWant("1c.3g.40gb=1,9=1,1G.10GB")
-	d, err := c.Resolve(p, ws, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// IDs resolve to their GI; CI forms pack into as few GIs as hold them
+	// (as mig-parted reuses a GI for consecutive CIs of its profile).
 	i3, _ := p.Profile("3g.40gb")
 	i1, _ := p.Profile("1g.10gb")
-	if d[i3] != 2 || d[i1] != 1 {
-		t.Errorf("resolved %v", d)
+	i7, _ := p.Profile("7g.80gb")
+	for _, tc := range []struct {
+		want       string
+		g3, g1, g7 uint16
+	}{
+		{"1c.3g.40gb=1,9=1,1G.10GB", 2, 1, 0},
+		{"1c.3g.40gb=3", 1, 0, 0},
+		{"1c.3g.40gb=4", 2, 0, 0},
+		{"2c.3g.40gb=1,1c.3g.40gb=1", 1, 0, 0},
+		{"2c.3g.40gb=2", 2, 0, 0},
+		{"3c.3g.40gb=2", 2, 0, 0},
+		{"4c.7g.80gb=1,3c.7g.80gb=1", 0, 0, 1},
+		{"3c.7g.80gb=2,1c.7g.80gb=1", 0, 0, 1},
+		{"4c.7g.80gb=1,2c.7g.80gb=2", 0, 0, 2},
+	} {
+		ws, err := ParseWant(tc.want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := c.Resolve(p, ws, 2)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.want, err)
+		}
+		if d[i3] != tc.g3 || d[i1] != tc.g1 || d[i7] != tc.g7 {
+			t.Errorf("%s: resolved 3g=%d 1g=%d 7g=%d, want %d %d %d", tc.want, d[i3], d[i1], d[i7], tc.g3, tc.g1, tc.g7)
+		}
 	}
 }
 

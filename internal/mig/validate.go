@@ -232,7 +232,7 @@ func (c *Catalogue) checkEntry(ctx context.Context, idx int, e MigConfigSpec, gp
 				problems = append(problems, err.Error())
 				continue
 			}
-			if _, err := c.resolveProfile(g.p, mp.String()); err != nil {
+			if _, _, err := c.resolveProfile(g.p, mp.String()); err != nil {
 				problems = append(problems, err.Error())
 				continue
 			}

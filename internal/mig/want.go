@@ -85,31 +85,38 @@ func FormatWant(w []Want) string {
 }
 
 // resolveProfile maps a user profile string to a profile index of p. It
-// accepts GI names ("3g.40gb", "1g.10gb+me"), CI forms ("1c.3g.40gb", which
-// mean one GI of that profile) and -lgip IDs ("9").
-func (c *Catalogue) resolveProfile(p *Product, name string) (int, error) {
+// accepts GI names ("3g.40gb", "1g.10gb+me"), CI forms ("1c.3g.40gb") and
+// -lgip IDs ("9"). ci is the index of the CI profile for CI forms that are
+// not the full-size CI, else -1.
+func (c *Catalogue) resolveProfile(p *Product, name string) (gi, ci int, err error) {
 	n := strings.ToLower(strings.TrimSpace(name))
 	if i, ok := p.Profile(n); ok {
-		return i, nil
+		return i, -1, nil
 	}
 	if id, err := strconv.Atoi(n); err == nil {
 		for i, pr := range p.Profiles {
 			if pr.ID == id {
-				return i, nil
+				return i, -1, nil
 			}
 		}
-		return -1, badDemandf("%s has no profile with ID %d (IDs: %s)", p.Key, id, profileIDs(p))
+		return -1, -1, badDemandf("%s has no profile with ID %d (IDs: %s)", p.Key, id, profileIDs(p))
 	}
 	// CI form "<c>c.<gi>".
-	if ci, gi, ok := strings.Cut(n, "."); ok && strings.HasSuffix(ci, "c") {
-		if i, ok := p.Profile(gi); ok {
-			for _, cp := range p.Profiles[i].ComputeInstances {
+	if cs, gis, ok := strings.Cut(n, "."); ok && strings.HasSuffix(cs, "c") {
+		if i, ok := p.Profile(gis); ok {
+			if cs == fmt.Sprintf("%dc", p.Profiles[i].ComputeSlices) {
+				return i, -1, nil
+			}
+			for j, cp := range p.Profiles[i].ComputeInstances {
 				if strings.EqualFold(cp.Name, n) {
-					return i, nil
+					if cp.ComputeSlices == p.Profiles[i].ComputeSlices {
+						return i, -1, nil
+					}
+					return i, j, nil
 				}
 			}
-			return -1, badDemandf("%s: %q is not a compute-instance profile of %s (options: %s)",
-				p.Key, name, gi, ciNames(p.Profiles[i]))
+			return -1, -1, badDemandf("%s: %q is not a compute-instance profile of %s (options: %s)",
+				p.Key, name, gis, ciNames(p.Profiles[i]))
 		}
 	}
 	if owners := c.ProfileOwners(n, p); len(owners) > 0 {
@@ -117,14 +124,14 @@ func (c *Catalogue) resolveProfile(p *Product, name string) (int, error) {
 		if s := suggestProfile(n, p); s != "" {
 			msg += fmt.Sprintf("; on %s did you mean %s?", p.Key, s)
 		}
-		return -1, demandError(msg)
+		return -1, -1, demandError(msg)
 	}
 	msg := fmt.Sprintf("unknown profile %q for %s", name, p.Key)
 	if s := suggestProfile(n, p); s != "" {
 		msg += fmt.Sprintf("; did you mean %s?", s)
 	}
 	msg += fmt.Sprintf(" (profiles: %s)", strings.Join(profileNames(p), ", "))
-	return -1, demandError(msg)
+	return -1, -1, demandError(msg)
 }
 
 func profileNames(p *Product) []string {
@@ -151,20 +158,43 @@ func ciNames(pr Profile) string {
 	return strings.Join(out, ", ")
 }
 
-// Resolve maps a demand to p's profiles. Unknown profiles, profiles of
-// another model and counts beyond what gpus GPUs can ever hold (the
+// maxCIWant bounds the compute instances of one GI profile in a demand.
+const maxCIWant = 256
+
+// Resolve maps a demand to p's profiles. Compute-instance forms
+// ("1c.3g.40gb=3") are packed into as few GIs as hold them, as mig-parted
+// does (three 1c.3g.40gb make one 3g.40gb GI). Unknown profiles, profiles
+// of another model and counts beyond what gpus GPUs can ever hold (the
 // per-GPU maximum times gpus) are ErrBadDemand errors.
 func (c *Catalogue) Resolve(p *Product, wants []Want, gpus int) (demand, error) {
 	var d demand
+	ciNeed := map[int][]int{}
 	for _, w := range wants {
-		i, err := c.resolveProfile(p, w.Profile)
+		i, ci, err := c.resolveProfile(p, w.Profile)
 		if err != nil {
 			return d, err
+		}
+		if ci >= 0 {
+			if ciNeed[i] == nil {
+				ciNeed[i] = make([]int, len(p.Profiles[i].ComputeInstances))
+			}
+			ciNeed[i][ci] += w.Count
+			total := 0
+			for _, v := range ciNeed[i] {
+				total += v
+			}
+			if total > maxCIWant {
+				return d, badDemandf("%s: %d compute instances of %s, more than %d", w.Profile, total, p.Profiles[i].Name, maxCIWant)
+			}
+			continue
 		}
 		if int(d[i])+w.Count > maxWantCount {
 			return d, badDemandf("%s: count %d too large", w.Profile, int(d[i])+w.Count)
 		}
 		d[i] += uint16(w.Count)
+	}
+	for i, need := range ciNeed {
+		d[i] += uint16(minGIs(p.Profiles[i], need))
 	}
 	for i, pr := range p.Profiles {
 		if limit := pr.MaxCount * gpus; int(d[i]) > limit {
