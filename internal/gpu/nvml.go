@@ -317,7 +317,49 @@ func (b *nvmlBackend) readGPU(i int, d nvml.Device) (GPU, error) {
 		g.TemperatureC = &ti
 	}
 	g.NVLinks = b.readNVLinks(d)
+	if g.MIG != nil && g.MIG.Current {
+		g.MIGInstances = b.readMIGDevices(d)
+	}
 	return g, nil
+}
+
+// readMIGDevices lists the MIG devices (compute instances) of a GPU in MIG
+// mode with their GPU instance's profile id and placement. Profile names are
+// left to the MIG layer (they need its catalogue).
+func (b *nvmlBackend) readMIGDevices(d nvml.Device) []MIGInstance {
+	n, ret := call(d.GetMaxMigDeviceCount)
+	if ret != nvml.SUCCESS {
+		return nil
+	}
+	var out []MIGInstance
+	byGI := map[int]int{}
+	for i := 0; i < n; i++ {
+		m, ret := call(func() (nvml.Device, nvml.Return) { return d.GetMigDeviceHandleByIndex(i) })
+		if ret != nvml.SUCCESS {
+			continue // an unused MIG device slot
+		}
+		giID, ret1 := call(m.GetGpuInstanceId)
+		ciID, ret2 := call(m.GetComputeInstanceId)
+		if ret1 != nvml.SUCCESS || ret2 != nvml.SUCCESS {
+			continue
+		}
+		uuid, _ := call(m.GetUUID)
+		k, ok := byGI[giID]
+		if !ok {
+			gi := MIGInstance{GPUInstanceID: giID}
+			if h, ret := call(func() (nvml.GpuInstance, nvml.Return) { return d.GetGpuInstanceById(giID) }); ret == nvml.SUCCESS {
+				if info, ret := call(h.GetInfo); ret == nvml.SUCCESS {
+					gi.ProfileID = int(info.ProfileId)
+					gi.Start, gi.Size = int(info.Placement.Start), int(info.Placement.Size)
+				}
+			}
+			out = append(out, gi)
+			k = len(out) - 1
+			byGI[giID] = k
+		}
+		out[k].ComputeInstances = append(out[k].ComputeInstances, MIGCompute{ComputeInstanceID: ciID, UUID: uuid})
+	}
+	return out
 }
 
 // readNVLinks walks links until NVML says the link index is invalid.

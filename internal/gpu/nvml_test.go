@@ -340,3 +340,42 @@ func TestNVMLDGXA100(t *testing.T) {
 		}
 	}
 }
+
+// TestNVMLMIGDevices: MIG devices of a GPU in MIG mode are listed with
+// their GPU instance's profile and placement.
+func TestNVMLMIGDevices(t *testing.T) {
+	g := GPU{Index: 0, UUID: "GPU-1", Name: "A100", PCIAddress: "0000:07:00.0", PCIDeviceID: "0x20B010DE",
+		MIG: &MIGMode{Current: true, Pending: true}}
+	d := mockFromGPU(g)
+	gi := &mock.GpuInstance{GetInfoFunc: func() (nvml.GpuInstanceInfo, nvml.Return) {
+		return nvml.GpuInstanceInfo{Id: 3, ProfileId: 9, Placement: nvml.GpuInstancePlacement{Start: 4, Size: 4}}, nvml.SUCCESS
+	}}
+	migDev := func(ci int, uuid string) *mock.Device {
+		return &mock.Device{
+			GetGpuInstanceIdFunc:     func() (int, nvml.Return) { return 3, nvml.SUCCESS },
+			GetComputeInstanceIdFunc: func() (int, nvml.Return) { return ci, nvml.SUCCESS },
+			GetUUIDFunc:              func() (string, nvml.Return) { return uuid, nvml.SUCCESS },
+		}
+	}
+	devs := []*mock.Device{migDev(0, "MIG-a"), migDev(1, "MIG-b")}
+	d.GetMaxMigDeviceCountFunc = func() (int, nvml.Return) { return 7, nvml.SUCCESS }
+	d.GetMigDeviceHandleByIndexFunc = func(i int) (nvml.Device, nvml.Return) {
+		if i < len(devs) {
+			return devs[i], nvml.SUCCESS
+		}
+		return nil, nvml.ERROR_NOT_FOUND
+	}
+	d.GetGpuInstanceByIdFunc = func(int) (nvml.GpuInstance, nvml.Return) { return gi, nvml.SUCCESS }
+	b, err := NewNVML(mockLib(Status{GPUs: []GPU{g}}, []*mock.Device{d}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := b.Status(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := st.GPUs[0].MIGInstances
+	if len(got) != 1 || got[0].ProfileID != 9 || got[0].Start != 4 || len(got[0].ComputeInstances) != 2 || got[0].ComputeInstances[1].UUID != "MIG-b" {
+		t.Errorf("MIG instances %+v", got)
+	}
+}
