@@ -138,9 +138,9 @@ func (p *Policy) bestNonPreferred(cands []Bitmask, b int) Bitmask {
 }
 
 // denseMaxBits bounds the compressed width for which the dense transform and
-// the dense de-duplication bitset are used (2^22 uint64 = 32 MiB).
+// the dense de-duplication bitset are used (2^20 uint64 = 8 MiB per array).
 const (
-	denseMaxBits  = 22
+	denseMaxBits  = 20
 	bitsetMaxBits = 24
 )
 
