@@ -217,7 +217,7 @@ func checkPCIeLinks(h *Host) (bool, string, string, error) {
 		return false, "", "", absentf("no GPU, NIC or NVMe link information")
 	}
 	if len(bad) > 0 {
-		return false, fmt.Sprintf("%d of %d links downgraded", len(bad), known), strings.Join(bad, "; "), nil
+		return false, fmt.Sprintf("%d of %d links downgraded", len(bad), known), clipList(bad, 6), nil
 	}
 	return true, fmt.Sprintf("%d links at full speed and width", known), "", nil
 }
@@ -260,7 +260,7 @@ func checkIRQLocality(h *Host) (bool, string, string, error) {
 		return false, "", "", absentf("no device IRQ affinities readable (/proc/irq/N/smp_affinity_list)")
 	}
 	if off > 0 {
-		return false, fmt.Sprintf("%d of %d device IRQs off their NUMA node", off, total), strings.Join(bad, "; "), nil
+		return false, fmt.Sprintf("%d of %d device IRQs off their NUMA node", off, total), clipList(bad, 4), nil
 	}
 	return true, fmt.Sprintf("%d device IRQs on their NUMA node", total), "", nil
 }
@@ -342,10 +342,18 @@ func checkACS(h *Host) (bool, string, string, error) {
 		return false, "", "", absentf("no PCIe switch config space readable (full config space needs root)")
 	}
 	if len(bad) > 0 {
-		return false, fmt.Sprintf("P2P redirect on %d of %d switch ports", len(bad), withACS), strings.Join(bad, "; "), nil
+		return false, fmt.Sprintf("P2P redirect on %d of %d switch ports", len(bad), withACS), clipList(bad, 4), nil
 	}
 	return true, fmt.Sprintf("no P2P redirect on %d switch ports", read), "", nil
 }
 
 // isNotExist is errors.Is(err, fs.ErrNotExist).
 func isNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }
+
+// clipList joins at most n items and counts the rest.
+func clipList(items []string, n int) string {
+	if len(items) <= n {
+		return strings.Join(items, "; ")
+	}
+	return strings.Join(items[:n], "; ") + fmt.Sprintf("; ... %d more", len(items)-n)
+}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -33,6 +34,9 @@ type Process struct {
 	MemPolicies  []string `json:"memPolicies"`
 	Checks       []Check  `json:"checks"`
 }
+
+// ErrNoProcess: the --pid process does not exist.
+var ErrNoProcess = errors.New("no such process")
 
 // parseStatus parses /proc/PID/status into key -> value (units kept).
 func parseStatus(b []byte) map[string]string {
@@ -131,6 +135,9 @@ func CheckProcess(ctx context.Context, h *Host, pid int) (*Process, error) {
 	base := fmt.Sprintf("/proc/%d", pid)
 	st, err := h.FS.ReadFile(base + "/status")
 	if err != nil {
+		if isNotExist(err) {
+			return nil, fmt.Errorf("%w: %d (%s)", ErrNoProcess, pid, base)
+		}
 		return nil, fmt.Errorf("--pid %d: %w", pid, err)
 	}
 	status := parseStatus(st)

@@ -1,0 +1,200 @@
+package cli
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpunode/gpunode/internal/journal"
+	"github.com/gpunode/gpunode/internal/tune"
+)
+
+func (a *App) newTuneCommand() *cobra.Command {
+	var stateDir string
+	cmd := &cobra.Command{
+		Use:   "tune",
+		Short: "Apply a tuning profile reversibly: plan, apply, rollback, status (system_tuning.sh done right)",
+		Long: `Apply a tuning profile to the node, reversibly.
+
+  gpunode tune profiles              list built-in and user profiles
+  gpunode tune show NAME             the resolved settings of a profile
+  gpunode tune plan --profile NAME   what apply would change (changes nothing)
+  gpunode tune apply --profile NAME  change runtime values and write persistent drop-ins
+  gpunode tune rollback              put back every value and file, byte for byte
+  gpunode tune status                the applied profile and any drift since
+
+apply writes runtime values (sysctl, sysfs, every CPU's governor/EPP/cpuidle)
+and generates /etc/sysctl.d/90-gpunode.conf, /etc/tmpfiles.d/90-gpunode.conf
+(sysfs values at boot), /etc/security/limits.d/90-gpunode.conf and
+/etc/systemd/system.conf.d/90-gpunode.conf, and comments swap out of
+/etc/fstab. Kernel parameters are only planned unless --bootloader is given;
+then GRUB_CMDLINE_LINUX in /etc/default/grub is edited (a backup goes to
+/etc/default/grub.gpunode.bak). Every original is journaled in --state-dir
+before it changes (versioned, checksummed, atomic, mode 0600). Applying twice
+changes nothing; a failure part way rolls back what was done and exits 3; a
+killed apply is rolled back by the next 'tune rollback'.`,
+		Args: cobra.NoArgs,
+	}
+	cmd.PersistentFlags().StringVar(&stateDir, "state-dir", journal.DefaultDir, "journal directory (a host path under --root)")
+	cmd.AddCommand(a.newTuneProfilesCommand(), a.newTuneShowCommand(), a.newTunePlanCommand(&stateDir, false),
+		a.newTunePlanCommand(&stateDir, true), a.newTuneRollbackCommand(&stateDir), a.newTuneStatusCommand(&stateDir))
+	return cmd
+}
+
+func (a *App) newTuneProfilesCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "profiles",
+		Short: "List the built-in profiles and the user profiles in /etc/gpunode/profiles",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			fs, err := a.Host()
+			if err != nil {
+				return err
+			}
+			l := &tune.Loader{Cat: tune.NewCatalogue(), Host: fs}
+			return a.Render(&tune.ProfileList{SchemaVersion: tune.SchemaProfiles, Profiles: l.List()})
+		},
+	}
+}
+
+func (a *App) newTuneShowCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "show NAME|FILE",
+		Short: "Print a profile's resolved settings (includes and overrides applied) and how each is applied",
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return Usagef("tune show: want one profile name or file, got %d arguments", len(args))
+			}
+			return nil
+		},
+		ValidArgsFunction: a.completeProfiles,
+		RunE: func(_ *cobra.Command, args []string) error {
+			fs, err := a.Host()
+			if err != nil {
+				return err
+			}
+			cat := tune.NewCatalogue()
+			p, err := loadProfile(cat, fs, args[0])
+			if err != nil {
+				return err
+			}
+			return a.Render(tune.View(cat, p))
+		},
+	}
+}
+
+// newTunePlanCommand builds 'tune plan' (apply false) and 'tune apply'.
+func (a *App) newTunePlanCommand(stateDir *string, apply bool) *cobra.Command {
+	var (
+		profile    string
+		dryRun     bool
+		bootloader bool
+	)
+	use, short := "plan", "Show what 'tune apply' would change (changes nothing)"
+	if apply {
+		use, short = "apply", "Apply a profile: runtime values and persistent drop-ins, every original journaled first"
+	}
+	cmd := &cobra.Command{
+		Use:   use + " --profile NAME|FILE",
+		Short: short,
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if profile == "" {
+				return Usagef("tune %s: --profile is required (try 'gpunode tune profiles')", use)
+			}
+			ctx := cmd.Context()
+			fs, err := a.Host()
+			if err != nil {
+				return err
+			}
+			cat := tune.NewCatalogue()
+			p, err := loadProfile(cat, fs, profile)
+			if err != nil {
+				return err
+			}
+			req := tune.ApplyRequest{Profile: p, StateDir: *stateDir, DryRun: dryRun, Bootloader: bootloader,
+				Command: "gpunode " + strings.Join(a.Args, " ")}
+			h := tune.NewHost(ctx, fs)
+			var rep *tune.PlanReport
+			if apply {
+				rep, err = tune.Apply(ctx, h, cat, req)
+			} else {
+				rep, err = tune.Plan(ctx, h, cat, req)
+			}
+			if rep != nil && (err == nil || errors.As(err, new(*tune.ApplyError))) {
+				if rerr := a.Render(rep); rerr != nil && err == nil {
+					err = rerr
+				}
+			}
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&profile, "profile", "", "profile to apply: a built-in or user profile name, or a YAML file")
+	f.BoolVar(&bootloader, "bootloader", false, "also write kernel parameters to /etc/default/grub (backed up first)")
+	if apply {
+		f.BoolVar(&dryRun, "dry-run", false, "show what would change without changing anything")
+	}
+	_ = cmd.RegisterFlagCompletionFunc("profile", a.completeProfiles)
+	return cmd
+}
+
+func (a *App) newTuneRollbackCommand(stateDir *string) *cobra.Command {
+	var dryRun bool
+	cmd := &cobra.Command{
+		Use:   "rollback",
+		Short: "Undo every 'tune apply' (interrupted ones included), newest first, byte for byte",
+		Long: `Undo every 'tune apply' recorded in --state-dir, newest first: kernel values
+are written back, generated files removed, edited files (fstab, grub) restored
+byte for byte with their modes. An apply that was killed part way is rolled
+back too. A journal that is corrupted (checksum mismatch) or from another
+journal format version is refused, and nothing is changed.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			fs, err := a.Host()
+			if err != nil {
+				return err
+			}
+			rep, err := tune.Rollback(cmd.Context(), fs, *stateDir, dryRun)
+			if rep != nil && len(rep.Transactions) > 0 || err == nil {
+				if rerr := a.Render(rep); rerr != nil && err == nil {
+					err = rerr
+				}
+			}
+			return err
+		},
+	}
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "show what would be restored without changing anything")
+	return cmd
+}
+
+func (a *App) newTuneStatusCommand(stateDir *string) *cobra.Command {
+	var gf gpuFlags
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show the applied profile and any drift since it was applied (exit 1 on drift)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			fs, err := a.Host()
+			if err != nil {
+				return err
+			}
+			opt := tune.Options{GPU: a.gpuAuditSource(ctx, gf.backend, ""), IRQ: irqAuditSource{}}
+			st, err := tune.GetStatus(ctx, tune.NewHost(ctx, fs), tune.NewCatalogue(), *stateDir, opt)
+			if err != nil {
+				return err
+			}
+			if err := a.Render(st); err != nil {
+				return err
+			}
+			if st.Drifted() {
+				return ErrFindings
+			}
+			return nil
+		},
+	}
+	gf.register(cmd, false)
+	return cmd
+}
