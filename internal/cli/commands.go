@@ -13,5 +13,7 @@ func commands() []func(*App) *cobra.Command {
 		(*App).newMPSCommand,
 		(*App).newMIGCommand,
 		(*App).newK8sCommand,
+		(*App).newAuditCommand,
+		(*App).newTuneCommand,
 	}
 }
