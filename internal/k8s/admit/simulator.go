@@ -399,9 +399,7 @@ func (t *txn) allocate(pod *v1.Pod, c *v1.Container, hint node.Hint, cr *Contain
 		if err != nil {
 			return allocErr(err)
 		}
-		for _, b := range blocks {
-			cr.Memory = append(cr.Memory, MemoryBlock{NUMANodes: b.NUMAAffinity, Type: string(b.Type), Size: resource.NewQuantity(int64(b.Size), resource.BinarySI).String(), Bytes: b.Size})
-		}
+		cr.Memory = memoryBlocks(blocks)
 	}
 	return nil
 }
@@ -437,6 +435,17 @@ func (s *Simulator) Admit(pod *v1.Pod) PodResult {
 		res.Reason = e.reason
 		res.Message = e.message
 		res.Explanation = s.explain(t, pod, c, e, ph)
+		// kubelet frees what the managers allocated for a rejected pod by
+		// removing its containers. For CPUs and devices that restores the
+		// state before the pod; the memory manager's release can leave the
+		// free memory spread differently over a multi-NUMA group, so it is
+		// replayed rather than rolled back.
+		if t.mem != nil {
+			for _, e := range all {
+				t.mem.RemoveContainer(string(pod.UID), e.c.Name)
+			}
+			s.mem = t.mem
+		}
 		return res
 	}
 	policyNone := s.Config.TopologyManagerPolicy == topology.PolicyNone
@@ -489,6 +498,14 @@ func (s *Simulator) Admit(pod *v1.Pod) PodResult {
 		return fail(e, nil, nil)
 	}
 	res.Admitted = true
+	// Report memory blocks as kubelet's state holds them once the pod is
+	// admitted: later containers reusing an init container's memory shrink
+	// that init container's blocks.
+	if t.mem != nil {
+		for i := range res.Containers {
+			res.Containers[i].Memory = memoryBlocks(t.mem.Blocks(string(pod.UID), res.Containers[i].Name))
+		}
+	}
 	for name, q := range podres.PodRequests(pod, false) {
 		cur := s.used[name]
 		cur.Add(q)
@@ -564,4 +581,12 @@ func (s *Simulator) summary() NodeSummary {
 		ns.NUMANodes = append(ns.NUMANodes, sum)
 	}
 	return ns
+}
+
+func memoryBlocks(blocks []memorymanager.Block) []MemoryBlock {
+	var out []MemoryBlock
+	for _, b := range blocks {
+		out = append(out, MemoryBlock{NUMANodes: b.NUMAAffinity, Type: string(b.Type), Size: resource.NewQuantity(int64(b.Size), resource.BinarySI).String(), Bytes: b.Size})
+	}
+	return out
 }

@@ -651,3 +651,45 @@ func (p *Static) updateInitContainersMemoryBlocks(pod *v1.Pod, c *v1.Container, 
 		}
 	}
 }
+
+// RemoveContainer releases the container's memory as kubelet's
+// RemoveContainer/releaseMemory does. kubelet does not record which NUMA node
+// of a multi-NUMA block gave how much, so the release refills the block's
+// nodes in order; after a rejected multi-NUMA pod the per-node free memory
+// can therefore differ from before the pod (the total is the same).
+func (p *Static) RemoveContainer(podUID, container string) {
+	blocks := p.blocks[podUID][container]
+	if blocks == nil {
+		return
+	}
+	delete(p.blocks[podUID], container)
+	if len(p.blocks[podUID]) == 0 {
+		delete(p.blocks, podUID)
+	}
+	for _, b := range blocks {
+		released := b.Size
+		for _, id := range b.NUMAAffinity {
+			st := p.state[id]
+			st.NumberOfAssignments--
+			if st.NumberOfAssignments == 0 {
+				st.Cells = []int{id}
+			}
+			if released == 0 {
+				continue
+			}
+			t := st.Memory[b.Type]
+			if t == nil || t.Reserved == 0 {
+				continue
+			}
+			if t.Reserved < released {
+				released -= t.Reserved
+				t.Free += t.Reserved
+				t.Reserved = 0
+				continue
+			}
+			t.Free += released
+			t.Reserved -= released
+			released = 0
+		}
+	}
+}
