@@ -124,8 +124,8 @@ func plan(h *Host, cat *Catalogue, req ApplyRequest) (*PlanReport, []change, []f
 		if len(cs) > 0 {
 			it := PlanItem{ID: e.setting.ID, Status: e.check.Status, Current: e.check.Current, Expected: e.check.Expected}
 			for i, c := range cs {
-				if i == 8 && len(cs) > 9 {
-					it.Actions = append(it.Actions, fmt.Sprintf("... and %d more like it", len(cs)-8))
+				if i == 2 && len(cs) > 3 {
+					it.Actions = append(it.Actions, fmt.Sprintf("... and %d more like it", len(cs)-2))
 					break
 				}
 				it.Actions = append(it.Actions, c.Desc)
