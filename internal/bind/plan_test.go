@@ -63,7 +63,7 @@ type fakeGPUs struct {
 	err  error
 }
 
-func (f fakeGPUs) Name() string                              { return f.name }
+func (f fakeGPUs) Name() string                            { return f.name }
 func (f fakeGPUs) GPUs(context.Context) ([]GPUInfo, error) { return f.gpus, f.err }
 
 // fakePolicy answers the last step of the chain.

@@ -3,6 +3,7 @@ package bind
 import (
 	"bytes"
 	"os"
+	"strconv"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -93,23 +94,4 @@ func TestParseTaskStatErrors(t *testing.T) {
 	}
 }
 
-func itoa(i int) string { return strings.TrimSpace(strings.Replace(string(rune('0'+0)), "0", "", 1) + fmtI(i)) }
-
-func fmtI(i int) string {
-	neg := i < 0
-	if neg {
-		i = -i
-	}
-	s := ""
-	for {
-		s = string(rune('0'+i%10)) + s
-		i /= 10
-		if i == 0 {
-			break
-		}
-	}
-	if neg {
-		s = "-" + s
-	}
-	return s
-}
+func itoa(i int) string { return strconv.Itoa(i) }

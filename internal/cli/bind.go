@@ -17,8 +17,8 @@ import (
 
 type bindFlags struct {
 	gpu, nic, mem, sched, cgroup, exclude, backend string
-	node, localRank, localWorld, cpusPerRank      int
-	includeIsolated, quiet, dryRun, show          bool
+	node, localRank, localWorld, cpusPerRank       int
+	includeIsolated, quiet, dryRun, show           bool
 }
 
 func (a *App) newBindCommand() *cobra.Command {

@@ -21,7 +21,7 @@ const ApplySchemaVersion = "gpunode.irq.apply/v1"
 type ApplyResult struct {
 	SchemaVersion string `json:"schemaVersion"`
 	// Transaction is the journal transaction id ("" when nothing changed).
-	Transaction string `json:"transaction,omitempty"`
+	Transaction string   `json:"transaction,omitempty"`
 	Changes     []Change `json:"changes"`
 	// Skipped are IRQs the plan would change but the kernel refused.
 	Skipped []Change `json:"skipped"`

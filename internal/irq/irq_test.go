@@ -3,11 +3,11 @@ package irq
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -57,11 +57,7 @@ func firstDiff(a, b string) string {
 	return ""
 }
 
-func itoa(i int) string { return strings.TrimSpace(strings.Repeat(" ", 0) + fmtInt(i)) }
-func fmtInt(i int) string {
-	b, _ := json.Marshal(i)
-	return string(b)
-}
+func itoa(i int) string { return strconv.Itoa(i) }
 
 func host(t *testing.T, root string) (*hostfs.FS, *topo.Topology) {
 	t.Helper()
@@ -307,7 +303,7 @@ func TestApplyAbortsOnFailedWrite(t *testing.T) {
 		}
 	}
 	// A read-only file makes the probe fail: the IRQ is skipped.
-	p := filepath.Join(root, "proc/irq", fmtInt(last.IRQ), "smp_affinity_list")
+	p := filepath.Join(root, "proc/irq", itoa(last.IRQ), "smp_affinity_list")
 	if err := os.Chmod(p, 0o444); err != nil {
 		t.Fatal(err)
 	}
