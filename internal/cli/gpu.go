@@ -13,6 +13,7 @@ import (
 
 	"github.com/gpunode/gpunode/internal/gpu"
 	"github.com/gpunode/gpunode/internal/journal"
+	"github.com/gpunode/gpunode/internal/miglive"
 	"github.com/gpunode/gpunode/internal/output"
 )
 
@@ -61,6 +62,7 @@ func (a *App) gpuStatus(ctx context.Context, b gpu.Backend) (gpu.Status, error) 
 	for _, w := range gpu.Annotate(host, &st) {
 		a.Warnf("%v", w)
 	}
+	miglive.NameInstances(&st, a.migCatalogue(ctx))
 	return st, nil
 }
 

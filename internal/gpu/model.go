@@ -431,6 +431,20 @@ func (g GPU) writeDetail(w io.Writer) error {
 	if g.PCIe.Gen != 0 {
 		fmt.Fprintf(&b, "  pcie: gen%d/%d x%d/%d\n", g.PCIe.Gen, g.PCIe.MaxGen, g.PCIe.Width, g.PCIe.MaxWidth)
 	}
+	if len(g.MIGInstances) > 0 {
+		b.WriteString("  mig instances:")
+		for _, gi := range g.MIGInstances {
+			name := gi.Profile
+			if name == "" {
+				name = fmt.Sprintf("profile %d", gi.ProfileID)
+			}
+			fmt.Fprintf(&b, " %s@%d:%d", name, gi.Start, gi.Size)
+			if len(gi.ComputeInstances) != 1 {
+				fmt.Fprintf(&b, "(%d CIs)", len(gi.ComputeInstances))
+			}
+		}
+		b.WriteString("\n")
+	}
 	if len(g.NVLinks) > 0 {
 		peers := map[string]int{}
 		for _, l := range g.NVLinks {

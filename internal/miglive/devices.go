@@ -28,3 +28,34 @@ func Devices(ctx context.Context, b gpu.Backend, cat *mig.Catalogue) ([]Device, 
 	}
 	return nil, fmt.Errorf("MIG apply/assert/export need the NVML backend (this is %s; build gpunode with cgo and run it where libnvidia-ml.so.1 loads)", b.Name())
 }
+
+// NameInstances fills the profile names of MIG instances a backend read
+// without them (NVML reports profile ids only), from the catalogue product of
+// each GPU's PCI device id. Unknown ids stay unnamed.
+func NameInstances(st *gpu.Status, cat *mig.Catalogue) {
+	for i := range st.GPUs {
+		g := &st.GPUs[i]
+		if len(g.MIGInstances) == 0 {
+			continue
+		}
+		id, err := ParseDeviceID(g.PCIDeviceID)
+		if err != nil {
+			continue
+		}
+		p, err := cat.ByDeviceID(id.Device)
+		if err != nil {
+			continue
+		}
+		for j := range g.MIGInstances {
+			gi := &g.MIGInstances[j]
+			if gi.Profile != "" {
+				continue
+			}
+			for _, pr := range p.Profiles {
+				if pr.ID == gi.ProfileID {
+					gi.Profile = pr.Name
+				}
+			}
+		}
+	}
+}

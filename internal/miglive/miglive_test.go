@@ -301,3 +301,27 @@ func TestExportMerge(t *testing.T) {
 		t.Log("note: mig-parted accepts enabled entries with empty mig-devices")
 	}
 }
+
+func TestNameInstances(t *testing.T) {
+	st := gpu.Status{GPUs: []gpu.GPU{{PCIDeviceID: "0x20B010DE", MIGInstances: []gpu.MIGInstance{{ProfileID: 9}, {ProfileID: 19, Profile: "kept"}, {ProfileID: 99}}}}}
+	NameInstances(&st, mig.Builtin())
+	got := []string{st.GPUs[0].MIGInstances[0].Profile, st.GPUs[0].MIGInstances[1].Profile, st.GPUs[0].MIGInstances[2].Profile}
+	if !reflect.DeepEqual(got, []string{"3g.20gb", "kept", ""}) {
+		t.Errorf("names %v", got)
+	}
+}
+
+func FuzzParseDeviceID(f *testing.F) {
+	f.Add("0x20B010DE")
+	f.Add("233010de")
+	f.Fuzz(func(t *testing.T, s string) {
+		id, err := ParseDeviceID(s)
+		if err != nil {
+			return
+		}
+		back, err := ParseDeviceID(id.String())
+		if err != nil || back != id {
+			t.Fatalf("%q -> %v -> %v %v", s, id, back, err)
+		}
+	})
+}
