@@ -32,6 +32,7 @@ func TestMIGGolden(t *testing.T) {
 		{"plan-a100-infeasible.json", 1, []string{"mig", "plan", "--model", "0x20B0", "--want", "3g.20gb=2,1g.5gb=1", "-o", "json"}},
 		{"plan-h100-8gpus.txt", 0, []string{"mig", "plan", "--model", "H100-80GB", "--want", "3g.40gb=6,4g.40gb=3,2g.20gb=5,1g.10gb=9", "--gpus", "8"}},
 		{"plan-a30-infeasible-2gpus.txt", 1, []string{"mig", "plan", "--model", "A30-24GB", "--want", "4g.24gb=1,2g.12gb=2,1g.6gb+me=1,2g.12gb+me=1", "--gpus", "2"}},
+		{"plan-h100-ci-forms.txt", 0, []string{"mig", "plan", "--model", "H100-80GB", "--want", "1c.3g.40gb=4,2c.3g.40gb=1"}},
 		{"profiles-h100.txt", 0, []string{"mig", "profiles", "--model", "H100-80GB"}},
 		{"profiles-all.txt", 0, []string{"mig", "profiles"}},
 		{"profiles-a30.json", 0, []string{"mig", "profiles", "--model", "NVIDIA A30", "-o", "json"}},

@@ -54,6 +54,7 @@ var goldenPlans = []struct {
 	{"plan-a100-infeasible", "A100-SXM4-40GB", "3g.20gb=2,1g.5gb=1", 1, false},
 	{"plan-h100-8gpus", "H100-80GB", "3g.40gb=6,4g.40gb=3,2g.20gb=5,1g.10gb=9", 8, false},
 	{"plan-a30-infeasible-2gpus", "A30-24GB", "4g.24gb=1,2g.12gb=2,1g.6gb+me=1,2g.12gb+me=1", 2, false},
+	{"plan-h100-ci-forms", "H100-80GB", "1c.3g.40gb=4,2c.3g.40gb=1", 1, false},
 }
 
 func TestGoldenPlans(t *testing.T) {

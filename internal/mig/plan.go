@@ -28,6 +28,9 @@ type Instance struct {
 	Placement     Placement `json:"placement"`
 	ComputeSlices int       `json:"computeSlices"`
 	SMs           int       `json:"sms,omitempty"`
+	// ComputeInstances are the CIs to create in this GI: the full-size
+	// default, or those a compute-instance form of the demand packed here.
+	ComputeInstances []string `json:"computeInstances"`
 	// ComputeInstanceOptions are the ways to split the GI into compute
 	// instances ("3 x 1c.3g.40gb"); the last one is the default full-size CI.
 	ComputeInstanceOptions []string `json:"computeInstanceOptions,omitempty"`
@@ -43,6 +46,10 @@ type GPULayout struct {
 	MemoryTotal   int        `json:"memorySlicesTotal"`
 	FreeMemory    []int      `json:"freeMemorySlices"`
 	CreateCommand string     `json:"createCommand,omitempty"`
+	// CICommands create the compute instances when some GI gets other than
+	// its default CI (CreateCommand then omits -C); <GI ...> stands for the
+	// GI id nvidia-smi printed for that placement.
+	CICommands []string `json:"ciCommands,omitempty"`
 }
 
 // Alternative is a feasible demand close to an infeasible one.
@@ -56,11 +63,14 @@ type Alternative struct {
 
 // Plan is the result of planning a demand (the model of `gpunode mig plan`).
 type Plan struct {
-	SchemaVersion string        `json:"schemaVersion"`
-	Kind          string        `json:"kind"`
-	Model         string        `json:"model"`
-	Source        string        `json:"source"`
-	GPUs          int           `json:"gpus"`
+	SchemaVersion string `json:"schemaVersion"`
+	Kind          string `json:"kind"`
+	Model         string `json:"model"`
+	Source        string `json:"source"`
+	GPUs          int    `json:"gpus"`
+	// Requested is the demand as given when it used compute-instance
+	// forms; Want is then the GI demand they pack into.
+	Requested     []Want        `json:"requested,omitempty"`
 	Want          []Want        `json:"want"`
 	ComputeNeeded int           `json:"computeSlicesNeeded"`
 	MemoryNeeded  int           `json:"memorySlicesNeeded"`
@@ -82,7 +92,7 @@ func (c *Catalogue) Plan(ctx context.Context, p *Product, wants []Want, opts Pla
 	if n < 0 || n > 1024 {
 		return nil, badDemandf("--gpus %d out of range 1..1024", n)
 	}
-	d, err := c.Resolve(p, wants, n)
+	d, bins, err := c.resolve(p, wants, n)
 	if err != nil {
 		return nil, err
 	}
@@ -93,6 +103,9 @@ func (c *Catalogue) Plan(ctx context.Context, p *Product, wants []Want, opts Pla
 	comp, mem, _ := s.slices(d)
 	pl := &Plan{SchemaVersion: SchemaVersion, Kind: "plan", Model: p.Key, Source: p.Source, GPUs: n,
 		Want: wantsOf(p, d), ComputeNeeded: comp, MemoryNeeded: mem}
+	if len(bins) > 0 {
+		pl.Requested = wants
+	}
 	if p.Note != "" {
 		pl.Notes = append(pl.Notes, p.Note)
 	}
@@ -107,7 +120,7 @@ func (c *Catalogue) Plan(ctx context.Context, p *Product, wants []Want, opts Pla
 	}
 	if ok {
 		pl.Feasible = true
-		pl.Layouts = s.layouts(cfgs, n, opts.ComputeInstances)
+		pl.Layouts = s.layouts(cfgs, n, opts.ComputeInstances, bins)
 		return pl, nil
 	}
 	mp := s.newMaxPlaced(d, n)
@@ -124,14 +137,36 @@ func (c *Catalogue) Plan(ctx context.Context, p *Product, wants []Want, opts Pla
 }
 
 // layouts turns per-GPU configurations into explicit layouts.
-func (s *space) layouts(cfgs []cfg, n int, withCI bool) []GPULayout {
+// bins (may be nil) holds, per profile, the CI counts of GIs that
+// compute-instance forms of the demand were packed into; they go to the
+// first GIs of that profile, the others get the full-size CI.
+func (s *space) layouts(cfgs []cfg, n int, withCI bool, bins map[int][][]int) []GPULayout {
 	out := make([]GPULayout, 0, n)
+	next := map[int]int{}
 	for g := 0; g < n; g++ {
 		var c cfg
 		if g < len(cfgs) {
 			c = cfgs[g]
 		}
-		out = append(out, s.layout(g, s.feasible[c], withCI))
+		gl := s.layout(g, s.feasible[c], withCI)
+		custom := false
+		for k := range gl.Instances {
+			in := &gl.Instances[k]
+			i, _ := s.p.Profile(in.Profile)
+			if b := bins[i]; next[i] < len(b) {
+				in.ComputeInstances = ciList(s.p.Profiles[i], b[next[i]])
+				next[i]++
+				custom = true
+			}
+		}
+		if custom {
+			gl.CreateCommand = strings.TrimSuffix(gl.CreateCommand, " -C")
+			for _, in := range gl.Instances {
+				gl.CICommands = append(gl.CICommands, fmt.Sprintf("nvidia-smi mig -i %d -gi <GI %d:%d> -cci %s",
+					g, in.ProfileID, in.Placement.Start, strings.Join(in.ComputeInstances, ",")))
+			}
+		}
+		out = append(out, gl)
 	}
 	return out
 }
@@ -155,7 +190,7 @@ func (s *space) layout(g int, l []placed, withCI bool) GPULayout {
 	for i, x := range ordered {
 		pr := p.Profiles[x.prof]
 		in := Instance{Order: i + 1, Profile: pr.Name, ProfileID: pr.ID, Placement: Placement{x.start, pr.MemorySlices},
-			ComputeSlices: pr.ComputeSlices, SMs: pr.SMs}
+			ComputeSlices: pr.ComputeSlices, SMs: pr.SMs, ComputeInstances: []string{pr.Name}}
 		if withCI {
 			in.ComputeInstanceOptions = CIOptions(pr)
 		}
@@ -263,12 +298,16 @@ func ciMaximal(pr Profile) [][]int {
 	return maximal
 }
 
-// minGIs is the fewest GIs of profile pr that hold need[i] compute
-// instances of each CI profile i (mig-parted packs CIs of consecutive
-// entries into one GI while they fit, and tries every ordering).
-func minGIs(pr Profile, need []int) int {
+// ciBins packs need[i] compute instances of each CI profile i of pr into
+// the fewest GIs (mig-parted packs CIs of consecutive entries into one GI
+// while they fit, and tries every ordering) and returns each GI's CI counts.
+func ciBins(pr Profile, need []int) [][]int {
 	maximal := ciMaximal(pr)
-	memo := map[string]int{}
+	type res struct {
+		n    int
+		pick []int
+	}
+	memo := map[string]res{}
 	var rec func(rem []int) int
 	rec = func(rem []int) int {
 		zero := true
@@ -281,26 +320,52 @@ func minGIs(pr Profile, need []int) int {
 			return 0
 		}
 		key := fmt.Sprint(rem)
-		if v, ok := memo[key]; ok {
-			return v
+		if r, ok := memo[key]; ok {
+			return r.n
 		}
-		best := 1 << 30
+		best, pick := 1<<30, []int(nil)
 		for _, m := range maximal {
 			next := make([]int, len(rem))
+			took := make([]int, len(rem))
 			gain := 0
 			for i := range rem {
-				take := min(rem[i], m[i])
-				next[i] = rem[i] - take
-				gain += take
+				took[i] = min(rem[i], m[i])
+				next[i] = rem[i] - took[i]
+				gain += took[i]
 			}
 			if gain > 0 {
-				best = min(best, 1+rec(next))
+				if v := 1 + rec(next); v < best {
+					best, pick = v, took
+				}
 			}
 		}
-		memo[key] = best
+		memo[key] = res{best, pick}
 		return best
 	}
-	return rec(need)
+	rec(need)
+	var bins [][]int
+	rem := append([]int(nil), need...)
+	for {
+		r, ok := memo[fmt.Sprint(rem)]
+		if !ok || r.pick == nil {
+			return bins
+		}
+		bins = append(bins, r.pick)
+		for i := range rem {
+			rem[i] -= r.pick[i]
+		}
+	}
+}
+
+// ciList names the CIs of one GI: counts per CI profile, largest first.
+func ciList(pr Profile, counts []int) []string {
+	var out []string
+	for i := len(pr.ComputeInstances) - 1; i >= 0; i-- {
+		for n := 0; n < counts[i]; n++ {
+			out = append(out, pr.ComputeInstances[i].Name)
+		}
+	}
+	return out
 }
 
 func dominatesInts(b, a []int) bool {

@@ -227,7 +227,7 @@ func TestExhaustiveOneGPU(t *testing.T) {
 					return
 				}
 				feasible++
-				if err := checkLayouts(p, d, 1, s.layouts(cfgs, 1, false)); err != nil {
+				if err := checkLayouts(p, d, 1, s.layouts(cfgs, 1, false, nil)); err != nil {
 					t.Fatalf("%s: %v", s.describe(d), err)
 				}
 			})
@@ -257,7 +257,7 @@ func TestExhaustiveTwoGPUs(t *testing.T) {
 					t.Fatalf("%s on 2 GPUs: planner says %v, oracle says %v", s.describe(d), got, want)
 				}
 				if got {
-					if err := checkLayouts(p, d, 2, s.layouts(cfgs, 2, false)); err != nil {
+					if err := checkLayouts(p, d, 2, s.layouts(cfgs, 2, false, nil)); err != nil {
 						t.Fatalf("%s: %v", s.describe(d), err)
 					}
 				}
@@ -296,7 +296,7 @@ func TestRandomManyGPUs(t *testing.T) {
 					t.Fatalf("%s %s on %d GPUs: planner %v, oracle %v", key, s.describe(d), n, got, want)
 				}
 				if got {
-					if err := checkLayouts(p, d, n, s.layouts(cfgs, n, false)); err != nil {
+					if err := checkLayouts(p, d, n, s.layouts(cfgs, n, false, nil)); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -560,6 +560,41 @@ func TestLookup(t *testing.T) {
 		if _, err := c.Lookup(in); !errors.Is(err, want) {
 			t.Errorf("Lookup(%q) err %v, want %v", in, err, want)
 		}
+	}
+}
+
+func TestPlanPacksComputeInstances(t *testing.T) {
+	c := Builtin()
+	p, _ := c.Lookup("H100-80GB")
+	ws, _ := ParseWant("1c.3g.40gb=4,2c.3g.40gb=1,3g.40gb=1,1g.10gb=1")
+	pl, err := c.Plan(context.Background(), p, ws, PlanOptions{GPUs: 2})
+	if err != nil || !pl.Feasible {
+		t.Fatalf("%v %+v", err, pl)
+	}
+	// 4 x 1c + 1 x 2c pack into two 3g GIs (3 x 1c | 2c + 1c), plus one
+	// full 3g: three 3g.40gb GIs carrying 5 + 1 CIs.
+	var gis, cis, slices int
+	for _, gl := range pl.Layouts {
+		for _, in := range gl.Instances {
+			if in.Profile != "3g.40gb" {
+				continue
+			}
+			gis++
+			for _, ci := range in.ComputeInstances {
+				cis++
+				switch ci {
+				case "1c.3g.40gb":
+					slices++
+				case "2c.3g.40gb":
+					slices += 2
+				case "3g.40gb":
+					slices += 3
+				}
+			}
+		}
+	}
+	if gis != 3 || cis != 6 || slices != 9 {
+		t.Errorf("3g GIs %d, CIs %d, CI slices %d; want 3, 6, 9", gis, cis, slices)
 	}
 }
 

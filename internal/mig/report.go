@@ -113,7 +113,11 @@ func memoryMap(gl GPULayout) string {
 func (m *Plan) WriteTable(w io.Writer, o output.Options) error {
 	fmt.Fprintf(w, "model    %s (%s catalogue)\n", m.Model, m.Source)
 	fmt.Fprintf(w, "gpus     %d\n", m.GPUs)
-	fmt.Fprintf(w, "want     %s (%d compute, %d memory slices)\n", FormatWant(m.Want), m.ComputeNeeded, m.MemoryNeeded)
+	if len(m.Requested) > 0 {
+		fmt.Fprintf(w, "want     %s, packed into GIs %s (%d compute, %d memory slices)\n", FormatWant(m.Requested), FormatWant(m.Want), m.ComputeNeeded, m.MemoryNeeded)
+	} else {
+		fmt.Fprintf(w, "want     %s (%d compute, %d memory slices)\n", FormatWant(m.Want), m.ComputeNeeded, m.MemoryNeeded)
+	}
 	if m.Feasible {
 		fmt.Fprintf(w, "result   %s\n", o.Paint("green", "feasible"))
 	} else {
@@ -137,6 +141,17 @@ func (m *Plan) WriteTable(w io.Writer, o output.Options) error {
 				}
 			}
 		}
+		customCI := false
+		for _, gl := range m.Layouts {
+			for _, in := range gl.Instances {
+				if len(in.ComputeInstances) != 1 || in.ComputeInstances[0] != in.Profile {
+					customCI = true
+				}
+			}
+		}
+		if customCI {
+			header += "\tCOMPUTE INSTANCES"
+		}
 		if withCI {
 			header += "\tCOMPUTE INSTANCE OPTIONS"
 		}
@@ -145,6 +160,9 @@ func (m *Plan) WriteTable(w io.Writer, o output.Options) error {
 			for _, in := range gl.Instances {
 				line := fmt.Sprintf("%d\t%d\t%s\t%d\t%s\t%d\t%s", gl.GPU, in.Order, in.Profile, in.ProfileID,
 					in.Placement, in.ComputeSlices, orDash(in.SMs))
+				if customCI {
+					line += "\t" + groupNames(in.ComputeInstances)
+				}
 				if withCI {
 					line += "\t" + strings.Join(in.ComputeInstanceOptions, "; ")
 				}
@@ -163,6 +181,9 @@ func (m *Plan) WriteTable(w io.Writer, o output.Options) error {
 			if gl.CreateCommand != "" {
 				fmt.Fprintf(w, "       %s\n", gl.CreateCommand)
 			}
+			for _, c := range gl.CICommands {
+				fmt.Fprintf(w, "       %s\n", c)
+			}
 		}
 	}
 	if len(m.Alternatives) > 0 {
@@ -176,6 +197,27 @@ func (m *Plan) WriteTable(w io.Writer, o output.Options) error {
 		return tw.Flush()
 	}
 	return nil
+}
+
+// groupNames renders ["1c.3g.40gb", "1c.3g.40gb", "2c.3g.40gb"] as
+// "2 x 1c.3g.40gb + 2c.3g.40gb" (first-seen order).
+func groupNames(names []string) string {
+	var order []string
+	count := map[string]int{}
+	for _, n := range names {
+		if count[n] == 0 {
+			order = append(order, n)
+		}
+		count[n]++
+	}
+	parts := make([]string, len(order))
+	for i, n := range order {
+		parts[i] = n
+		if count[n] > 1 {
+			parts[i] = fmt.Sprintf("%d x %s", count[n], n)
+		}
+	}
+	return strings.Join(parts, " + ")
 }
 
 func gpuList(g []int) string {

@@ -167,12 +167,20 @@ const maxCIWant = 256
 // of another model and counts beyond what gpus GPUs can ever hold (the
 // per-GPU maximum times gpus) are ErrBadDemand errors.
 func (c *Catalogue) Resolve(p *Product, wants []Want, gpus int) (demand, error) {
+	d, _, err := c.resolve(p, wants, gpus)
+	return d, err
+}
+
+// resolve is Resolve that also returns, per profile, the CI counts of each
+// GI that compute-instance forms were packed into.
+func (c *Catalogue) resolve(p *Product, wants []Want, gpus int) (demand, map[int][][]int, error) {
 	var d demand
+	bins := map[int][][]int{}
 	ciNeed := map[int][]int{}
 	for _, w := range wants {
 		i, ci, err := c.resolveProfile(p, w.Profile)
 		if err != nil {
-			return d, err
+			return d, nil, err
 		}
 		if ci >= 0 {
 			if ciNeed[i] == nil {
@@ -184,25 +192,26 @@ func (c *Catalogue) Resolve(p *Product, wants []Want, gpus int) (demand, error) 
 				total += v
 			}
 			if total > maxCIWant {
-				return d, badDemandf("%s: %d compute instances of %s, more than %d", w.Profile, total, p.Profiles[i].Name, maxCIWant)
+				return d, nil, badDemandf("%s: %d compute instances of %s, more than %d", w.Profile, total, p.Profiles[i].Name, maxCIWant)
 			}
 			continue
 		}
 		if int(d[i])+w.Count > maxWantCount {
-			return d, badDemandf("%s: count %d too large", w.Profile, int(d[i])+w.Count)
+			return d, nil, badDemandf("%s: count %d too large", w.Profile, int(d[i])+w.Count)
 		}
 		d[i] += uint16(w.Count)
 	}
 	for i, need := range ciNeed {
-		d[i] += uint16(minGIs(p.Profiles[i], need))
+		bins[i] = ciBins(p.Profiles[i], need)
+		d[i] += uint16(len(bins[i]))
 	}
 	for i, pr := range p.Profiles {
 		if limit := pr.MaxCount * gpus; int(d[i]) > limit {
-			return d, badDemandf("%s x%d exceeds the maximum of %d per GPU (%d on %d GPU(s))",
+			return d, nil, badDemandf("%s x%d exceeds the maximum of %d per GPU (%d on %d GPU(s))",
 				pr.Name, d[i], pr.MaxCount, limit, gpus)
 		}
 	}
-	return d, nil
+	return d, bins, nil
 }
 
 // wantsOf renders a demand as Want items in catalogue order.
