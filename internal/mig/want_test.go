@@ -85,6 +85,8 @@ func BenchmarkPlan8GPUs(b *testing.B) {
 		"7g.80gb=2,4g.40gb=4,3g.40gb=6,2g.20gb=6,1g.20gb=8,1g.10gb=12",     // infeasible, heavy
 		"1g.10gb=56",                        // feasible, one profile
 		"2g.20gb=17,1g.10gb+me=8,3g.40gb=3", // infeasible by slices
+		"4g.40gb=4,3g.40gb=4,2g.20gb=8,1g.20gb=3,1g.10gb=2,1g.10gb+me=7", // tight: fits by slices, not by packing
+		"1c.3g.40gb=20,2c.3g.40gb=4,1c.7g.80gb=7",                        // compute-instance forms
 	}
 	var wants [][]Want
 	for _, d := range demands {
