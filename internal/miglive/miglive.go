@@ -357,6 +357,11 @@ func planDevice(ctx context.Context, cat *mig.Catalogue, d Device, cfg mig.MigCo
 		r.ModeChange = fmt.Sprintf("%s -> %s", from, onOff(e.MigEnabled))
 	}
 	if !e.MigEnabled {
+		if cur {
+			if insts, err := d.Instances(ctx); err == nil && len(insts) > 0 {
+				r.Destroy = true
+			}
+		}
 		r.Status = StatusPlanned
 		if r.ModeChange == "" {
 			r.Status = StatusAlreadyApplied
@@ -541,6 +546,22 @@ func Apply(ctx context.Context, cat *mig.Catalogue, devs []Device, spec *mig.Mig
 			continue
 		}
 		info := d.Info()
+		if !r.WantMIG && r.ModeChange != "" {
+			// The driver refuses to leave MIG mode while instances exist:
+			// destroy them first (journaled, so a rollback recreates them).
+			before, err := d.Instances(ctx)
+			if err != nil {
+				return fail(err)
+			}
+			if len(before) > 0 {
+				r.Destroy = true
+				step := journal.Step{Kind: StepLayout, Target: info.UUID, ID: fmt.Sprintf("gpu%d.mig-layout", info.Index),
+					Original: encodeLayout(before), New: encodeLayout(nil)}
+				if err := j.Do(ctx, step, d.DestroyAll); err != nil {
+					return fail(fmt.Errorf("GPU %d: %w", info.Index, err))
+				}
+			}
+		}
 		if r.ModeChange != "" {
 			cur, _, err := d.MIGMode(ctx)
 			if err != nil {

@@ -325,3 +325,36 @@ func FuzzParseDeviceID(f *testing.F) {
 		}
 	})
 }
+
+// TestDisableDestroysFirst: leaving MIG mode destroys the instances first
+// (the driver refuses otherwise) and a rollback brings both back.
+func TestDisableDestroysFirst(t *testing.T) {
+	ctx := context.Background()
+	cat := mig.Builtin()
+	devs := fakeDevs(t, "a100-mig")[:1]
+	before, _ := devs[0].Instances(ctx)
+	h := tmpHost(t)
+	res, err := Apply(ctx, cat, devs, spec(t), Options{Label: "all-disabled", Host: h, JournalDir: "/j"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Devices[0].Status != StatusApplied || !res.Devices[0].Destroy {
+		t.Fatalf("%+v", res.Devices[0])
+	}
+	cur, _, _ := devs[0].MIGMode(ctx)
+	if cur {
+		t.Fatal("MIG still on")
+	}
+	kinds := journal.NewKinds()
+	if err := RegisterJournalKinds(kinds, func(string) (Device, error) { return devs[0], nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := journal.Rollback(ctx, h, "/j", journal.WithOwner(JournalOwner), journal.WithKinds(kinds)); err != nil {
+		t.Fatal(err)
+	}
+	cur, _, _ = devs[0].MIGMode(ctx)
+	after, _ := devs[0].Instances(ctx)
+	if !cur || !reflect.DeepEqual(before, after) {
+		t.Errorf("after rollback: mig %v instances %+v", cur, after)
+	}
+}
