@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os/exec"
 	"strings"
+	"time"
 
 	"github.com/gpunode/gpunode/internal/hostfs"
 )
@@ -97,7 +98,11 @@ func (r ExecRunner) Run(ctx context.Context, c Cmd) ([]byte, error) {
 	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
+	// A daemonising program (nvidia-cuda-mps-control -d) may leave its
+	// child holding our pipes: stop waiting for them shortly after the
+	// program itself exits.
+	cmd.WaitDelay = 2 * time.Second
+	if err := cmd.Run(); err != nil && !errors.Is(err, exec.ErrWaitDelay) {
 		msg := strings.TrimSpace(stderr.String())
 		if msg == "" {
 			msg = strings.TrimSpace(stdout.String())

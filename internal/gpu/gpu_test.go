@@ -700,3 +700,20 @@ func TestTuneSource(t *testing.T) {
 		t.Errorf("no driver: %+v %v", none, err)
 	}
 }
+
+// TestExecRunnerDaemon: a command whose background child keeps stdout open
+// returns soon after the command itself exits.
+func TestExecRunnerDaemon(t *testing.T) {
+	if _, err := os.Stat("/bin/sh"); err != nil {
+		t.Skip("no /bin/sh")
+	}
+	ctx := context.Background()
+	out, err := ExecRunner{}.Run(ctx, Cmd{Name: "/bin/sh", Args: []string{"-c", "echo started; sleep 30 &"}})
+	if err != nil || !strings.Contains(string(out), "started") {
+		t.Fatalf("%q %v", out, err)
+	}
+	out, err = ExecRunner{}.Run(ctx, Cmd{Name: "/bin/sh", Args: []string{"-c", "cat; echo $X >&2; exit 3"}, Env: []string{"X=from-env"}, Stdin: "in\n"})
+	if err == nil || !strings.Contains(err.Error(), "from-env") || string(out) != "in\n" {
+		t.Fatalf("failing command: %q %v", out, err)
+	}
+}
