@@ -415,12 +415,20 @@ type idleState struct {
 	disable bool
 }
 
+// states reads every CPU's idle states. The states (names, exit latencies)
+// belong to the cpuidle driver and are the same on every CPU of a server, so
+// they are read once, from the first CPU that has them; only each CPU's
+// disable flag is read per CPU (2,700 fewer reads on a 224-CPU host).
 func (cpuidleKnob) states(h *Host) ([]idleState, error) {
 	dirs, err := cpuDirs(h)
 	if err != nil {
 		return nil, err
 	}
-	var out []idleState
+	type proto struct {
+		state, name string
+		latency     int
+	}
+	var protos []proto
 	for _, d := range dirs {
 		names, err := h.FS.ReadDirNames(d + "/cpuidle")
 		if err != nil {
@@ -430,18 +438,30 @@ func (cpuidleKnob) states(h *Host) ([]idleState, error) {
 			if !strings.HasPrefix(n, "state") {
 				continue
 			}
-			sd := d + "/cpuidle/" + n
-			lat, err := h.FS.ReadInt(sd + "/latency")
+			lat, err := h.FS.ReadInt(d + "/cpuidle/" + n + "/latency")
 			if err != nil {
 				continue
 			}
-			name, _ := h.FS.ReadString(sd + "/name")
-			dis, _ := h.FS.ReadString(sd + "/disable")
-			out = append(out, idleState{file: sd + "/disable", state: n, name: name, latency: int(lat), disable: dis == "1"})
+			name, _ := h.FS.ReadString(d + "/cpuidle/" + n + "/name")
+			protos = append(protos, proto{n, name, int(lat)})
+		}
+		if len(protos) > 0 {
+			break
 		}
 	}
-	if len(out) == 0 {
+	if len(protos) == 0 {
 		return nil, absentf("no cpuidle states (/sys/devices/system/cpu/cpu*/cpuidle)")
+	}
+	var out []idleState
+	for _, d := range dirs {
+		for _, p := range protos {
+			f := d + "/cpuidle/" + p.state + "/disable"
+			dis, err := h.FS.ReadString(f)
+			if err != nil {
+				continue // offline CPU, or a CPU without this state
+			}
+			out = append(out, idleState{file: f, state: p.state, name: p.name, latency: p.latency, disable: dis == "1"})
+		}
 	}
 	return out, nil
 }
