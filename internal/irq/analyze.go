@@ -233,15 +233,17 @@ func unwrapPath(err error) error {
 }
 
 // planner hands out one CPU per IRQ, round-robin over the physical cores of
-// each node, with one cursor per node.
+// each node (one cursor per node), preferring the cores with the fewest
+// planned IRQs.
 type planner struct {
 	t      *topo.Topology
 	excl   cpuset.CPUSet
 	cursor map[string]int
+	load   map[int]int // planned IRQs per CPU
 }
 
 func newPlanner(t *topo.Topology, excl cpuset.CPUSet) *planner {
-	return &planner{t: t, excl: excl, cursor: map[string]int{}}
+	return &planner{t: t, excl: excl, cursor: map[string]int{}, load: map[int]int{}}
 }
 
 // coreCPUs returns one CPU per physical core of set (the lowest usable
@@ -295,8 +297,19 @@ func (p *planner) plan(d topo.PCIDevice, dev *Device) {
 			q.Reason = fmt.Sprintf("no usable CPU on %s after excluding %s", poolName(d), orNone(p.excl.String()))
 			continue
 		}
-		c := cores[p.cursor[key]%len(cores)]
-		p.cursor[key]++
+		// The least-loaded core, searching from the node's cursor: a plain
+		// round-robin within a node, and devices of unknown node (whose pool
+		// spans nodes) fill the cores the others left free.
+		start := p.cursor[key] % len(cores)
+		best := start
+		for k := 1; k < len(cores); k++ {
+			if i := (start + k) % len(cores); p.load[cores[i]] < p.load[cores[best]] {
+				best = i
+			}
+		}
+		c := cores[best]
+		p.load[c]++
+		p.cursor[key] = best + 1
 		q.Planned = topo.NewCPUList(cpuset.New(c))
 		q.Change = !q.Affinity.Equals(q.Planned.CPUSet)
 	}
