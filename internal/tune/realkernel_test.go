@@ -67,7 +67,7 @@ func TestRealKernel(t *testing.T) {
 		t.Fatal(err)
 	}
 	settings["vm.dirty"] = other(d.Current, "17%", "19%") // ratio mode
-	settings["vm.dirty-background"] = "67108864"           // bytes mode: exercises tune.dirty revert
+	settings["vm.dirty-background"] = "67108864"          // bytes mode: exercises tune.dirty revert
 	for _, id := range []string{"mm.thp.enabled", "mm.thp.defrag"} {
 		k := cat.Get(id).knob.(sysfsKnob)
 		cur, err := k.current(h)
