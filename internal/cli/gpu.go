@@ -14,6 +14,7 @@ import (
 	"github.com/gpunode/gpunode/internal/gpu"
 	"github.com/gpunode/gpunode/internal/journal"
 	"github.com/gpunode/gpunode/internal/miglive"
+	"github.com/gpunode/gpunode/internal/mps"
 	"github.com/gpunode/gpunode/internal/output"
 )
 
@@ -83,7 +84,7 @@ the reason; no command crashes on it.`,
 	}
 	f.register(cmd, true)
 	cmd.AddCommand(a.newGPUStatusCommand(&f), a.newGPUPersistenceCommand(&f), a.newGPUClocksCommand(&f),
-		a.newGPUAuditCommand(&f))
+		a.newGPUAuditCommand(&f), a.newGPURollbackCommand(&f))
 	return cmd
 }
 
@@ -336,4 +337,132 @@ func (a *App) gpuAuditSource(ctx context.Context, backend, cudaRuntime string) g
 		return gpu.TuneSource{Backend: gpu.NewNone(err.Error()), CUDARuntime: cudaRuntime}
 	}
 	return gpu.TuneSource{Backend: b, CUDARuntime: cudaRuntime}
+}
+
+// GPURollbackReport is the model of 'gpunode gpu rollback'.
+type GPURollbackReport struct {
+	SchemaVersion string             `json:"schemaVersion"`
+	DryRun        bool               `json:"dryRun,omitempty"`
+	Transactions  []journal.TxReport `json:"transactions"`
+}
+
+// WriteTable implements output.Tabler.
+func (r GPURollbackReport) WriteTable(w io.Writer, _ output.Options) error {
+	if len(r.Transactions) == 0 {
+		_, err := fmt.Fprintln(w, "nothing to roll back")
+		return err
+	}
+	verb := "rolled back"
+	if r.DryRun {
+		verb = "would roll back"
+	}
+	tw := output.NewTabWriter(w)
+	fmt.Fprintf(tw, "TRANSACTION\tOWNER\tSTEP\tTARGET\tRESTORED\n")
+	for _, tx := range r.Transactions {
+		for _, s := range tx.Steps {
+			target := s.Target
+			if target == "" {
+				target = s.Path
+			}
+			restored := s.Restored
+			if s.Error != "" {
+				restored = "ERROR: " + s.Error
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", tx.ID, tx.Owner, s.Kind, target, restored)
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "%s %d transaction(s)\n", verb, len(r.Transactions))
+	return err
+}
+
+// gpuJournalKinds registers the step kinds of the GPU layer (gpu.*, mps.daemon,
+// mig.*) with reverters that reach the GPUs through b.
+func (a *App) gpuJournalKinds(ctx context.Context, b gpu.Backend, m *mps.Manager) (*journal.Kinds, error) {
+	kinds := journal.NewKinds()
+	if err := gpu.RegisterJournalKinds(kinds, b); err != nil {
+		return nil, err
+	}
+	if err := mps.RegisterJournalKinds(kinds, m); err != nil {
+		return nil, err
+	}
+	var devs []miglive.Device
+	lookup := func(uuid string) (miglive.Device, error) {
+		if devs == nil {
+			var err error
+			if devs, err = miglive.Devices(ctx, b, a.migCatalogue(ctx)); err != nil {
+				return nil, err
+			}
+		}
+		for _, d := range devs {
+			if d.Info().UUID == uuid {
+				return d, nil
+			}
+		}
+		return nil, fmt.Errorf("GPU %s not found", uuid)
+	}
+	if err := miglive.RegisterJournalKinds(kinds, lookup); err != nil {
+		return nil, err
+	}
+	return kinds, nil
+}
+
+func (a *App) newGPURollbackCommand(f *gpuFlags) *cobra.Command {
+	var dryRun bool
+	var journalDir, stateDir, control string
+	var owners []string
+	cmd := &cobra.Command{
+		Use:   "rollback",
+		Short: "Undo the GPU layer's journaled changes (persistence, clocks, MPS daemons, MIG), newest first",
+		Long: `Revert every committed or interrupted transaction of the GPU layer's journal
+owners (gpu: persistence and clock locks; mps: started daemons; mig: MIG mode
+and layouts), newest first, each step in reverse order. 'gpunode tune
+rollback' handles the OS settings.`,
+		Example: `  gpunode gpu rollback --dry-run
+  gpunode gpu rollback --owner mig`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			for _, o := range owners {
+				if o != gpu.JournalOwner && o != mps.JournalOwner && o != miglive.JournalOwner {
+					return Usagef("gpu rollback: --owner %q: want gpu, mps or mig", o)
+				}
+			}
+			b, err := a.openGPU(ctx, f.backend)
+			if err != nil {
+				return err
+			}
+			defer b.Close()
+			host, err := a.Host()
+			if err != nil {
+				return err
+			}
+			m := &mps.Manager{Host: host, StateDir: stateDir, Runner: gpu.ExecRunner{}, Control: control}
+			kinds, err := a.gpuJournalKinds(ctx, b, m)
+			if err != nil {
+				return err
+			}
+			rep := GPURollbackReport{SchemaVersion: "gpunode.gpu.rollback/v1", DryRun: dryRun, Transactions: []journal.TxReport{}}
+			var firstErr error
+			for _, o := range owners {
+				r, err := journal.Rollback(ctx, host, journalDir, journal.WithOwner(o), journal.WithKinds(kinds), journal.WithDryRun(dryRun))
+				rep.Transactions = append(rep.Transactions, r.Transactions...)
+				if err != nil && firstErr == nil {
+					firstErr = err
+				}
+			}
+			if err := a.Render(rep); err != nil {
+				return err
+			}
+			return firstErr
+		},
+	}
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "show what would be restored")
+	cmd.Flags().StringVar(&journalDir, "journal-dir", journal.DefaultDir, "journal directory (a host path under --root)")
+	cmd.Flags().StringVar(&stateDir, "state-dir", mps.DefaultStateDir, "MPS state directory (for reverting started daemons)")
+	cmd.Flags().StringVar(&control, "mps-control", mps.ControlBinary, "the nvidia-cuda-mps-control program")
+	cmd.Flags().StringSliceVar(&owners, "owner", []string{gpu.JournalOwner, mps.JournalOwner, miglive.JournalOwner}, "journal owners to roll back: gpu, mps, mig")
+	return cmd
 }

@@ -144,3 +144,41 @@ func TestGPUPersistenceApply(t *testing.T) {
 		t.Error("the fake backend rewrote its file")
 	}
 }
+
+// TestGPURollback: changes of the gpu, mps and mig owners are rolled back by
+// 'gpunode gpu rollback' (the fake backend keeps state per process, so the
+// test checks the journal side: reverted steps, then nothing left).
+func TestGPURollback(t *testing.T) {
+	root := copyGPUHost(t, "h100x8")
+	ctl := fakeMPSControl(t)
+	for _, args := range [][]string{
+		{"gpu", "persistence", "on"},
+		{"gpu", "clocks", "lock", "--mhz", "1410", "--gpu", "0"},
+		{"mps", "start", "--gpu", "1", "--mps-control", ctl},
+		{"mig", "apply", "-f", migLiveConfig(), "-c", "all-balanced", "--gpu-backend", "fake"},
+	} {
+		if _, stderr, code := runGPUCLI(t, append(args, "--root", root)...); code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, stderr)
+		}
+	}
+	out, stderr, code := runGPUCLI(t, "gpu", "rollback", "--dry-run", "--root", root)
+	if code != 0 || !strings.Contains(out, "would roll back 4 transaction(s)") {
+		t.Fatalf("dry run: exit %d %s %s", code, out, stderr)
+	}
+	out, stderr, code = runGPUCLI(t, "gpu", "rollback", "--root", root, "--mps-control", ctl)
+	if code != 0 {
+		t.Fatalf("rollback: exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"gpu.persistence", "gpu.clocks", "mps.daemon", "mig.layout", "mig.mode", "rolled back 4 transaction(s)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("rollback output lacks %q:\n%s", want, out)
+		}
+	}
+	out, _, _ = runGPUCLI(t, "gpu", "rollback", "--root", root)
+	if !strings.Contains(out, "nothing to roll back") {
+		t.Errorf("second rollback: %s", out)
+	}
+	if _, stderr, code := runGPUCLI(t, "gpu", "rollback", "--owner", "tune", "--root", root); code != ExitUsage {
+		t.Errorf("--owner tune: exit %d %s", code, stderr)
+	}
+}
