@@ -86,7 +86,8 @@ if [ "${GPU_SMOKE_MUTATE:-0}" = 1 ]; then
 	run mut-mps-partition.txt "$G" mps partition add --gpu 0 --chunks 2 --state-dir /tmp/gpunode-smoke-mps
 	run mut-mps-status.txt "$G" mps status --partitions --state-dir /tmp/gpunode-smoke-mps
 	run mut-mps-stop.txt "$G" mps stop --state-dir /tmp/gpunode-smoke-mps
-	run mut-journal.txt ls -l "$J"
+	run mut-rollback.txt "$G" gpu rollback --journal-dir "$J" --state-dir /tmp/gpunode-smoke-mps
+	run mut-status-after.json "$G" gpu status --gpu 0 -o json
 fi
 
 if [ "${GPU_SMOKE_MIG:-0}" = 1 ]; then
@@ -97,6 +98,7 @@ if [ "${GPU_SMOKE_MIG:-0}" = 1 ]; then
 	run mig-export-applied.yaml "$G" mig export
 	run nvidia-smi-mig-lgi.txt nvidia-smi mig -lgi
 	run nvidia-smi-mig-lgipp-enabled.txt nvidia-smi mig -lgipp
-	run mig-apply-disable.txt "$G" mig apply -f scripts/gpu-smoke-mig.yaml -c all-disabled --journal-dir "$J.2"
+	run mig-rollback.txt "$G" gpu rollback --owner mig --journal-dir "$J"
+	run mig-export-after.yaml "$G" mig export
 fi
 log "done; outputs in $OUT"
