@@ -4,5 +4,10 @@
 //
 // topology_test.go compares gpunode's Topology Manager merge
 // (internal/k8s/topology) with upstream's policies on randomized inputs;
-// bench_test.go measures both on the same cases.
+// kubeletcfg_test.go runs kubelet's Topology, CPU and Memory Manager
+// constructors on the same KubeletConfiguration and node as gpunode's
+// 'kubelet lint' and checks that kubelet's start-up error is among lint's
+// errors of that stage (and that lint is silent where kubelet starts);
+// validation_test.go does the same against ValidateKubeletConfiguration.
+// bench_test.go measures both merges on the same cases.
 package kubelet

@@ -410,6 +410,30 @@ type reservation struct {
 	known bool // false when a part could not be computed
 }
 
+// NodeAllocatableReservation returns what kubelet's
+// GetNodeAllocatableReservation hands the CPU and Memory Managers for c on
+// n (n may be nil): systemReserved + kubeReserved (after reservedSystemCPUs
+// overrides their cpu) + the memory.available hard-eviction threshold, for
+// cpu, memory and ephemeral-storage, zero values dropped. ok is false when it
+// cannot be computed (a value does not parse, or memory.available is a
+// percentage and n is nil).
+func NodeAllocatableReservation(c *Config, n *node.Node) (list v1.ResourceList, ok bool) {
+	l := &linter{c: c, kc: &c.KC, n: n, gate: featureGates(c.KC.FeatureGates)}
+	kube, system := l.reservations()
+	r := l.allocatableReservation(kube, system)
+	for _, f := range l.out {
+		if f.Severity == SeverityError {
+			r.known = false
+		}
+	}
+	for k := range r.list {
+		if k != v1.ResourceCPU && k != v1.ResourceMemory && k != v1.ResourceEphemeralStorage {
+			delete(r.list, k)
+		}
+	}
+	return r.list, r.known
+}
+
 func (l *linter) allocatableReservation(kube, system v1.ResourceList) reservation {
 	evict, ok := l.evictionMemory()
 	r := reservation{list: v1.ResourceList{}, known: ok}
@@ -583,7 +607,8 @@ func (l *linter) cpuManager(nar reservation) {
 			l.add(SeverityError, "cpuManagerPolicyOptions."+CPUOptAlignBySocket, StageCPU, "",
 				"new static policy error: Topolgy manager %s policy is incompatible with CPUManager %s policy option", topology.PolicySingleNUMANode, CPUOptAlignBySocket)
 		}
-		if l.n != nil && l.sockets() > len(l.n.NUMANodes) {
+		// kubelet compares with the NUMA nodes that have CPUs (CPUTopology.NumNUMANodes).
+		if l.n != nil && l.sockets() > l.cpuNUMANodes() {
 			l.add(SeverityError, "cpuManagerPolicyOptions."+CPUOptAlignBySocket, StageCPU, "",
 				"new static policy error: Align by socket is not compatible with hardware where number of sockets are more than number of NUMA")
 		}
@@ -597,8 +622,9 @@ func (l *linter) cpuManager(nar reservation) {
 		set, _ = cpuset.Parse(kc.ReservedSystemCPUs)
 	}
 	if set.Size() == 0 && numReserved > all.Size() {
-		l.add(SeverityError, "kubeReserved.cpu", StageCPU, "",
-			"new static policy error: [cpumanager] unable to reserve the required amount of CPUs (size of %s did not equal %d)", all.String(), numReserved)
+		// takeByTopology fails and kubelet prints the empty set it got back.
+		l.add(SeverityError, "kubeReserved.cpu", StageCPU, fmt.Sprintf("the node has %d CPUs", all.Size()),
+			"new static policy error: [cpumanager] unable to reserve the required amount of CPUs (size of %s did not equal %d)", "", numReserved)
 	}
 	if set.Size() > 0 && set.IsSubsetOf(all) {
 		split := l.splitCores(set)
@@ -619,6 +645,15 @@ func (l *linter) sockets() int {
 	s := map[int]bool{}
 	for _, c := range l.n.CPUs {
 		s[c.Socket] = true
+	}
+	return len(s)
+}
+
+// cpuNUMANodes counts the NUMA nodes with CPUs.
+func (l *linter) cpuNUMANodes() int {
+	s := map[int]bool{}
+	for _, c := range l.n.CPUs {
+		s[c.NUMANode] = true
 	}
 	return len(s)
 }
