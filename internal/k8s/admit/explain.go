@@ -212,7 +212,11 @@ func (s *Simulator) explain(t *txn, pod *v1.Pod, c *v1.Container, e *admissionEr
 			noSingle = append(noSingle, n)
 			out = append(out, fmt.Sprintf("%s: no single NUMA node has %s free for %s; %s", n.resource, n.amount(n.request), unit, n.perNode(ids)))
 		} else {
-			out = append(out, fmt.Sprintf("%s: %s fit on any one of NUMA nodes %s", n.resource, n.amount(n.request), intsString(single)))
+			if len(single) == 1 {
+				out = append(out, fmt.Sprintf("%s: %s fit only on NUMA node %d", n.resource, n.amount(n.request), single[0]))
+			} else {
+				out = append(out, fmt.Sprintf("%s: %s fit on any one of NUMA nodes %s", n.resource, n.amount(n.request), intsString(single)))
+			}
 		}
 		common &= node.MaskOf(single...)
 	}

@@ -1,0 +1,252 @@
+package admit
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/gpunode/gpunode/internal/k8s/node"
+)
+
+const twoNUMA = `apiVersion: gpunode.io/v1
+kind: Node
+numaNodes:
+- {id: 0, cpus: "0-7", memory: 32Gi}
+- {id: 1, cpus: "8-15", memory: 32Gi}
+cores: ["0,4", "1,5", "2,6", "3,7", "8,12", "9,13", "10,14", "11,15"]
+devices:
+  nvidia.com/gpu:
+  - {id: g0, numaNode: 0}
+  - {id: g1, numaNode: 0}
+  - {id: g2, numaNode: 1}
+  - {id: g3, numaNode: 1}
+`
+
+func kcWith(extra string) string {
+	return "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n" + extra
+}
+
+const staticAll = `cpuManagerPolicy: static
+reservedSystemCPUs: "0,4"
+memoryManagerPolicy: Static
+systemReserved: {memory: 924Mi}
+reservedMemory:
+- {numaNode: 0, limits: {memory: 512Mi}}
+- {numaNode: 1, limits: {memory: 512Mi}}
+`
+
+func podDoc(name, resources string) string {
+	return "apiVersion: v1\nkind: Pod\nmetadata: {name: " + name + "}\nspec:\n  containers:\n  - name: app\n    resources: " + resources + "\n---\n"
+}
+
+func guaranteedRes(cpu, mem string, gpus string) string {
+	r := "{cpu: \"" + cpu + "\", memory: " + mem
+	if gpus != "" {
+		r += ", nvidia.com/gpu: " + gpus
+	}
+	r += "}"
+	return "{requests: " + r + ", limits: " + r + "}"
+}
+
+type outcome struct {
+	admitted bool
+	reason   string
+	message  string // substring
+	cpus     string // first container's CPUs
+	why      string // substring of the explanation
+}
+
+func TestScenarios(t *testing.T) {
+	for _, tc := range []struct {
+		name, kc, pods string
+		want           []outcome
+	}{
+		{
+			name: "restricted rejects a pod whose CPUs and GPUs sit on different nodes",
+			kc:   staticAll + "topologyManagerPolicy: restricted\n",
+			pods: podDoc("gpus", guaranteedRes("500m", "1Gi", "2")) + podDoc("cpus", guaranteedRes("8", "1Gi", "")) + podDoc("both", guaranteedRes("4", "1Gi", "2")),
+			want: []outcome{
+				{admitted: true},
+				{admitted: true, cpus: "8-15"},
+				{admitted: false, reason: ReasonTopologyAffinity, message: TopologyAffinityMessage, why: "each fits somewhere, but on different nodes"},
+			},
+		},
+		{
+			name: "best-effort admits the same pod across NUMA nodes",
+			kc:   staticAll + "topologyManagerPolicy: best-effort\n",
+			pods: podDoc("gpus", guaranteedRes("500m", "1Gi", "2")) + podDoc("cpus", guaranteedRes("8", "1Gi", "")) + podDoc("both", guaranteedRes("4", "1Gi", "2")),
+			want: []outcome{{admitted: true}, {admitted: true, cpus: "8-15"}, {admitted: true, cpus: "1-2,5-6"}},
+		},
+		{
+			name: "full-pcpus-only rejects odd CPU counts",
+			kc:   staticAll + "topologyManagerPolicy: single-numa-node\ncpuManagerPolicyOptions: {full-pcpus-only: \"true\"}\n",
+			pods: podDoc("odd", guaranteedRes("3", "1Gi", "")),
+			want: []outcome{{admitted: false, reason: ReasonSMTAlignment, message: "SMT Alignment Error: requested 3 cpus not multiple cpus per core = 2", why: "multiple of 2"}},
+		},
+		{
+			name: "best-effort admits to the device manager, which then fails",
+			kc:   staticAll + "topologyManagerPolicy: best-effort\n",
+			pods: podDoc("big", guaranteedRes("2", "1Gi", "8")),
+			want: []outcome{{admitted: false, reason: ReasonUnexpected, message: "Allocate failed due to requested number of devices unavailable for nvidia.com/gpu. Requested: 8, Available: 4, which is unexpected", why: "only 4 nvidia.com/gpu are free on the whole node"}},
+		},
+		{
+			name: "policy none still pins CPUs",
+			kc:   staticAll,
+			pods: podDoc("a", guaranteedRes("2", "1Gi", "")),
+			want: []outcome{{admitted: true, cpus: "1,5"}},
+		},
+		{
+			name: "burstable pods are admitted to the shared pool until allocatable runs out",
+			kc:   "cpuManagerPolicy: none\nsystemReserved: {cpu: \"2\"}\n",
+			pods: podDoc("a", "{requests: {cpu: \"10\"}}") + podDoc("b", "{requests: {cpu: \"5\"}}"),
+			want: []outcome{{admitted: true}, {admitted: false, reason: "OutOfcpu", message: "Node didn't have enough resource: cpu, requested: 5000, used: 10000, capacity: 14000"}},
+		},
+		{
+			name: "pod scope aligns all containers to one node",
+			kc:   staticAll + "topologyManagerPolicy: single-numa-node\ntopologyManagerScope: pod\n",
+			pods: `apiVersion: v1
+kind: Pod
+metadata: {name: sidecars}
+spec:
+  initContainers:
+  - name: setup
+    resources: {limits: {cpu: "4", memory: 1Gi}}
+  - name: proxy
+    restartPolicy: Always
+    resources: {limits: {cpu: "2", memory: 1Gi}}
+  containers:
+  - name: app
+    resources: {limits: {cpu: "4", memory: 1Gi, nvidia.com/gpu: "2"}}
+`,
+			want: []outcome{{admitted: true, cpus: "1-2,5-6"}},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n, err := node.Parse([]byte(twoNUMA))
+			if err != nil {
+				t.Fatal(err)
+			}
+			kc, err := ParseKubeletConfig([]byte(kcWith(tc.kc)), "kc.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			sim, err := New(n, kc, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			pods, err := ParsePods(strings.NewReader(tc.pods), "pods.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep := sim.Run(pods)
+			if len(rep.Pods) != len(tc.want) {
+				t.Fatalf("%d results, want %d", len(rep.Pods), len(tc.want))
+			}
+			for i, w := range tc.want {
+				got := rep.Pods[i]
+				if got.Admitted != w.admitted || got.Reason != w.reason || !strings.Contains(got.Message, w.message) {
+					t.Errorf("pod %s: admitted=%v reason=%q message=%q, want %v %q %q", got.Name, got.Admitted, got.Reason, got.Message, w.admitted, w.reason, w.message)
+				}
+				if w.cpus != "" && (len(got.Containers) == 0 || got.Containers[0].CPUs != w.cpus) {
+					t.Errorf("pod %s: containers %+v, want CPUs %s", got.Name, got.Containers, w.cpus)
+				}
+				if w.why != "" && !strings.Contains(strings.Join(got.Explanation, "\n"), w.why) {
+					t.Errorf("pod %s: explanation %q lacks %q", got.Name, got.Explanation, w.why)
+				}
+			}
+		})
+	}
+}
+
+func TestKubeletStartErrors(t *testing.T) {
+	n, err := node.Parse([]byte(twoNUMA))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ kc, want string }{
+		{"cpuManagerPolicy: static\n", "[cpumanager] unable to determine reserved CPU resources for static policy"},
+		{"cpuManagerPolicy: static\nkubeReserved: {cpu: 500m}\ncpuManagerPolicyOptions: {align-by-socket: \"true\"}\n", `CPU Manager Policy Alpha-level Options not enabled, but option "align-by-socket" provided`},
+		{"cpuManagerPolicy: static\nreservedSystemCPUs: \"0\"\nfeatureGates: {CPUManagerPolicyAlphaOptions: true}\ncpuManagerPolicyOptions: {align-by-socket: \"true\"}\ntopologyManagerPolicy: single-numa-node\n", "Topolgy manager single-numa-node policy is incompatible with CPUManager align-by-socket policy option"},
+		{"memoryManagerPolicy: Static\nsystemReserved: {memory: 1Gi}\nreservedMemory: [{numaNode: 0, limits: {memory: 1Gi}}]\n", `the total amount "1Gi" of type "memory" is not equal to the value "1124Mi" determined by Node Allocatable feature`},
+		{"memoryManagerPolicy: Static\nreservedMemory: [{numaNode: 5, limits: {memory: 100Mi}}]\n", "references a NUMA node 5 that does not exist"},
+		{"topologyManagerPolicy: best-effort\ntopologyManagerPolicyOptions: {max-allowable-numa-nodes: \"4\"}\n", `the minimum value of "max-allowable-numa-nodes" should not be less than 8`},
+		{"topologyManagerPolicy: bogus\n", `unknown policy: "bogus"`},
+	} {
+		kc, err := ParseKubeletConfig([]byte(kcWith(tc.kc)), "kc.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = New(n, kc, Options{})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: err = %v, want %q", tc.kc, err, tc.want)
+		}
+	}
+	var s strings.Builder
+	s.WriteString("apiVersion: gpunode.io/v1\nkind: Node\nnumaNodes:\n")
+	for i := 0; i < 9; i++ {
+		s.WriteString("- {id: " + string(rune('0'+i)) + ", memory: 1Gi}\n")
+	}
+	nine, err := node.Parse([]byte(s.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc, _ := ParseKubeletConfig([]byte(kcWith("topologyManagerPolicy: restricted\n")), "kc")
+	if _, err := New(nine, kc, Options{}); err == nil || !strings.Contains(err.Error(), "unsupported on machines with more than 8 NUMA Nodes") {
+		t.Errorf("9 NUMA nodes: %v", err)
+	}
+}
+
+func TestParsePodsErrors(t *testing.T) {
+	ok := podDoc("ok", guaranteedRes("1", "1Gi", ""))
+	for _, tc := range []struct{ src, want string }{
+		{"", "no Pod documents"},
+		{ok + "apiVersion: v1\nkind: Service\nmetadata: {name: s}\n", `pods.yaml: document 2: Pod "s": kind: Unsupported value: "Service"`},
+		{ok + "apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec: {containers: [{name: a, bogus: 1}]}\n", `document 2: error unmarshaling JSON: while decoding JSON: json: unknown field "bogus"`},
+		{"apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec: {containers: []}\n", "spec.containers: Required value"},
+		{"apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec: {containers: [{name: a}, {name: a}]}\n", `spec.containers[1].name: Duplicate value: "a"`},
+		{"apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec: {containers: [{name: a, resources: {requests: {nvidia.com/gpu: 1}}}]}\n", "spec.containers[0].resources.requests[nvidia.com/gpu]: Invalid value: \"1\": must be equal to nvidia.com/gpu limit"},
+		{"apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec: {containers: [{name: a, resources: {requests: {cpu: 2}, limits: {cpu: 1}}}]}\n", "must be less than or equal to cpu limit"},
+		{"apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec: {containers: [{name: a, resources: {limits: {cpu: \"1x\"}}}]}\n", "document 1"},
+		{ok + ok, `metadata.name: Duplicate value: "ok"`},
+		{"apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec: {containers: [{name: a, restartPolicy: Always}]}\n", "restartPolicy: Forbidden"},
+	} {
+		_, err := ParsePods(strings.NewReader(tc.src), "pods.yaml")
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: err = %v, want %q", tc.src, err, tc.want)
+		}
+	}
+	list := `apiVersion: v1
+kind: List
+items:
+- apiVersion: v1
+  kind: Pod
+  metadata: {name: a}
+  spec: {containers: [{name: c, resources: {limits: {cpu: "1", memory: 1Gi}}}]}
+- apiVersion: v1
+  kind: Pod
+  metadata: {name: b}
+  spec: {containers: [{name: c}]}
+`
+	pods, err := ParsePods(strings.NewReader(list), "list.yaml")
+	if err != nil || len(pods) != 2 {
+		t.Fatalf("list: %v %d", err, len(pods))
+	}
+	if q := pods[0].Spec.Containers[0].Resources.Requests.Cpu(); q.String() != "1" {
+		t.Errorf("requests not defaulted from limits: %v", pods[0].Spec.Containers[0].Resources.Requests)
+	}
+}
+
+func FuzzParsePods(f *testing.F) {
+	f.Add([]byte(podDoc("a", guaranteedRes("1", "1Gi", "1"))))
+	f.Add([]byte("apiVersion: v1\nkind: List\nitems: [{apiVersion: v1, kind: Pod, metadata: {name: a}, spec: {containers: [{name: c}]}}]\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		pods, err := ParsePods(strings.NewReader(string(b)), "fuzz.yaml")
+		if err != nil {
+			return
+		}
+		for _, p := range pods {
+			if p.Name == "" || len(p.Spec.Containers) == 0 || p.UID == "" {
+				t.Fatalf("accepted an invalid pod: %+v", p)
+			}
+		}
+	})
+}
