@@ -1,11 +1,9 @@
 package kubelet
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"sort"
-	"strings"
 	"testing"
 	"time"
 
@@ -161,7 +159,7 @@ func TestLintMatchesKubeletStartup(t *testing.T) {
 		"memoryManagerPolicy: Static\nevictionHard: {nodefs.available: 10%}\nmergeDefaultEvictionSettings: true\nreservedMemory: [{numaNode: 0, limits: {memory: 100Mi}}]\n",
 	}
 	checked := 0
-	for ni, nodeName := range []string{"node-2numa-smt", "node-4numa-1socket", "node-2socket-1numa"} {
+	for _, nodeName := range []string{"node-2numa-smt", "node-4numa-1socket", "node-2socket-1numa"} {
 		n := nodes[nodeName]
 		for ci, body := range configs {
 			t.Run(fmt.Sprintf("%s/%d", nodeName, ci), func(t *testing.T) {
@@ -192,7 +190,6 @@ func TestLintMatchesKubeletStartup(t *testing.T) {
 						t.Errorf("%s: kubelet fails with %q, gpunode reports %q", stage, err, mine[stage])
 					}
 				}
-				_ = ni
 				checked++
 			})
 		}
@@ -200,6 +197,4 @@ func TestLintMatchesKubeletStartup(t *testing.T) {
 	if checked < len(configs) {
 		t.Errorf("only %d combinations checked", checked)
 	}
-	_ = context.Background
-	_ = strings.Contains
 }
