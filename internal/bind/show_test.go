@@ -3,8 +3,8 @@ package bind
 import (
 	"bytes"
 	"os"
-	"strconv"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
