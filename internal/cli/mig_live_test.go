@@ -53,6 +53,7 @@ func TestMIGLiveErrors(t *testing.T) {
 	}{
 		{[]string{"mig", "apply", "-f", cfg, "-c", "all-3g.20gb-plus-1g", "--root", gpuHost("a100-mig")}, ExitUsage, "does not fit"},
 		{[]string{"mig", "apply", "-f", cfg, "-c", "unknown-profile", "--root", gpuHost("a100-mig")}, ExitUsage, "4g.25gb"},
+		{[]string{"mig", "apply", "-f", cfg, "-c", "too-many", "--root", gpuHost("a100-mig")}, ExitUsage, "1g.5gb"},
 		{[]string{"mig", "apply", "-f", cfg, "-c", "nope", "--root", gpuHost("a100-mig")}, ExitUsage, "selected mig-config not present"},
 		{[]string{"mig", "apply", "-f", cfg, "--root", gpuHost("a100-mig")}, ExitUsage, "-c LABEL"},
 		{[]string{"mig", "apply", "-f", "/nonexistent.yaml", "-c", "x", "--root", gpuHost("a100-mig")}, ExitUsage, "nonexistent"},

@@ -64,6 +64,8 @@ type Daemon struct {
 	// PipeDir and LogDir are host paths.
 	PipeDir string `json:"pipeDir"`
 	LogDir  string `json:"logDir"`
+	// Hint is advice about the device (e.g. its compute mode).
+	Hint string `json:"hint,omitempty"`
 }
 
 var uuidRE = regexp.MustCompile(`^(GPU|MIG)-[0-9A-Za-z-]+(/[0-9]+/[0-9]+)?$`)
@@ -282,6 +284,9 @@ func (s Status) WriteTable(w io.Writer, _ output.Options) error {
 				fmt.Fprintf(w, "  partition %s: %s chunks, %s SMs, clients %s\n", p.ID, num(p.UsedChunks), num(p.UsedSMs), p.Clients)
 			}
 		}
+		if d.Hint != "" {
+			fmt.Fprintf(w, "  hint: %s\n", d.Hint)
+		}
 		if d.Error != "" {
 			fmt.Fprintf(w, "  error: %s\n", d.Error)
 		}
@@ -376,6 +381,9 @@ func (m *Manager) Targets(st gpu.Status, gpuSel, migSel []string) ([]Daemon, err
 		d, err := m.DaemonFor(g.UUID, g.Index, false)
 		if err != nil {
 			return nil, err
+		}
+		if g.ComputeMode != "" && g.ComputeMode != "Exclusive_Process" {
+			d.Hint = fmt.Sprintf("compute mode is %s: NVIDIA recommends EXCLUSIVE_PROCESS with MPS so that only the MPS server uses the GPU (nvidia-smi -i %s -c EXCLUSIVE_PROCESS)", g.ComputeMode, g.UUID)
 		}
 		out = append(out, d)
 	}
