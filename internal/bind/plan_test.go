@@ -317,3 +317,23 @@ func seq(lo, hi int) []int {
 	}
 	return out
 }
+
+// BenchmarkResolveDGX measures planning one of 8 local ranks on the DGX
+// fixture (topology already discovered): the part of bind's start-up that
+// is bind's own.
+func BenchmarkResolveDGX(b *testing.B) {
+	fsys, err := hostfs.New(testhost.Path(b, "dgx-h100"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	tp, err := topo.Discover(context.Background(), fsys)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Resolve(context.Background(), tp, Request{LocalRank: ip(5), LocalWorldSize: 8, Command: []string{"true"}}, Sources{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
