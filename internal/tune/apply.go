@@ -492,7 +492,11 @@ func (r *RollbackReport) WriteTable(w io.Writer, _ output.Options) error {
 	}
 	for _, t := range r.Transactions {
 		ew.printf("%s %s (profile %s, %s, was %s): %d steps\n", verb, t.ID, orDash(t.Profile), t.Started.Format(time.RFC3339), t.Was, len(t.Steps))
-		for _, s := range t.Steps {
+		for i, s := range t.Steps {
+			if i == 12 && len(t.Steps) > 13 {
+				ew.printf("  ... and %d more steps (-o json lists them)\n", len(t.Steps)-12)
+				break
+			}
 			what := s.Path
 			if what == "" {
 				what = s.Target
