@@ -136,3 +136,15 @@ func TestMkdirAllRemove(t *testing.T) {
 		t.Errorf("Remove of a missing path: %v", err)
 	}
 }
+
+func TestIsKernelFile(t *testing.T) {
+	fsys, root := newWriteFS(t)
+	if err := os.WriteFile(filepath.Join(root, "etc/x"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if fsys.IsKernelFile("/etc/x") || fsys.IsKernelFile("/missing") {
+		t.Error("a plain file in a temp dir is a kernel file")
+	}
+	// The positive case needs the live /proc: TestRealKernel in
+	// internal/tune covers it.
+}

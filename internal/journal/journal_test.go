@@ -466,3 +466,32 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+func TestRecordBatch(t *testing.T) {
+	ctx := context.Background()
+	fsys, root := newHost(t)
+	orig := snap(t, root)
+	j, err := Begin(fsys, stateDir, Meta{Owner: "tune"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := []Step{
+		{Kind: KindValue, Path: "/proc/sys/vm/swappiness", Original: "60", OriginalRaw: []byte("60\n"), New: "0"},
+		{Kind: KindValue, Path: "/proc/sys/vm/dirty_ratio", Original: "20", OriginalRaw: []byte("20\n"), New: "5"},
+	}
+	if err := j.RecordBatch(ctx, append(steps, Step{Kind: "nope"})); !errors.Is(err, ErrUnknownKind) || j.Len() != 0 {
+		t.Fatalf("batch with an unknown kind: %v, %d steps recorded", err, j.Len())
+	}
+	if err := j.RecordBatch(ctx, steps); err != nil || j.Len() != 2 {
+		t.Fatalf("RecordBatch = %v, %d steps", err, j.Len())
+	}
+	// Only the first change is made before the "crash".
+	if err := fsys.WriteString("/proc/sys/vm/swappiness", "0"); err != nil {
+		t.Fatal(err)
+	}
+	j.lock.Close()
+	if _, err := Rollback(ctx, fsys, stateDir); err != nil {
+		t.Fatal(err)
+	}
+	assertSame(t, orig, root)
+}

@@ -357,3 +357,47 @@ func TestApplyWithoutBootloader(t *testing.T) {
 		t.Error("grub backup written without --bootloader")
 	}
 }
+
+// TestApplySkipsUnreadableAndStatusSeesEdits: a setting whose target cannot
+// be read is skipped with a note while the rest is applied; a generated file
+// edited after apply shows in status.
+func TestApplySkipsUnreadableAndStatusSeesEdits(t *testing.T) {
+	ctx := context.Background()
+	cat := NewCatalogue()
+	root, fsys := stockHost(t, "downgraded", tunetest.Options{})
+	target := filepath.Join(root, "proc/sys/net/core/rmem_max")
+	if err := os.Remove(target); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(target, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Apply(ctx, newHost(t, fsys), cat, applyReq(mustLoad(t, cat, fsys, ProfileBase)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.Join(rep.Notes, "\n"), "net.core.rmem_max: skipped") {
+		t.Errorf("notes = %q", rep.Notes)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "proc/sys/net/core/wmem_max")); string(b) != "268435456" {
+		t.Errorf("wmem_max = %q: the other settings were not applied", b)
+	}
+	sysctlConf := filepath.Join(root, fileSysctl)
+	b, _ := os.ReadFile(sysctlConf)
+	if strings.Contains(string(b), "rmem_max") {
+		t.Error("a skipped setting was persisted")
+	}
+	if err := os.WriteFile(sysctlConf, append(b, "vm.swappiness = 60\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st, err := GetStatus(ctx, newHost(t, fsys), cat, stateDir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.ModifiedFiles) != 1 || st.ModifiedFiles[0] != fileSysctl || !st.Drifted() {
+		t.Fatalf("status = %+v", st)
+	}
+	if c := checkByID(st.Audit, "vm.swappiness"); c == nil || c.Status != StatusDrift || !strings.Contains(c.Detail, "60") {
+		t.Errorf("vm.swappiness after an edit of the sysctl file: %+v", c)
+	}
+}
