@@ -85,8 +85,14 @@ type PolicySource interface {
 
 // Sources are the optional inputs of Resolve.
 type Sources struct {
-	GPUs   GPUSource
-	Policy PolicySource
+	GPUs GPUSource
+	// GPUsAlways consults GPUs on every run. By default the driver is asked
+	// only when sysfs cannot answer: a GPU- or MIG- UUID is named, a GPU's
+	// NUMA node is unknown, or a GPU's memory is a NUMA node of its own
+	// (Grace), the only case where NVML reports a NUMA node. Initialising
+	// NVML costs tens to hundreds of milliseconds per launch.
+	GPUsAlways bool
+	Policy     PolicySource
 }
 
 // Plan is what bind will do.
@@ -215,13 +221,13 @@ func Resolve(ctx context.Context, t *topo.Topology, req Request, src Sources) (*
 		return nil, err
 	}
 	r := &resolver{t: t, req: req, src: src}
-	if err := r.loadGPUs(ctx); err != nil {
-		return nil, err
-	}
 	if req.CUDAVisibleDevices != nil {
 		if r.vis, err = ParseCUDAVisibleDevices(*req.CUDAVisibleDevices); err != nil {
 			return nil, err
 		}
+	}
+	if err := r.loadGPUs(ctx); err != nil {
+		return nil, err
 	}
 	p := &Plan{SchemaVersion: SchemaVersion, Rank: req.LocalRank, LocalWorldSize: req.LocalWorldSize, Command: req.Command, Sched: req.Sched}
 	if p.Command == nil {
@@ -288,7 +294,7 @@ func (r *resolver) loadGPUs(ctx context.Context) error {
 	for i := range r.t.GPUs {
 		byBDF[r.t.GPUs[i].BDF] = &r.t.GPUs[i]
 	}
-	if r.src.GPUs != nil {
+	if r.src.GPUs != nil && (r.src.GPUsAlways || r.needDriver()) {
 		infos, err := r.src.GPUs.GPUs(ctx)
 		if err != nil {
 			r.warn = append(r.warn, fmt.Sprintf("%s: %v (using sysfs)", r.src.GPUs.Name(), err))
@@ -308,6 +314,23 @@ func (r *resolver) loadGPUs(ctx context.Context) error {
 		r.gpus = append(r.gpus, gpuEntry{dev: &r.t.GPUs[i]})
 	}
 	return nil
+}
+
+// needDriver reports whether sysfs alone cannot resolve the request.
+func (r *resolver) needDriver() bool {
+	uuid := func(v string) bool {
+		u := strings.ToUpper(v)
+		return strings.Contains(u, "GPU-") || strings.Contains(u, "MIG-")
+	}
+	if uuid(r.req.GPU) || (r.req.CUDAVisibleDevices != nil && uuid(*r.req.CUDAVisibleDevices)) {
+		return true
+	}
+	for _, g := range r.t.GPUs {
+		if g.NUMASource == topo.NUMAUnknown || g.MemoryNUMANode != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // findGPU selects a GPU by physical index, UUID (or unique prefix) or PCI

@@ -66,6 +66,16 @@ type fakeGPUs struct {
 func (f fakeGPUs) Name() string                            { return f.name }
 func (f fakeGPUs) GPUs(context.Context) ([]GPUInfo, error) { return f.gpus, f.err }
 
+type countingGPUs struct {
+	fakeGPUs
+	n int
+}
+
+func (c *countingGPUs) GPUs(ctx context.Context) ([]GPUInfo, error) {
+	c.n++
+	return c.fakeGPUs.GPUs(ctx)
+}
+
 // fakePolicy answers the last step of the chain.
 type fakePolicy struct{ node int }
 
@@ -256,7 +266,7 @@ func TestPolicyFallback(t *testing.T) {
 	}
 	// A driver error falls back to sysfs with a warning.
 	dgx := discover(t, "dgx-h100")
-	p, err = Resolve(context.Background(), dgx, Request{GPU: "4"}, Sources{GPUs: fakeGPUs{name: "nvml", err: errors.New("driver/library version mismatch")}})
+	p, err = Resolve(context.Background(), dgx, Request{GPU: "4"}, Sources{GPUs: fakeGPUs{name: "nvml", err: errors.New("driver/library version mismatch")}, GPUsAlways: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,12 +276,21 @@ func TestPolicyFallback(t *testing.T) {
 	// NVML CPU affinity answers before sysfs.
 	infos := uuidsFor(dgx)
 	infos[4].CPUAffinity = cpuset.New(0, 1, 2, 3)
-	p, err = Resolve(context.Background(), dgx, Request{GPU: "4"}, Sources{GPUs: fakeGPUs{name: "nvml", gpus: infos}})
+	p, err = Resolve(context.Background(), dgx, Request{GPU: "4"}, Sources{GPUs: fakeGPUs{name: "nvml", gpus: infos}, GPUsAlways: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if p.NUMANode != 0 || p.NUMASource != "nvml-cpu-affinity" {
 		t.Fatalf("node %d from %s, want 0 from nvml-cpu-affinity", p.NUMANode, p.NUMASource)
+	}
+	// By default the driver is not asked when sysfs answers (NVML start-up
+	// is slow), and is asked for UUIDs.
+	calls := &countingGPUs{fakeGPUs: fakeGPUs{name: "nvml", gpus: infos}}
+	if _, err := Resolve(context.Background(), dgx, Request{GPU: "4"}, Sources{GPUs: calls}); err != nil || calls.n != 0 {
+		t.Fatalf("sysfs-only request: %v, %d driver calls", err, calls.n)
+	}
+	if _, err := Resolve(context.Background(), dgx, Request{LocalRank: ip(0), CUDAVisibleDevices: sp(infos[2].UUID)}, Sources{GPUs: calls}); err != nil || calls.n != 1 {
+		t.Fatalf("UUID request: %v, %d driver calls", err, calls.n)
 	}
 }
 

@@ -176,6 +176,9 @@ func (a *App) runBind(cmd *cobra.Command, f *bindFlags, args []string) error {
 	}
 	if req.Node == nil && req.NIC == "" {
 		src.GPUs = &gpuSource{a: a, kind: f.backend}
+		// An explicitly chosen backend is always asked; auto only when
+		// sysfs cannot answer (NVML start-up is slow).
+		src.GPUsAlways = fl.Changed("gpu-backend") && f.backend != gpu.KindAuto
 	}
 	plan, err := bind.Resolve(ctx, t, req, src)
 	if err != nil {
