@@ -182,11 +182,10 @@ func reachableANDs(def Bitmask, lists [][]Hint, mode closureMode) []Bitmask {
 		seen = make([]uint64, (1<<uint(k)+63)/64)
 	}
 	for i, s := range sets {
-		c := make([]uint64, 0, len(s))
-		for _, m := range s {
-			c = append(c, cm.compress(m))
+		for j, m := range s { // compress in place
+			s[j] = cm.compress(m)
 		}
-		csets[i] = dedup(c, seen)
+		csets[i] = dedup(s, seen)
 	}
 
 	cur := []uint64{full}
@@ -234,7 +233,7 @@ func reachableANDs(def Bitmask, lists [][]Hint, mode closureMode) []Bitmask {
 		}
 		bound *= uint64(len(t))
 	}
-	var out []Bitmask
+	out := make([]Bitmask, 0, 64)
 	if dense != nil {
 		// Counts are exact modulo 2^64 and below 2^64, hence exact.
 		mobiusSuperset(dense, k)
