@@ -102,6 +102,30 @@ func TestTopoJSON(t *testing.T) {
 	if len(doc.NICs) != 12 || len(doc.Links) != 20*19/2 {
 		t.Errorf("nics=%d links=%d", len(doc.NICs), len(doc.Links))
 	}
+	// The fixture's fake GPU backend upgrades GPU pairs to NVLink classes;
+	// GPU-NIC links keep their PCIe class.
+	classes := map[string]string{}
+	for _, l := range doc.Links {
+		classes[l.A+"-"+l.B] = l.Class
+	}
+	if classes["GPU0-GPU7"] != "NV18" || classes["GPU0-GPU1"] != "NV18" || classes["GPU0-mlx5_0"] != "PIX" || classes["GPU0-mlx5_4"] != "SYS" {
+		t.Errorf("link classes: GPU0-GPU7=%s GPU0-GPU1=%s GPU0-mlx5_0=%s GPU0-mlx5_4=%s",
+			classes["GPU0-GPU7"], classes["GPU0-GPU1"], classes["GPU0-mlx5_0"], classes["GPU0-mlx5_4"])
+	}
+	// Without a GPU backend the PCIe class stays.
+	_, out, _ = run(t, "topo", "--root", testhost.Path(t, "dgx-h100"), "-o", "json", "--gpu-backend", "none")
+	if !strings.Contains(out, `"a": "GPU0",
+      "b": "GPU1",
+      "class": "PIX"`) {
+		t.Error("--gpu-backend none: GPU0-GPU1 is not PIX")
+	}
+}
+
+func TestTopoWithoutDriverWarns(t *testing.T) {
+	code, out, _ := run(t, "topo", "--root", testhost.Path(t, "amd-8numa"))
+	if code != 0 || !strings.Contains(out, "NVLink classes not shown (PCIe classes only): no NVIDIA driver") {
+		t.Errorf("exit %d, output lacks the no-driver warning:\n%s", code, out)
+	}
 }
 
 func TestTopoYAMLAndTableAgree(t *testing.T) {

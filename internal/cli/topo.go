@@ -1,16 +1,19 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpunode/gpunode/internal/gpu"
 	"github.com/gpunode/gpunode/internal/output"
 	"github.com/gpunode/gpunode/internal/topo"
 )
 
 func (a *App) newTopoCommand() *cobra.Command {
+	var gf gpuFlags
 	cmd := &cobra.Command{
 		Use:   "topo",
 		Short: "Show CPU, NUMA, memory and GPU/NIC PCIe topology (numactl -H + lscpu + nvidia-smi topo -m)",
@@ -19,7 +22,9 @@ sockets and NUMA nodes (CPUs, memory, hugepages, distance matrix), the
 GPU/NIC link matrix with CPU and NUMA affinity (as nvidia-smi topo -m), every
 GPU, NIC, NVMe drive and NVSwitch with its PCIe link, and warnings about
 downgraded links, devices with an unknown NUMA node, and GPUs without a NIC on
-their node.
+their node. When a GPU backend answers (NVML, nvidia-smi, or the fake file under
+--root), GPU pairs joined by NVLink show as NV# like nvidia-smi topo -m;
+--gpu-backend none keeps the PCIe classes.
 
 Use --root to read a captured tree (see 'gpunode topo capture').`,
 		Example: `  gpunode topo
@@ -35,11 +40,48 @@ Use --root to read a captured tree (see 'gpunode topo capture').`,
 			if err != nil {
 				return err
 			}
+			if len(t.GPUs) > 0 && gf.backend != gpu.KindNone {
+				a.addNVLinks(cmd.Context(), gf.backend, t)
+			}
 			return a.Render(t)
 		},
 	}
+	gf.register(cmd, false)
 	cmd.AddCommand(a.newTopoCaptureCommand())
 	return cmd
+}
+
+// addNVLinks upgrades GPU pairs joined by NVLink to NV# classes with data
+// from the GPU backend. Without a driver the PCIe classes stay, with a
+// warning saying why.
+func (a *App) addNVLinks(ctx context.Context, backend string, t *topo.Topology) {
+	b, err := a.openGPU(ctx, backend)
+	if err != nil {
+		t.Warnings = append(t.Warnings, topo.Warning{Message: fmt.Sprintf("NVLink classes not shown: %v", err)})
+		return
+	}
+	defer b.Close()
+	st, err := b.Status(ctx)
+	if err != nil {
+		t.Warnings = append(t.Warnings, topo.Warning{Message: fmt.Sprintf("NVLink classes not shown: %v", err)})
+		return
+	}
+	if st.Backend == gpu.KindNone {
+		t.Warnings = append(t.Warnings, topo.Warning{Message: "NVLink classes not shown (PCIe classes only): " + st.Reason})
+		return
+	}
+	classes := gpu.NVLinkClassesOf(st)
+	byBDF := map[string]string{}
+	for _, g := range t.GPUs {
+		byBDF[g.BDF] = g.Name
+	}
+	for pair, class := range classes {
+		x, okx := byBDF[pair[0]]
+		y, oky := byBDF[pair[1]]
+		if okx && oky {
+			t.SetLinkClass(x, y, class)
+		}
+	}
 }
 
 // CaptureResult is the model printed by 'gpunode topo capture'.

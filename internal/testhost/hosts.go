@@ -1,6 +1,16 @@
 package testhost
 
-import "fmt"
+import (
+	_ "embed"
+	"fmt"
+)
+
+// dgxFakeGPUs is the fake GPU backend's description of the dgx-h100 host
+// (8 H100 SXM on 4 NVSwitches), so GPU-layer commands and NVLink classes
+// work on that fixture.
+//
+//go:embed testdata/dgx-h100-fake-gpus.yaml
+var dgxFakeGPUs string
 
 // Specs returns the synthetic fixture hosts. The capture of a real 2-vCPU VM
 // (testdata/hosts/vm-2vcpu) is not generated: it came from 'gpunode topo
@@ -43,7 +53,7 @@ func DGXH100() Spec {
 		Sockets:  2, CoresPerSocket: 56, ThreadsPerCore: 2, L3SizeKB: 107520,
 		MemPerNodeKB: 1056439296, Distance: twoLevel(10, 21),
 		// irqbalance runs (gpunode irq detects it through /proc/<pid>/comm).
-		Files: map[string]string{"/proc/1432/comm": "irqbalance\n", "/proc/1/comm": "systemd\n"},
+		Files: map[string]string{"/proc/1432/comm": "irqbalance\n", "/proc/1/comm": "systemd\n", "/etc/gpunode/fake-gpus.yaml": dgxFakeGPUs},
 	}
 	irq := 200
 	next := func(n int) []int {
