@@ -216,7 +216,7 @@ func TestMalformedFilesBecomeWarnings(t *testing.T) {
 	root := minimalCopy(t, "dgx-h100")
 	for _, tc := range []struct {
 		file, content, want string
-		check              func(*Topology) bool
+		check               func(*Topology) bool
 	}{
 		{"sys/devices/system/node/node1/distance", "10 x\n", "bad entry", func(t *Topology) bool { return len(t.NUMANodes[1].CPUs.List()) == 112 }},
 		{"sys/devices/system/node/node0/meminfo", "garbage\n", "want \"Node N Key", func(t *Topology) bool { return t.NUMANodes[1].MemTotalBytes > 0 }},
