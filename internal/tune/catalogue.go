@@ -154,14 +154,14 @@ func NewCatalogue() *Catalogue {
 	intSpec := func(min, max int64) spec { return spec{kind: "int", min: min, max: max} }
 	ss := []*Setting{
 		// ---- CPU ----
+		{ID: "cpu.epp", Layer: LayerCPU, Title: "energy-performance preference (intel_pstate/amd-pstate)",
+			Why:     "with an active P-state driver the EPP hint, not only the governor, decides how fast cores ramp; 'performance' removes the power bias (seed 1.7; tuned's energy_perf_bias). It comes before cpu.governor: intel_pstate refuses EPP changes (EBUSY) while the governor is performance, so apply sets EPP first and rollback restores it last.",
+			Desired: d(ProfileBase, "performance"),
+			knob:    perCPUKnob{rel: "cpufreq/energy_performance_preference", avail: "cpufreq/energy_performance_available_preferences", spec: spec{kind: "word"}}},
 		{ID: "cpu.governor", Layer: LayerCPU, Title: "CPU frequency governor",
 			Why:     "performance keeps cores at full clock: no ramp-up latency when a data-loader or NCCL proxy thread wakes (seed 1.7, system_tuning.sh step 1).",
 			Desired: d(ProfileBase, "performance"),
 			knob:    perCPUKnob{rel: "cpufreq/scaling_governor", avail: "cpufreq/scaling_available_governors", spec: spec{kind: "word"}}},
-		{ID: "cpu.epp", Layer: LayerCPU, Title: "energy-performance preference (intel_pstate/amd-pstate)",
-			Why:     "with an active P-state driver the EPP hint, not only the governor, decides how fast cores ramp; 'performance' removes the power bias (seed 1.7; tuned's energy_perf_bias).",
-			Desired: d(ProfileBase, "performance"),
-			knob:    perCPUKnob{rel: "cpufreq/energy_performance_preference", avail: "cpufreq/energy_performance_available_preferences", spec: spec{kind: "word"}}},
 		{ID: "cpu.idle.max-latency-us", Layer: LayerCPU, Title: "deepest allowed C-state exit latency (runtime)",
 			Why:     "deep C-states take tens to hundreds of microseconds to exit; latency-bound inference disables states slower than this at runtime, like tuned's force_latency without a daemon holding /dev/cpu_dma_latency (seed 1.7, system_tuning.sh step 1).",
 			Desired: d(ProfileInference, "2"),
