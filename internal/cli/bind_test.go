@@ -162,6 +162,15 @@ func TestIRQCommands(t *testing.T) {
 	if code != ExitUsage || !strings.Contains(errOut, "--avoid") {
 		t.Fatalf("bad --avoid: exit %d %s", code, errOut)
 	}
+	// --ranks/--cpus-per-rank keep the ranks' bind shares free of IRQs.
+	code, out, errOut = run(t, "irq", "plan", "--root", testhost.Path(t, "dgx-h100"), "--devices", "gpu", "--ranks", "8", "--cpus-per-rank", "16", "-o", "json")
+	if code != ExitFindings || !strings.Contains(out, `"rankCPUs": "0-31,56-87,112-143,168-199"`) || !strings.Contains(out, `"planned": "88"`) {
+		t.Fatalf("--ranks: exit %d\n%s\n%s", code, out, errOut)
+	}
+	code, _, errOut = run(t, "irq", "plan", "--root", testhost.Path(t, "dgx-h100"), "--ranks", "8")
+	if code != ExitUsage || !strings.Contains(errOut, "--cpus-per-rank") {
+		t.Fatalf("--ranks without --cpus-per-rank: exit %d %s", code, errOut)
+	}
 	// apply then rollback on a copy: byte-identical outside the journal.
 	root := testhost.Copy(t, "amd-8numa")
 	before, _ := testhost.Snapshot(root)

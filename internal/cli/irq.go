@@ -18,6 +18,7 @@ import (
 
 type irqFlags struct {
 	devices, avoid, rankCPUs, journalDir string
+	ranks, cpusPerRank                   int
 }
 
 func (a *App) newIRQCommand() *cobra.Command {
@@ -38,6 +39,8 @@ the originals. When irqbalance runs, the output says how to keep it away.`,
 	pf.StringVar(&f.avoid, "avoid", "", "CPUs no IRQ may use (cpulist)")
 	pf.StringVar(&f.rankCPUs, "rank-cpus", "", "CPUs handed to ranks (e.g. the union of their GPUNODE_CPUS); kept free of IRQs")
 	pf.StringVar(&f.journalDir, "journal-dir", journal.DefaultDir, "journal directory (a host path under --root)")
+	pf.IntVar(&f.ranks, "ranks", 0, "local ranks launched with 'gpunode bind': their CPU shares are kept free of IRQs (with --cpus-per-rank)")
+	pf.IntVar(&f.cpusPerRank, "cpus-per-rank", 0, "the --cpus-per-rank the ranks are bound with (needed with --ranks: an even split leaves no CPU for IRQs)")
 
 	plan := &cobra.Command{
 		Use:   "plan",
@@ -111,6 +114,9 @@ func (a *App) irqReport(cmd *cobra.Command, f *irqFlags) (*irq.Report, *hostfs.F
 	if ranks, err = bind.ParseCPUs("--rank-cpus", f.rankCPUs); err != nil {
 		return nil, nil, wrapUsage(err)
 	}
+	if f.ranks < 0 || f.cpusPerRank < 0 || (f.ranks > 0 && f.cpusPerRank == 0) {
+		return nil, nil, Usagef("--ranks %d --cpus-per-rank %d: give both, positive (ranks split whole nodes otherwise, leaving no CPU for IRQs)", f.ranks, f.cpusPerRank)
+	}
 	fs, err := a.Host()
 	if err != nil {
 		return nil, nil, err
@@ -118,6 +124,16 @@ func (a *App) irqReport(cmd *cobra.Command, f *irqFlags) (*irq.Report, *hostfs.F
 	t, err := topo.Discover(cmd.Context(), fs)
 	if err != nil {
 		return nil, nil, err
+	}
+	// The CPUs 'gpunode bind --local-world-size N --cpus-per-rank M' gives
+	// each rank, computed exactly as bind does.
+	for r := 0; r < f.ranks; r++ {
+		rank := r
+		p, err := bind.Resolve(cmd.Context(), t, bind.Request{LocalRank: &rank, LocalWorldSize: f.ranks, CPUsPerRank: f.cpusPerRank}, bind.Sources{})
+		if err != nil {
+			return nil, nil, wrapUsage(fmt.Errorf("--ranks: rank %d: %w", r, err))
+		}
+		ranks = ranks.Union(p.CPUs.CPUSet)
 	}
 	rep, err := irq.Analyze(cmd.Context(), fs, t, irq.Options{Kinds: kinds, Avoid: avoid, RankCPUs: ranks})
 	if err != nil {
