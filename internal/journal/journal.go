@@ -184,6 +184,11 @@ func Begin(fsys *hostfs.FS, dir string, meta Meta, opts ...Option) (*Journal, er
 		return nil, fmt.Errorf("journal: owner %q: want a lowercase word", meta.Owner)
 	}
 	dir = path.Clean("/" + dir)
+	// Missing parents (a bare --root without /var/lib) get the usual 0755;
+	// only the journal directory itself is private.
+	if _, err := fsys.MkdirAll(path.Dir(dir), 0o755); err != nil {
+		return nil, fmt.Errorf("journal directory %s: %w", dir, err)
+	}
 	if _, err := fsys.MkdirAll(dir, dirMode); err != nil {
 		return nil, fmt.Errorf("journal directory %s: %w", dir, err)
 	}
