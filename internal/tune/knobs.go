@@ -793,7 +793,7 @@ func parseDirty(v string) (n uint64, ratio bool, err error) {
 		return 0, false, fmt.Errorf("%q: want a percentage (20%%), a byte size (32G) or auto", v)
 	}
 	if b < 8192 {
-		return 0, false, fmt.Errorf("%q: the kernel refuses dirty byte limits under two pages", v)
+		return 0, false, fmt.Errorf("%q: the kernel ignores dirty byte limits under two pages", v)
 	}
 	return b, false, nil
 }
@@ -952,10 +952,12 @@ func (k dirtyKnob) changes(h *Host, o observation, w string) ([]change, persist,
 }
 
 // revertDirty puts a vm.dirty_* pair back. On a kernel, writing the original
-// ratio (or bytes) makes the kernel zero the other file; writing 0 to a
-// *_bytes file is refused, so a ratio is restored through the ratio file
-// (written twice when unchanged, since the kernel only switches modes on a
-// change). In a captured tree both files get their exact bytes back.
+// ratio (or bytes) makes the kernel zero the other file; a write of 0 to a
+// *_bytes file is silently ignored (proc_doulongvec_minmax skips values
+// under dirty_bytes_min, two pages), so a ratio is restored through the
+// ratio file - written twice when unchanged, since dirty_ratio_handler only
+// zeroes the bytes value when the ratio changes. In a captured tree both
+// files get their exact bytes back.
 func revertDirty(_ context.Context, fsys *hostfs.FS, s journal.Step) error {
 	rp, bp := s.Data["ratioPath"], s.Data["bytesPath"]
 	if rp == "" || bp == "" {
