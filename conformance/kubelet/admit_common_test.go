@@ -58,6 +58,9 @@ type machineSpec struct {
 	socketsPerNUMA, numaPerSocket int // one of them is 1
 	coresPerUncore                int // 0 = uncore per socket
 	interleaved                   bool
+	// distances, when set, is the NUMA distance matrix written to the node
+	// file.
+	distances [][]int
 }
 
 func randomMachine(r *rand.Rand) machineSpec {
@@ -121,6 +124,13 @@ func (m machineSpec) build(memoryGi []int, hugepages1Gi []int, gpus []int) strin
 			mem = memoryGi[n]
 		}
 		fmt.Fprintf(&b, "- id: %d\n  cpus: \"%s\"\n  memory: %dGi\n", n, strings.Join(ids, ","), mem)
+		if m.distances != nil {
+			var row []string
+			for _, d := range m.distances[n] {
+				row = append(row, strconv.Itoa(d))
+			}
+			fmt.Fprintf(&b, "  distances: [%s]\n", strings.Join(row, ", "))
+		}
 		if hugepages1Gi != nil {
 			fmt.Fprintf(&b, "  hugepages: [{pageSize: 1Gi, count: %d}]\n", hugepages1Gi[n])
 		}
@@ -302,4 +312,21 @@ func randomPod(r *rand.Rand, uid string, guaranteed bool, nInit, nSidecar, nApp 
 		p.Spec.Containers = append(p.Spec.Containers, mk(fmt.Sprintf("app%d", i)))
 	}
 	return p
+}
+
+// randomDistances returns a symmetric NUMA distance matrix (10 on the
+// diagonal) with a few distinct values, so that ties and non-ties both occur.
+func randomDistances(r *rand.Rand, n int) [][]int {
+	d := make([][]int, n)
+	for i := range d {
+		d[i] = make([]int, n)
+		d[i][i] = 10
+	}
+	for i := 0; i < n; i++ {
+		for j := i + 1; j < n; j++ {
+			v := []int{11, 12, 20, 21, 32}[r.IntN(5)]
+			d[i][j], d[j][i] = v, v
+		}
+	}
+	return d
 }

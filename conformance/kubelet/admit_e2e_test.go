@@ -97,6 +97,11 @@ func TestAdmitEndToEndDifferential(t *testing.T) {
 		for k := range mem {
 			mem[k] = 4 + r.IntN(29)
 		}
+		var tmOpts map[string]string
+		if r.IntN(3) == 0 {
+			spec.distances = randomDistances(r, spec.numa)
+			tmOpts = map[string]string{"prefer-closest-numa-nodes": "true"}
+		}
 		nd := mustNode(t, spec.build(mem, nil, nil))
 		policy := []string{"none", "best-effort", "restricted", "single-numa-node"}[r.IntN(4)]
 		scope := []string{"container", "pod"}[r.IntN(2)]
@@ -114,7 +119,7 @@ func TestAdmitEndToEndDifferential(t *testing.T) {
 		upReserved := map[int]map[v1.ResourceName]uint64{}
 		kc := &kubeletv1beta1.KubeletConfiguration{
 			CPUManagerPolicy: "static", CPUManagerPolicyOptions: opts, ReservedSystemCPUs: reservedCPUs.String(),
-			MemoryManagerPolicy: "Static", TopologyManagerPolicy: policy, TopologyManagerScope: scope,
+			MemoryManagerPolicy: "Static", TopologyManagerPolicy: policy, TopologyManagerScope: scope, TopologyManagerPolicyOptions: tmOpts,
 			EvictionHard: map[string]string{"memory.available": "100Mi"},
 			FeatureGates: map[string]bool{"CPUManagerPolicyAlphaOptions": true},
 		}
@@ -127,16 +132,20 @@ func TestAdmitEndToEndDifferential(t *testing.T) {
 			upReserved[nn.ID] = map[v1.ResourceName]uint64{v1.ResourceMemory: uint64(mi << 20)}
 		}
 		kc.SystemReserved = map[string]string{"memory": fmt.Sprintf("%dMi", totalMi-100)}
-		name := fmt.Sprintf("case %d (seed %d, %+v, %s/%s, opts %v)", i, seed, spec, policy, scope, opts)
+		name := fmt.Sprintf("case %d (seed %d, %+v, %s/%s, opts %v, topology options %v)", i, seed, spec, policy, scope, opts, tmOpts)
 
 		sim, myErr := admit.New(nd, kc, admit.Options{})
 
 		mi := &cadvisorapi.MachineInfo{}
 		for _, nn := range nd.NUMANodes {
-			mi.Topology = append(mi.Topology, cadvisorapi.Node{Id: nn.ID, Memory: nn.MemoryBytes})
+			cn := cadvisorapi.Node{Id: nn.ID, Memory: nn.MemoryBytes}
+			for _, d := range nn.Distances {
+				cn.Distances = append(cn.Distances, uint64(d))
+			}
+			mi.Topology = append(mi.Topology, cn)
 		}
 		ref := &storeRef{}
-		tm, err := uptm.NewManager(logger, mi.Topology, policy, scope, nil)
+		tm, err := uptm.NewManager(logger, mi.Topology, policy, scope, tmOpts)
 		if err != nil {
 			t.Fatalf("%s: topology manager: %v", name, err)
 		}
