@@ -129,3 +129,26 @@ func BenchmarkAdmit64NUMA(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkAdmit16NUMA: 16 NUMA nodes, every NUMA mask enumerated (2^16-1 per
+// resource), as kubelet would.
+func BenchmarkAdmit16NUMA(b *testing.B) {
+	var s strings.Builder
+	s.WriteString("apiVersion: gpunode.io/v1\nkind: Node\nname: n16\nnumaNodes:\n")
+	for i := 0; i < 16; i++ {
+		fmt.Fprintf(&s, "- {id: %d, cpus: \"%d-%d\", memory: 64Gi}\n", i, i*8, i*8+7)
+	}
+	s.WriteString("devices:\n  nvidia.com/gpu:\n")
+	for g := 0; g < 8; g++ {
+		fmt.Fprintf(&s, "  - {id: gpu%d, numaNode: %d}\n", g, g*2)
+	}
+	n, err := node.Parse([]byte(s.String()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, policy := range []string{"best-effort", "single-numa-node"} {
+		b.Run(policy, func(b *testing.B) {
+			benchAdmit(b, n, 16, policy, guaranteed("trainer", "8", "32Gi", 1))
+		})
+	}
+}

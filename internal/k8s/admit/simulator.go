@@ -339,11 +339,12 @@ func toTopology(ph []map[string][]node.Hint) []map[string][]topology.Hint {
 				continue
 			}
 			l := make([]topology.Hint, len(hs))
+			masks := make([]topology.Bitmask, len(hs))
 			for j, h := range hs {
 				l[j] = topology.Hint{Preferred: h.Preferred}
 				if h.Affinity != nil {
-					b := topology.Bitmask(*h.Affinity)
-					l[j].Affinity = &b
+					masks[j] = topology.Bitmask(*h.Affinity)
+					l[j].Affinity = &masks[j]
 				}
 			}
 			tm[r] = l

@@ -13,6 +13,7 @@ package cpumanager
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"sort"
 
 	v1 "k8s.io/api/core/v1"
@@ -268,7 +269,10 @@ func (p *Static) PodHints(pod *v1.Pod) map[string][]node.Hint {
 // capacity fits the request (or socket-aligned with align-by-socket).
 func (p *Static) GenerateHints(available, reusable cpuset.CPUSet, request int) []node.Hint {
 	minAffinitySize := len(p.numaIDs)
-	avail := map[int]int{}
+	var capacity, avail [node.MaxNUMANodeID + 1]int
+	for id, n := range p.capacity {
+		capacity[id] = n
+	}
 	for _, c := range available.UnsortedList() {
 		if info, ok := p.topo.CPUDetails[c]; ok {
 			avail[info.NUMANodeID]++
@@ -280,11 +284,12 @@ func (p *Static) GenerateHints(available, reusable cpuset.CPUSet, request int) [
 		reuseMask |= node.MaskOf(p.topo.CPUDetails[c].NUMANodeID)
 		nReuse++
 	}
-	hints := []node.Hint{}
+	var masks []node.Mask
 	full := node.IterateMasks(p.numaIDs, p.MaxMasks, func(m node.Mask) {
 		capIn, availIn := 0, 0
-		for _, id := range m.Bits() {
-			capIn += p.capacity[id]
+		for v := uint64(m); v != 0; v &= v - 1 {
+			id := bits.TrailingZeros64(v)
+			capIn += capacity[id]
 			availIn += avail[id]
 		}
 		if capIn >= request && m.Count() < minAffinitySize {
@@ -296,15 +301,17 @@ func (p *Static) GenerateHints(available, reusable cpuset.CPUSet, request int) [
 		if nReuse+availIn < request {
 			return
 		}
-		hints = append(hints, node.NewHint(m, false))
+		masks = append(masks, m)
 	})
 	if !full {
 		if g := greedyMinNodes(p.numaIDs, p.capacity, request); g > 0 && g < minAffinitySize {
 			minAffinitySize = g
 		}
 	}
-	for i := range hints {
-		m := *hints[i].Affinity
+	hints := make([]node.Hint, len(masks))
+	for i := range masks {
+		m := masks[i]
+		hints[i] = node.Hint{Affinity: &masks[i]}
 		if p.opts.AlignBySocket && p.isHintSocketAligned(m, minAffinitySize) {
 			hints[i].Preferred = true
 			continue

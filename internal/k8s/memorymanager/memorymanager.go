@@ -10,6 +10,7 @@ package memorymanager
 
 import (
 	"fmt"
+	"math/bits"
 	"sort"
 	"strings"
 
@@ -320,44 +321,69 @@ func sortedNames(reqs map[v1.ResourceName]uint64) []v1.ResourceName {
 // CalculateHints is kubelet's calculateHints.
 func (p *Static) CalculateHints(pod *v1.Pod, reqs map[v1.ResourceName]uint64) map[string][]node.Hint {
 	names := sortedNames(reqs)
+	// Dense per-NUMA tables (ids are 0..63) so the mask loop does no map
+	// lookups or allocations.
+	var alloc, free [][node.MaxNUMANodeID + 1]uint64
+	alloc = make([][node.MaxNUMANodeID + 1]uint64, len(names))
+	free = make([][node.MaxNUMANodeID + 1]uint64, len(names))
+	want := make([]uint64, len(names))
+	var assigned, grouped node.Mask // nodes with assignments / in a multi-NUMA group
+	var cells [node.MaxNUMANodeID + 1]node.Mask
+	for _, id := range p.ids {
+		st := p.state[id]
+		for k, name := range names {
+			if t := st.Memory[name]; t != nil {
+				alloc[k][id] = t.Allocatable
+				free[k][id] = t.Free
+			}
+		}
+		if st.NumberOfAssignments > 0 {
+			assigned |= node.MaskOf(id)
+		}
+		if len(st.Cells) > 1 {
+			grouped |= node.MaskOf(id)
+		}
+		cells[id] = node.MaskOf(st.Cells...)
+	}
+	for k, name := range names {
+		want[k] = reqs[name]
+	}
 	minAffinitySize := len(p.ids)
 	var masks []node.Mask
 	full := node.IterateMasks(p.ids, p.MaxMasks, func(m node.Mask) {
-		bits := m.Bits()
-		single := len(bits) == 1
-		for _, name := range names {
-			var alloc uint64
-			for _, id := range bits {
-				if t := p.state[id].Memory[name]; t != nil {
-					alloc += t.Allocatable
-				}
+		for k := range names {
+			var a uint64
+			for v := uint64(m); v != 0; v &= v - 1 {
+				a += alloc[k][bits.TrailingZeros64(v)]
 			}
-			if alloc < reqs[name] {
+			if a < want[k] {
 				return
 			}
 		}
-		if m.Count() < minAffinitySize {
-			minAffinitySize = m.Count()
+		count := m.Count()
+		if count < minAffinitySize {
+			minAffinitySize = count
 		}
-		if single && len(p.state[bits[0]].Cells) > 1 {
-			return
-		}
-		for _, id := range bits {
-			st := p.state[id]
-			if !single && st.NumberOfAssignments > 0 {
-				if len(st.Cells) == 1 || !groupEquals(st.Cells, bits) {
+		if count == 1 {
+			if grouped&m != 0 {
+				return
+			}
+		} else {
+			// A node already used by an allocation may join this mask only
+			// when it is in a group equal to this mask.
+			for v := uint64(m & assigned); v != 0; v &= v - 1 {
+				id := bits.TrailingZeros64(v)
+				if grouped&node.MaskOf(id) == 0 || cells[id] != m {
 					return
 				}
 			}
 		}
-		for _, name := range names {
-			var free uint64
-			for _, id := range bits {
-				if t := p.state[id].Memory[name]; t != nil {
-					free += t.Free
-				}
+		for k, name := range names {
+			var f uint64
+			for v := uint64(m); v != 0; v &= v - 1 {
+				f += free[k][bits.TrailingZeros64(v)]
 			}
-			if free+p.podReusable(pod, m, name) < reqs[name] {
+			if f+p.podReusable(pod, m, name) < want[k] {
 				return
 			}
 		}
@@ -369,14 +395,16 @@ func (p *Static) CalculateHints(pod *v1.Pod, reqs map[v1.ResourceName]uint64) ma
 		}
 	}
 	hints := map[string][]node.Hint{}
+	if len(masks) == 0 {
+		return hints
+	}
+	// One list shared by every memory type: the hints are identical.
+	list := make([]node.Hint, len(masks))
+	for i := range masks {
+		list[i] = node.Hint{Affinity: &masks[i], Preferred: masks[i].Count() == minAffinitySize}
+	}
 	for _, name := range names {
-		list := make([]node.Hint, 0, len(masks))
-		for _, m := range masks {
-			list = append(list, node.NewHint(m, m.Count() == minAffinitySize))
-		}
-		if len(masks) > 0 {
-			hints[string(name)] = list
-		}
+		hints[string(name)] = list
 	}
 	return hints
 }
