@@ -137,10 +137,10 @@ func New(n *node.Node, kc *kubeletv1beta1.KubeletConfiguration, o Options) (*Sim
 		if kc.ReservedSystemCPUs != "" {
 			reserved, err = cpuset.Parse(kc.ReservedSystemCPUs)
 			if err != nil {
-				return nil, fmt.Errorf("reservedSystemCPUs: unable to parse %q: %w", kc.ReservedSystemCPUs, err)
+				return nil, fmt.Errorf("reservedSystemCPUs: unable to parse reserved-cpus list: %w", err)
 			}
 			if !reserved.IsSubsetOf(topo.CPUDetails.CPUs()) {
-				return nil, fmt.Errorf("reservedSystemCPUs: %s is not a subset of the node's CPUs %s", reserved, topo.CPUDetails.CPUs())
+				return nil, fmt.Errorf("reservedSystemCPUs: reserved-cpus: %s is not a subset of online-cpus: %s", reserved, topo.CPUDetails.CPUs())
 			}
 		}
 		kr, sr := quantityOf(kc.KubeReserved, "cpu"), quantityOf(kc.SystemReserved, "cpu")
