@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"sort"
 	"strings"
 	"testing"
 
@@ -89,6 +90,16 @@ func TestAdmitEndToEndDifferential(t *testing.T) {
 	ctx := klog.NewContext(context.Background(), logger)
 	n := admitCases(t, 10000)
 	counts := map[string]int{}
+	named := namedMachines(t)
+	var namedNames []string
+	for k := range named {
+		namedNames = append(namedNames, k)
+	}
+	sort.Strings(namedNames)
+	var namedList []*node.Node
+	for _, k := range namedNames {
+		namedList = append(namedList, named[k])
+	}
 	for i := admitFrom(); i < n; i++ {
 		seed := uint64(i)
 		r := rand.New(rand.NewPCG(seed, 0xe2e))
@@ -103,6 +114,12 @@ func TestAdmitEndToEndDifferential(t *testing.T) {
 			tmOpts = map[string]string{"prefer-closest-numa-nodes": "true"}
 		}
 		nd := mustNode(t, spec.build(mem, nil, nil))
+		machine := fmt.Sprintf("%+v", spec)
+		if i%10 == 9 {
+			// Every tenth case runs on one of kubelet's named test machines.
+			nd, machine = namedList[(i/10)%len(namedList)], namedNames[(i/10)%len(namedList)]
+			tmOpts = nil
+		}
 		policy := []string{"none", "best-effort", "restricted", "single-numa-node"}[r.IntN(4)]
 		scope := []string{"container", "pod"}[r.IntN(2)]
 		opts := cpuOptionSets[r.IntN(len(cpuOptionSets))]
@@ -132,7 +149,7 @@ func TestAdmitEndToEndDifferential(t *testing.T) {
 			upReserved[nn.ID] = map[v1.ResourceName]uint64{v1.ResourceMemory: uint64(mi << 20)}
 		}
 		kc.SystemReserved = map[string]string{"memory": fmt.Sprintf("%dMi", totalMi-100)}
-		name := fmt.Sprintf("case %d (seed %d, %+v, %s/%s, opts %v, topology options %v)", i, seed, spec, policy, scope, opts, tmOpts)
+		name := fmt.Sprintf("case %d (seed %d, %s, %s/%s, opts %v, topology options %v)", i, seed, machine, policy, scope, opts, tmOpts)
 
 		sim, myErr := admit.New(nd, kc, admit.Options{})
 
