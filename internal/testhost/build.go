@@ -319,7 +319,7 @@ func buildPCI(s Spec, t *tree, nodeCPUs [][]int, all cpuset.CPUSet) error {
 			t.file(dir+"/local_cpulist", local+"\n")
 			t.link("/sys/bus/pci/devices/"+b, dir)
 			t.link(dir+"/driver", "/sys/bus/pci/drivers/pcieport")
-			t.dir("/sys/bus/pci/drivers/pcieport")
+			t.file("/sys/bus/pci/drivers/pcieport/uevent", "")
 		}
 		return dir
 	}
@@ -351,7 +351,7 @@ func buildPCI(s Spec, t *tree, nodeCPUs [][]int, all cpuset.CPUSet) error {
 		}
 		if d.Driver != "" {
 			t.link(dir+"/driver", "/sys/bus/pci/drivers/"+d.Driver)
-			t.dir("/sys/bus/pci/drivers/" + d.Driver)
+			t.file("/sys/bus/pci/drivers/"+d.Driver+"/uevent", "")
 		}
 		if len(d.IRQs) > 0 {
 			t.file(dir+"/irq", fmt.Sprintf("%d\n", d.IRQs[0]))
@@ -378,7 +378,8 @@ func buildPCI(s Spec, t *tree, nodeCPUs [][]int, all cpuset.CPUSet) error {
 			t.link("/sys/class/infiniband/"+ib, id)
 		}
 		if d.NVMe != "" {
-			t.dir(dir + "/nvme/" + d.NVMe)
+			// Files, not empty directories: git does not keep those.
+			t.file(dir+"/nvme/"+d.NVMe+"/model", "SAMSUNG MZQL23T8HCLS-00A07\n")
 		}
 	}
 	// Virtual interfaces must be ignored by discovery.

@@ -2,6 +2,7 @@ package testhost
 
 import (
 	"flag"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -69,6 +70,20 @@ func TestExpectedMatchesWrite(t *testing.T) {
 	want, _ := Expected(GH200())
 	if d := DiffSnapshots(want, got); len(d) > 0 {
 		t.Fatalf("Expected and Write disagree: %v", d[:min(len(d), 10)])
+	}
+	// git keeps no empty directories, so a fixture must not rely on one.
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return err
+		}
+		ents, err := os.ReadDir(p)
+		if err == nil && len(ents) == 0 {
+			t.Errorf("empty directory %s would be lost in git", p)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 
