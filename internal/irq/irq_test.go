@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpunode/gpunode/internal/goldenfile"
+
 	"k8s.io/utils/cpuset"
 
 	"github.com/gpunode/gpunode/internal/hostfs"
@@ -25,36 +27,7 @@ var update = flag.Bool("update", false, "rewrite golden files")
 
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	p := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(p, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatalf("%v (run go test ./internal/irq -update)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Fatalf("%s differs from golden (run with -update to accept):\n%s", p, firstDiff(string(want), string(got)))
-	}
-}
-
-func firstDiff(a, b string) string {
-	al, bl := strings.Split(a, "\n"), strings.Split(b, "\n")
-	for i := 0; i < len(al) || i < len(bl); i++ {
-		var x, y string
-		if i < len(al) {
-			x = al[i]
-		}
-		if i < len(bl) {
-			y = bl[i]
-		}
-		if x != y {
-			return "line " + itoa(i+1) + ":\n want: " + x + "\n  got: " + y
-		}
-	}
-	return ""
+	goldenfile.Check(t, filepath.Join("testdata", name), got, *update)
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }

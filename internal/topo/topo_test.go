@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpunode/gpunode/internal/goldenfile"
+
 	"github.com/gpunode/gpunode/internal/hostfs"
 	"github.com/gpunode/gpunode/internal/output"
 	"github.com/gpunode/gpunode/internal/testhost"
@@ -35,22 +37,7 @@ func discover(t testing.TB, root string) *Topology {
 
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	p := filepath.Join("testdata", "golden", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatalf("%v (run go test ./internal/topo -update)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from golden (run go test ./internal/topo -update and review the diff)\n--- got ---\n%s", p, got)
-	}
+	goldenfile.Check(t, filepath.Join("testdata", "golden", name), got, *update)
 }
 
 func TestGolden(t *testing.T) {

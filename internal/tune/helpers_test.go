@@ -3,10 +3,11 @@ package tune
 import (
 	"context"
 	"flag"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/gpunode/gpunode/internal/goldenfile"
 
 	"github.com/gpunode/gpunode/internal/hostfs"
 	"github.com/gpunode/gpunode/internal/journal/journaltest"
@@ -54,23 +55,7 @@ func snapshot(t testing.TB, root string) journaltest.Tree {
 
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	p := filepath.Join("testdata", "golden", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatalf("%v (run go test ./internal/tune -update)", err)
-	}
-	if string(want) != string(got) {
-		t.Errorf("%s differs from golden (rerun with -update if intended):\n--- got\n%s\n--- want\n%s", name, got, want)
-	}
+	goldenfile.Check(t, filepath.Join("testdata", "golden", name), got, *update)
 }
 
 var testClock = func() time.Time { return time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC) }
