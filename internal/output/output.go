@@ -94,3 +94,37 @@ func (o Options) Paint(color, s string) string {
 	}
 	return "\x1b[" + c + "m" + s + "\x1b[0m"
 }
+
+// ErrWriter wraps a writer and remembers its first error, so a table can be
+// written with many Printf calls and one error check at the end.
+type ErrWriter struct {
+	W   io.Writer
+	Err error
+}
+
+// Write implements io.Writer; after the first error it writes nothing.
+func (e *ErrWriter) Write(p []byte) (int, error) {
+	if e.Err != nil {
+		return 0, e.Err
+	}
+	n, err := e.W.Write(p)
+	e.Err = err
+	return n, err
+}
+
+// Printf formats to the writer.
+func (e *ErrWriter) Printf(format string, args ...any) { fmt.Fprintf(e, format, args...) }
+
+// HumanBytes renders a byte count in binary units ("503.5 GiB").
+func HumanBytes(b uint64) string {
+	const unit = 1024
+	if b < unit {
+		return fmt.Sprintf("%d B", b)
+	}
+	div, exp := uint64(unit), 0
+	for n := b / unit; n >= unit; n /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(b)/float64(div), "KMGTPE"[exp])
+}

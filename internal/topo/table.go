@@ -24,7 +24,7 @@ func legend() [][2]string {
 // WriteTable renders the topology as the union of `numactl -H`, `lscpu` and
 // `nvidia-smi topo -m`.
 func (t *Topology) WriteTable(w io.Writer, o output.Options) error {
-	ew := &errWriter{w: w}
+	ew := &output.ErrWriter{W: w}
 	smt := "off"
 	if t.SMTActive {
 		smt = "on"
@@ -33,21 +33,21 @@ func (t *Topology) WriteTable(w io.Writer, o output.Options) error {
 	if host == "" {
 		host = "(unknown host)"
 	}
-	ew.printf("%s", o.Paint("bold", host))
+	ew.Printf("%s", o.Paint("bold", host))
 	if t.Kernel != "" {
-		ew.printf("  kernel %s", t.Kernel)
+		ew.Printf("  kernel %s", t.Kernel)
 	}
-	ew.printf("\n")
+	ew.Printf("\n")
 	if t.CPUModel != "" {
-		ew.printf("%s\n", t.CPUModel)
+		ew.Printf("%s\n", t.CPUModel)
 	}
-	ew.printf("%d socket(s), %d NUMA node(s), %d CPUs (%d cores, SMT %s), %d GPU(s), %d NIC(s), %d NVMe, %d NVSwitch(es)\n",
+	ew.Printf("%d socket(s), %d NUMA node(s), %d CPUs (%d cores, SMT %s), %d GPU(s), %d NIC(s), %d NVMe, %d NVSwitch(es)\n",
 		len(t.Sockets), len(t.NUMANodes), t.OnlineCPUs.Size(), t.Cores(), smt, len(t.GPUs), len(t.NICs), len(t.NVMe), len(t.NVSwitches))
 	if t.IsolatedCPUs.Size() > 0 || t.NohzFullCPUs.Size() > 0 {
-		ew.printf("isolated CPUs: %s  nohz_full CPUs: %s\n", orNone(t.IsolatedCPUs.String()), orNone(t.NohzFullCPUs.String()))
+		ew.Printf("isolated CPUs: %s  nohz_full CPUs: %s\n", orNone(t.IsolatedCPUs.String()), orNone(t.NohzFullCPUs.String()))
 	}
 
-	ew.printf("\n%s\n", o.Paint("bold", "NUMA nodes"))
+	ew.Printf("\n%s\n", o.Paint("bold", "NUMA nodes"))
 	tw := output.NewTabWriter(ew)
 	fmt.Fprintln(tw, "NODE\tCPUS\tMEMORY\tFREE\tHUGEPAGES\tGPUS\tNICS")
 	for _, n := range t.NUMANodes {
@@ -58,12 +58,12 @@ func (t *Topology) WriteTable(w io.Writer, o output.Options) error {
 				cpus = fmt.Sprintf("- (GPU%d memory)", *n.GPU)
 			}
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", n.ID, cpus, humanBytes(n.MemTotalBytes), humanBytes(n.MemFreeBytes),
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", n.ID, cpus, output.HumanBytes(n.MemTotalBytes), output.HumanBytes(n.MemFreeBytes),
 			hugeSummary(n.HugePages), namesOnNode(t.GPUs, n.ID), namesOnNode(t.NICs, n.ID))
 	}
 	tw.Flush()
 	if len(t.NUMANodes) > 0 && len(t.NUMANodes[0].Distances) > 0 {
-		ew.printf("\nnode distances:\n")
+		ew.Printf("\nnode distances:\n")
 		tw = output.NewTabWriter(ew)
 		fmt.Fprint(tw, "node")
 		for _, n := range t.NUMANodes {
@@ -82,7 +82,7 @@ func (t *Topology) WriteTable(w io.Writer, o output.Options) error {
 
 	devs := matrixDevices(t)
 	if len(devs) > 0 {
-		ew.printf("\n%s\n", o.Paint("bold", "GPU/NIC topology"))
+		ew.Printf("\n%s\n", o.Paint("bold", "GPU/NIC topology"))
 		label := func(d *PCIDevice) string {
 			if d.Kind == KindNIC {
 				return fmt.Sprintf("NIC%d", d.Index)
@@ -107,21 +107,21 @@ func (t *Topology) WriteTable(w io.Writer, o output.Options) error {
 			fmt.Fprintf(tw, "\t%s\t%s\n", orNA(a.LocalCPUs.String()), numa)
 		}
 		tw.Flush()
-		ew.printf("\nLegend:\n\n")
+		ew.Printf("\nLegend:\n\n")
 		for _, l := range legend() {
-			ew.printf("  %-4s = %s\n", l[0], l[1])
+			ew.Printf("  %-4s = %s\n", l[0], l[1])
 		}
 		if len(t.NICs) > 0 {
-			ew.printf("\nNIC Legend:\n\n")
+			ew.Printf("\nNIC Legend:\n\n")
 			for _, n := range t.NICs {
-				ew.printf("  NIC%d: %s\n", n.Index, n.Name)
+				ew.Printf("  NIC%d: %s\n", n.Index, n.Name)
 			}
 		}
 	}
 
 	all := append(append(append(append([]PCIDevice{}, t.GPUs...), t.NICs...), t.NVMe...), t.NVSwitches...)
 	if len(all) > 0 {
-		ew.printf("\n%s\n", o.Paint("bold", "PCI devices"))
+		ew.Printf("\n%s\n", o.Paint("bold", "PCI devices"))
 		tw = output.NewTabWriter(ew)
 		fmt.Fprintln(tw, "NAME\tKIND\tBDF\tID\tNUMA\tLOCAL CPUS\tLINK\tDRIVER\tIRQS")
 		inferred := false
@@ -147,33 +147,17 @@ func (t *Topology) WriteTable(w io.Writer, o output.Options) error {
 		}
 		tw.Flush()
 		if inferred {
-			ew.printf("(* NUMA node inferred: numa_node was -1)\n")
+			ew.Printf("(* NUMA node inferred: numa_node was -1)\n")
 		}
 	}
 	if len(t.Warnings) > 0 {
-		ew.printf("\n%s\n", o.Paint("yellow", fmt.Sprintf("Warnings (%d):", len(t.Warnings))))
+		ew.Printf("\n%s\n", o.Paint("yellow", fmt.Sprintf("Warnings (%d):", len(t.Warnings))))
 		for _, wn := range t.Warnings {
-			ew.printf("  - %s\n", wn)
+			ew.Printf("  - %s\n", wn)
 		}
 	}
-	return ew.err
+	return ew.Err
 }
-
-type errWriter struct {
-	w   io.Writer
-	err error
-}
-
-func (e *errWriter) Write(p []byte) (int, error) {
-	if e.err != nil {
-		return 0, e.err
-	}
-	n, err := e.w.Write(p)
-	e.err = err
-	return n, err
-}
-
-func (e *errWriter) printf(format string, args ...any) { fmt.Fprintf(e, format, args...) }
 
 func orNone(s string) string {
 	if s == "" {
@@ -206,25 +190,11 @@ func hugeSummary(hp []HugePages) string {
 	var parts []string
 	for _, h := range hp {
 		if h.Total > 0 {
-			parts = append(parts, fmt.Sprintf("%dx%s (%d free)", h.Total, humanBytes(h.SizeBytes), h.Free))
+			parts = append(parts, fmt.Sprintf("%dx%s (%d free)", h.Total, output.HumanBytes(h.SizeBytes), h.Free))
 		}
 	}
 	if len(parts) == 0 {
 		return "-"
 	}
 	return strings.Join(parts, ", ")
-}
-
-// humanBytes renders a byte count in binary units ("503.5 GiB").
-func humanBytes(b uint64) string {
-	const unit = 1024
-	if b < unit {
-		return fmt.Sprintf("%d B", b)
-	}
-	div, exp := uint64(unit), 0
-	for n := b / unit; n >= unit; n /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(b)/float64(div), "KMGTPE"[exp])
 }

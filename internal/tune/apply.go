@@ -411,14 +411,14 @@ func Apply(ctx context.Context, h *Host, cat *Catalogue, req ApplyRequest) (*Pla
 
 // WriteTable implements output.Tabler.
 func (r *PlanReport) WriteTable(w io.Writer, o output.Options) error {
-	ew := &errWriter{w: w}
+	ew := &output.ErrWriter{W: w}
 	verb := map[string]string{"plan": "would change", "dry-run": "would change (dry run)", "apply": "changed"}[r.Mode]
 	if !r.Changed && len(r.Items) == 0 && r.Mode == "apply" {
 		verb = "nothing to change"
 	}
-	ew.printf("profile %s: %s\n", r.Profile, verb)
+	ew.Printf("profile %s: %s\n", r.Profile, verb)
 	if len(r.Items) > 0 {
-		ew.printf("\nruntime:\n")
+		ew.Printf("\nruntime:\n")
 		tw := output.NewTabWriter(ew)
 		fmt.Fprintln(tw, "  SETTING\tCURRENT\tEXPECTED\tACTION")
 		for _, it := range r.Items {
@@ -433,32 +433,32 @@ func (r *PlanReport) WriteTable(w io.Writer, o output.Options) error {
 		tw.Flush()
 	}
 	if len(r.Files) > 0 {
-		ew.printf("\nfiles:\n")
+		ew.Printf("\nfiles:\n")
 		for _, f := range r.Files {
-			ew.printf("  %-9s %s\n", f.Action, f.Path)
+			ew.Printf("  %-9s %s\n", f.Action, f.Path)
 			if f.Content != "" && r.Mode != "apply" {
 				for _, l := range strings.Split(strings.TrimRight(f.Content, "\n"), "\n") {
 					if strings.HasPrefix(l, "#") && f.Path != fileFstab && f.Path != grubFile {
 						continue
 					}
-					ew.printf("    | %s\n", l)
+					ew.Printf("    | %s\n", l)
 				}
 			}
 		}
 	}
 	if len(r.Boot) > 0 {
-		ew.printf("\nkernel parameters: %s\n", strings.Join(r.Boot, " "))
+		ew.Printf("\nkernel parameters: %s\n", strings.Join(r.Boot, " "))
 	}
 	for _, n := range r.Notes {
-		ew.printf("note: %s\n", n)
+		ew.Printf("note: %s\n", n)
 	}
 	for _, m := range r.Manual {
-		ew.printf("run by hand: %s\n", m)
+		ew.Printf("run by hand: %s\n", m)
 	}
 	if r.Journal != "" {
-		ew.printf("\njournal %s: %d steps recorded; undo with 'gpunode tune rollback'\n", r.Journal, r.Steps)
+		ew.Printf("\njournal %s: %d steps recorded; undo with 'gpunode tune rollback'\n", r.Journal, r.Steps)
 	}
-	return ew.err
+	return ew.Err
 }
 
 // ---- rollback ----
@@ -481,20 +481,20 @@ func Rollback(ctx context.Context, fsys *hostfs.FS, stateDir string, dryRun bool
 
 // WriteTable implements output.Tabler.
 func (r *RollbackReport) WriteTable(w io.Writer, _ output.Options) error {
-	ew := &errWriter{w: w}
+	ew := &output.ErrWriter{W: w}
 	if len(r.Transactions) == 0 {
-		ew.printf("nothing to roll back\n")
-		return ew.err
+		ew.Printf("nothing to roll back\n")
+		return ew.Err
 	}
 	verb := "rolled back"
 	if r.DryRun {
 		verb = "would roll back"
 	}
 	for _, t := range r.Transactions {
-		ew.printf("%s %s (profile %s, %s, was %s): %d steps\n", verb, t.ID, orDash(t.Profile), t.Started.Format(time.RFC3339), t.Was, len(t.Steps))
+		ew.Printf("%s %s (profile %s, %s, was %s): %d steps\n", verb, t.ID, orDash(t.Profile), t.Started.Format(time.RFC3339), t.Was, len(t.Steps))
 		for i, s := range t.Steps {
 			if i == 12 && len(t.Steps) > 13 {
-				ew.printf("  ... and %d more steps (-o json lists them)\n", len(t.Steps)-12)
+				ew.Printf("  ... and %d more steps (-o json lists them)\n", len(t.Steps)-12)
 				break
 			}
 			what := s.Path
@@ -505,10 +505,10 @@ func (r *RollbackReport) WriteTable(w io.Writer, _ output.Options) error {
 			if s.Error != "" {
 				line += "  ERROR: " + s.Error
 			}
-			ew.printf("%s\n", line)
+			ew.Printf("%s\n", line)
 		}
 	}
-	return ew.err
+	return ew.Err
 }
 
 // ---- status ----
@@ -616,29 +616,29 @@ func dedup(s []string) []string {
 
 // WriteTable implements output.Tabler.
 func (s *StatusReport) WriteTable(w io.Writer, o output.Options) error {
-	ew := &errWriter{w: w}
+	ew := &output.ErrWriter{W: w}
 	if !s.Applied {
-		ew.printf("no profile applied\n")
+		ew.Printf("no profile applied\n")
 	} else {
-		ew.printf("applied profile: %s\n", s.Profile)
+		ew.Printf("applied profile: %s\n", s.Profile)
 	}
 	for _, t := range s.Transactions {
-		ew.printf("  %s  %-11s %-20s %s  %d steps %s\n", t.ID, t.State, t.Profile, t.Started.Format(time.RFC3339), t.Steps, t.Reason)
+		ew.Printf("  %s  %-11s %-20s %s  %d steps %s\n", t.ID, t.State, t.Profile, t.Started.Format(time.RFC3339), t.Steps, t.Reason)
 	}
 	for _, id := range s.Interrupted {
-		ew.printf("INTERRUPTED: %s never committed; run 'gpunode tune rollback'\n", id)
+		ew.Printf("INTERRUPTED: %s never committed; run 'gpunode tune rollback'\n", id)
 	}
 	for _, u := range s.Unreadable {
-		ew.printf("UNREADABLE journal: %s\n", u)
+		ew.Printf("UNREADABLE journal: %s\n", u)
 	}
 	for _, f := range s.ModifiedFiles {
-		ew.printf("modified since apply: %s\n", f)
+		ew.Printf("modified since apply: %s\n", f)
 	}
 	if s.Audit != nil {
-		ew.printf("\n")
+		ew.Printf("\n")
 		if err := s.Audit.WriteTable(ew, o); err != nil {
 			return err
 		}
 	}
-	return ew.err
+	return ew.Err
 }

@@ -298,7 +298,7 @@ func Audit(ctx context.Context, h *Host, cat *Catalogue, p *Profile, opt Options
 
 // WriteTable implements output.Tabler.
 func (r *Report) WriteTable(w io.Writer, o output.Options) error {
-	ew := &errWriter{w: w}
+	ew := &output.ErrWriter{W: w}
 	tw := output.NewTabWriter(ew)
 	fmt.Fprintln(tw, "STATUS\tLAYER\tSETTING\tCURRENT\tEXPECTED")
 	for _, c := range r.Checks {
@@ -311,29 +311,29 @@ func (r *Report) WriteTable(w io.Writer, o output.Options) error {
 			continue
 		}
 		if first {
-			ew.printf("\n")
+			ew.Printf("\n")
 			first = false
 		}
-		ew.printf("%s: %s\n", o.Paint("bold", c.ID), c.Status)
+		ew.Printf("%s: %s\n", o.Paint("bold", c.ID), c.Status)
 		if c.Detail != "" {
-			ew.printf("  detail: %s\n", c.Detail)
+			ew.Printf("  detail: %s\n", c.Detail)
 		}
 		if c.Boot != "" && c.Boot != c.Current && c.Status != StatusAbsent && c.Status != StatusError {
-			ew.printf("  boot: %s\n", c.Boot)
+			ew.Printf("  boot: %s\n", c.Boot)
 		}
 		for _, f := range c.Fix {
-			ew.printf("  fix: %s\n", f)
+			ew.Printf("  fix: %s\n", f)
 		}
 		if c.Reason != "" && c.Status != StatusAbsent {
-			ew.printf("  why: %s\n", c.Reason)
+			ew.Printf("  why: %s\n", c.Reason)
 		}
 	}
 	for _, wmsg := range r.Warnings {
-		ew.printf("warning: %s\n", wmsg)
+		ew.Printf("warning: %s\n", wmsg)
 	}
 	s := r.Summary
-	ew.printf("\n%d ok, %d drift, %d pending-reboot, %d absent, %d error (profile %s)\n", s.OK, s.Drift, s.PendingReboot, s.Absent, s.Error, r.Profile)
-	return ew.err
+	ew.Printf("\n%d ok, %d drift, %d pending-reboot, %d absent, %d error (profile %s)\n", s.OK, s.Drift, s.PendingReboot, s.Absent, s.Error, r.Profile)
+	return ew.Err
 }
 
 func paintStatus(o output.Options, s Status) string {
@@ -361,19 +361,3 @@ func clip(s string, n int) string {
 	}
 	return s[:n-3] + "..."
 }
-
-type errWriter struct {
-	w   io.Writer
-	err error
-}
-
-func (e *errWriter) Write(p []byte) (int, error) {
-	if e.err != nil {
-		return 0, e.err
-	}
-	n, err := e.w.Write(p)
-	e.err = err
-	return n, err
-}
-
-func (e *errWriter) printf(format string, args ...any) { fmt.Fprintf(e, format, args...) }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/gpunode/gpunode/internal/hostfs"
+	"github.com/gpunode/gpunode/internal/output"
 	"github.com/gpunode/gpunode/internal/topo"
 )
 
@@ -103,7 +104,7 @@ func (k shmKnob) read(h *Host) (observation, error) {
 	if err != nil {
 		return observation{}, err
 	}
-	return observation{Current: fmt.Sprintf("%d%%", size*100/mem), Detail: fmt.Sprintf("%s of %s memory", human(size), human(mem))}, nil
+	return observation{Current: fmt.Sprintf("%d%%", size*100/mem), Detail: fmt.Sprintf("%s of %s memory", output.HumanBytes(size), output.HumanBytes(mem))}, nil
 }
 func (shmKnob) validate(v string) error {
 	p, ok := strings.CutSuffix(v, "%")
@@ -127,17 +128,6 @@ func (k shmKnob) changes(h *Host, o observation, w string) ([]change, persist, e
 		return nil, persist{}, nil
 	}
 	return nil, persist{manual: k.fix(h, w)}, nil
-}
-
-func human(b uint64) string {
-	switch {
-	case b >= 1<<40:
-		return fmt.Sprintf("%.1f TiB", float64(b)/(1<<40))
-	case b >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30))
-	default:
-		return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
-	}
 }
 
 // processRunning reports whether a process whose comm is name runs.

@@ -23,7 +23,7 @@ type ProfileList struct {
 
 // WriteTable implements output.Tabler.
 func (l *ProfileList) WriteTable(w io.Writer, _ output.Options) error {
-	ew := &errWriter{w: w}
+	ew := &output.ErrWriter{W: w}
 	tw := output.NewTabWriter(ew)
 	fmt.Fprintln(tw, "NAME\tINCLUDES\tSETTINGS\tSOURCE\tDESCRIPTION")
 	for _, p := range l.Profiles {
@@ -34,7 +34,7 @@ func (l *ProfileList) WriteTable(w io.Writer, _ output.Options) error {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", p.Name, orDash(p.Include), p.Settings, p.Source, desc)
 	}
 	tw.Flush()
-	return ew.err
+	return ew.Err
 }
 
 // ProfileView is the output of 'tune show NAME': the resolved settings.
@@ -72,16 +72,16 @@ func View(cat *Catalogue, p *Profile) *ProfileView {
 
 // WriteTable implements output.Tabler.
 func (v *ProfileView) WriteTable(w io.Writer, o output.Options) error {
-	ew := &errWriter{w: w}
-	ew.printf("profile %s (%s)", v.Name, v.Source)
+	ew := &output.ErrWriter{W: w}
+	ew.Printf("profile %s (%s)", v.Name, v.Source)
 	if len(v.Include) > 0 {
-		ew.printf(", includes %s", strings.Join(v.Include, ", "))
+		ew.Printf(", includes %s", strings.Join(v.Include, ", "))
 	}
-	ew.printf("\n")
+	ew.Printf("\n")
 	if v.Description != "" {
-		ew.printf("%s\n", v.Description)
+		ew.Printf("%s\n", v.Description)
 	}
-	ew.printf("\n")
+	ew.Printf("\n")
 	tw := output.NewTabWriter(ew)
 	fmt.Fprintln(tw, "LAYER\tSETTING\tVALUE\tFROM\tREBOOT\tTITLE")
 	for _, s := range v.Settings {
@@ -92,6 +92,6 @@ func (v *ProfileView) WriteTable(w io.Writer, o output.Options) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.Layer, s.ID, s.Value, s.From, orDash(reboot), s.Title)
 	}
 	tw.Flush()
-	ew.printf("\n'auto' values are computed from the topology or memory size at audit time; 'report' shows a value without judging it.\n")
-	return ew.err
+	ew.Printf("\n'auto' values are computed from the topology or memory size at audit time; 'report' shows a value without judging it.\n")
+	return ew.Err
 }
