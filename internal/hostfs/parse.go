@@ -160,6 +160,46 @@ func ParseNodeMeminfo(b []byte) (map[string]uint64, error) {
 	return out, nil
 }
 
+// ParseMeminfo parses /proc/meminfo ("MemTotal:  65793868 kB") into bytes
+// (plain counts for lines without a unit, such as HugePages_Total) keyed by
+// field name. A malformed value is an error naming its line.
+func ParseMeminfo(b []byte) (map[string]uint64, error) {
+	out := map[string]uint64{}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for ln := 1; sc.Scan(); ln++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" {
+			continue
+		}
+		key, rest, ok := strings.Cut(line, ":")
+		f := strings.Fields(rest)
+		if !ok || len(f) == 0 || len(f) > 2 {
+			return nil, fmt.Errorf("line %d: want \"Key: value [kB]\", got %q", ln, shorten(line))
+		}
+		v, err := strconv.ParseUint(f[0], 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("line %d: %s: bad value %q", ln, key, f[0])
+		}
+		if len(f) == 2 {
+			if f[1] != "kB" {
+				return nil, fmt.Errorf("line %d: %s: unknown unit %q", ln, key, f[1])
+			}
+			if v > (1<<64-1)/1024 {
+				return nil, fmt.Errorf("line %d: %s: value overflows", ln, key)
+			}
+			v *= 1024
+		}
+		out[strings.TrimSpace(key)] = v
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no fields")
+	}
+	return out, nil
+}
+
 // ParseDistances parses a node's distance row ("10 21 21 21").
 func ParseDistances(s string) ([]int, error) {
 	f := strings.Fields(s)

@@ -105,6 +105,29 @@ func TestParseNodeMeminfo(t *testing.T) {
 	}
 }
 
+func TestParseMeminfo(t *testing.T) {
+	got, err := ParseMeminfo([]byte("MemTotal:       1024 kB\nHugePages_Total:   4\n\nMemFree: 512 kB\n"))
+	if err != nil || got["MemTotal"] != 1<<20 || got["HugePages_Total"] != 4 || got["MemFree"] != 512<<10 {
+		t.Fatalf("got %v, %v", got, err)
+	}
+	for _, bad := range []string{"", "MemTotal 5 kB", "MemTotal: x kB", "MemTotal: 5 MB", "MemTotal: 5 kB extra"} {
+		if _, err := ParseMeminfo([]byte(bad)); err == nil {
+			t.Errorf("ParseMeminfo(%q): want error", bad)
+		}
+	}
+}
+
+func FuzzParseMeminfo(f *testing.F) {
+	f.Add([]byte("MemTotal:       65793868 kB\nHugePages_Total: 4\n"))
+	f.Add([]byte("X: 1 MB"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, err := ParseMeminfo(b)
+		if err == nil && len(m) == 0 {
+			t.Fatal("no error and no fields")
+		}
+	})
+}
+
 func TestParseDistances(t *testing.T) {
 	got, err := ParseDistances("10 21 32\n")
 	if err != nil || len(got) != 3 || got[0] != 10 || got[2] != 32 {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/gpunode/gpunode/internal/hostfs"
 	"k8s.io/utils/cpuset"
 )
 
@@ -47,7 +48,7 @@ func buildIRQs(s Spec, t *tree, nodeCPUs [][]int, all cpuset.CPUSet) {
 		home := cpuset.New(all.UnsortedList()...)
 		switch {
 		case d.LocalCPUs != "":
-			if set, err := parseList(d.LocalCPUs); err == nil {
+			if set, err := hostfs.ParseCPUList(d.LocalCPUs); err == nil {
 				home = set
 			}
 		case d.NUMANode >= 0 && d.NUMANode < len(nodeCPUs):
@@ -95,9 +96,9 @@ func buildIRQs(s Spec, t *tree, nodeCPUs [][]int, all cpuset.CPUSet) {
 			}
 			row(fmt.Sprint(irq), counts, fmt.Sprintf(" %s%s %4s      %s", chipPrefix, d.BDF, trigger, action))
 			dir := fmt.Sprintf("/proc/irq/%d", irq)
-			t.file(dir+"/smp_affinity", formatMask(affinity, ncpu)+"\n")
+			t.file(dir+"/smp_affinity", hostfs.FormatCPUMask(affinity, ncpu)+"\n")
 			t.file(dir+"/smp_affinity_list", affinity.String()+"\n")
-			t.file(dir+"/effective_affinity", formatMask(cpuset.New(effective), ncpu)+"\n")
+			t.file(dir+"/effective_affinity", hostfs.FormatCPUMask(cpuset.New(effective), ncpu)+"\n")
 			t.file(dir+"/effective_affinity_list", fmt.Sprintf("%d\n", effective))
 			t.file(dir+"/node", fmt.Sprintf("%d\n", d.NUMANode))
 		}
@@ -120,41 +121,5 @@ func buildIRQs(s Spec, t *tree, nodeCPUs [][]int, all cpuset.CPUSet) {
 		fmt.Fprintf(&b, "%*s: %10d\n", prec, "MIS", 0)
 	}
 	t.file("/proc/interrupts", b.String())
-	t.file("/proc/irq/default_smp_affinity", formatMask(all, ncpu)+"\n")
-}
-
-// formatMask renders set as the kernel's comma-separated 32-bit hex words.
-func formatMask(set cpuset.CPUSet, ncpu int) string {
-	nwords := (ncpu + 31) / 32
-	if nwords == 0 {
-		nwords = 1
-	}
-	words := make([]uint32, nwords)
-	for _, c := range set.UnsortedList() {
-		words[c/32] |= 1 << (c % 32)
-	}
-	parts := make([]string, nwords)
-	for i := range words {
-		parts[nwords-1-i] = fmt.Sprintf("%08x", words[i])
-	}
-	return strings.Join(parts, ",")
-}
-
-// parseList parses the simple cpulists the specs use ("0-7,64-71").
-func parseList(s string) (cpuset.CPUSet, error) {
-	var ids []int
-	for _, part := range strings.Split(s, ",") {
-		var lo, hi int
-		if n, _ := fmt.Sscanf(part, "%d-%d", &lo, &hi); n == 2 {
-			for i := lo; i <= hi; i++ {
-				ids = append(ids, i)
-			}
-			continue
-		}
-		if _, err := fmt.Sscanf(part, "%d", &lo); err != nil {
-			return cpuset.CPUSet{}, fmt.Errorf("cpulist %q: %w", s, err)
-		}
-		ids = append(ids, lo)
-	}
-	return cpuset.New(ids...), nil
+	t.file("/proc/irq/default_smp_affinity", hostfs.FormatCPUMask(all, ncpu)+"\n")
 }

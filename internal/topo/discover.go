@@ -309,31 +309,6 @@ func (d *discoverer) l3(cpuDir string) int {
 	return len(d.t.L3Caches) - 1
 }
 
-// parseProcMeminfo reads the "Key: value kB" lines of /proc/meminfo into
-// bytes; malformed lines are skipped.
-func parseProcMeminfo(b []byte) map[string]uint64 {
-	out := map[string]uint64{}
-	for _, line := range strings.Split(string(b), "\n") {
-		k, v, ok := strings.Cut(line, ":")
-		if !ok {
-			continue
-		}
-		f := strings.Fields(v)
-		if len(f) == 0 {
-			continue
-		}
-		n, err := strconv.ParseUint(f[0], 10, 64)
-		if err != nil {
-			continue
-		}
-		if len(f) > 1 && f[1] == "kB" {
-			n <<= 10
-		}
-		out[strings.TrimSpace(k)] = n
-	}
-	return out
-}
-
 // parseSize parses cache sizes such as "32768K" or "36M".
 func parseSize(s string) uint64 {
 	mult := uint64(1)
@@ -368,8 +343,9 @@ func (d *discoverer) nodes() {
 		n := NUMANode{ID: 0, Distances: []int{10}}
 		if b, err := d.fs.ReadFile("/proc/meminfo"); err != nil {
 			d.warnErr("/proc/meminfo", err, false)
+		} else if mi, err := hostfs.ParseMeminfo(b); err != nil {
+			d.warn("/proc/meminfo", "%v", err)
 		} else {
-			mi := parseProcMeminfo(b)
 			n.MemTotalBytes, n.MemFreeBytes = mi["MemTotal"], mi["MemFree"]
 		}
 		d.singleNodeFallback = true

@@ -252,7 +252,7 @@ func TestMissingOptionalFiles(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := os.WriteFile(filepath.Join(root, "proc/meminfo"), []byte("MemTotal:  1024 kB\nMemFree: 512 kB\nbogus line\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(root, "proc/meminfo"), []byte("MemTotal:  1024 kB\nMemFree: 512 kB\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	topo := discover(t, root)
@@ -261,6 +261,13 @@ func TestMissingOptionalFiles(t *testing.T) {
 	}
 	if len(topo.GPUs) != 0 || !hasWarning(topo, "no NUMA nodes listed") {
 		t.Errorf("gpus=%d warnings=%v", len(topo.GPUs), topo.Warnings)
+	}
+	// A malformed /proc/meminfo is a warning naming it.
+	if err := os.WriteFile(filepath.Join(root, "proc/meminfo"), []byte("MemTotal: lots\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if bad := discover(t, root); !hasWarning(bad, "/proc/meminfo: line 1: MemTotal: bad value") {
+		t.Errorf("no warning for a malformed /proc/meminfo: %v", bad.Warnings)
 	}
 	// JSON arrays stay arrays.
 	b, _ := json.Marshal(topo)

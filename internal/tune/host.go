@@ -72,39 +72,17 @@ func (h *Host) MemTotal() (uint64, error) {
 		h.memErr = err
 		return 0, err
 	}
-	v, err := parseMemTotal(b)
+	mi, err := hostfs.ParseMeminfo(b)
+	v := mi["MemTotal"]
+	if err == nil && v == 0 {
+		err = errors.New("no MemTotal line")
+	}
 	if err != nil {
 		h.memErr = fmt.Errorf("/proc/meminfo: %w", err)
 		return 0, h.memErr
 	}
 	h.memTotal = &v
 	return v, nil
-}
-
-// parseMemTotal returns MemTotal of a /proc/meminfo, in bytes.
-func parseMemTotal(b []byte) (uint64, error) {
-	for _, line := range strings.Split(string(b), "\n") {
-		rest, ok := strings.CutPrefix(line, "MemTotal:")
-		if !ok {
-			continue
-		}
-		f := strings.Fields(rest)
-		if len(f) == 0 {
-			break
-		}
-		n, err := strconv.ParseUint(f[0], 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("MemTotal %q: %w", f[0], err)
-		}
-		if len(f) > 1 && f[1] == "kB" {
-			n *= 1024
-		}
-		if n == 0 {
-			break
-		}
-		return n, nil
-	}
-	return 0, errors.New("no MemTotal line")
 }
 
 func deref(p *uint64) uint64 {
