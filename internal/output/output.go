@@ -54,6 +54,7 @@ func Write(w io.Writer, f Format, v any, o Options) error {
 	case JSON:
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false) // keep "->" and "<none>" readable
 		if err := enc.Encode(v); err != nil {
 			return fmt.Errorf("encode json: %w", err)
 		}
