@@ -3,7 +3,9 @@ package topo
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sort"
+	"sync"
 	"strconv"
 	"strings"
 
@@ -100,6 +102,8 @@ func (d *discoverer) pci(ctx context.Context) error {
 	}
 	netdevs := d.classNames(sysNet)
 	ibdevs := d.classNames(sysInfiniband)
+	type candidate struct{ bdf, kind, class, vendor string }
+	var cands []candidate
 	for _, bdf := range names {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -119,17 +123,52 @@ func (d *discoverer) pci(ctx context.Context) error {
 			d.warnErr(dir+"/vendor", err, false)
 			continue
 		}
-		kind := classify(class, strings.ToLower(vendor))
-		if kind == "" {
-			continue
+		if kind := classify(class, strings.ToLower(vendor)); kind != "" {
+			cands = append(cands, candidate{bdf, kind, class, strings.ToLower(vendor)})
 		}
-		dev := d.device(bdf, kind, class, strings.ToLower(vendor))
-		switch kind {
+	}
+	// Reading a device is a dozen independent system calls: spread the
+	// devices over the available CPUs, each worker with its own warnings,
+	// merged back in PCI order.
+	devs := make([]PCIDevice, len(cands))
+	warns := make([][]Warning, len(cands))
+	next := make(chan int, len(cands))
+	for i := range cands {
+		next <- i
+	}
+	close(next)
+	var wg sync.WaitGroup
+	for w := 0; w < min(runtime.GOMAXPROCS(0), len(cands)); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				c := cands[i]
+				wd := &discoverer{fs: d.fs, t: t}
+				dev := wd.device(c.bdf, c.kind, c.class, c.vendor)
+				switch c.kind {
+				case KindNIC:
+					dev.NetDevs, dev.IBDevs = netdevs[c.bdf], ibdevs[c.bdf]
+					dev.LinkLayer = wd.linkLayer(c.class, dev.IBDevs)
+				case KindNVMe:
+					if ctrls, err := wd.fs.ReadDirNames(sysPCI + "/" + c.bdf + "/nvme"); err == nil && len(ctrls) > 0 {
+						dev.Name = ctrls[0]
+					}
+				}
+				devs[i], warns[i] = dev, wd.warnings
+			}
+		}()
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	for i, dev := range devs {
+		d.warnings = append(d.warnings, warns[i]...)
+		switch dev.Kind {
 		case KindGPU:
 			t.GPUs = append(t.GPUs, dev)
 		case KindNIC:
-			dev.NetDevs, dev.IBDevs = netdevs[bdf], ibdevs[bdf]
-			dev.LinkLayer = d.linkLayer(class, dev.IBDevs)
 			t.NICs = append(t.NICs, dev)
 		case KindNVMe:
 			t.NVMe = append(t.NVMe, dev)
@@ -152,12 +191,6 @@ func (d *discoverer) pci(ctx context.Context) error {
 			n.Name = n.IBDevs[0]
 		case len(n.NetDevs) > 0:
 			n.Name = n.NetDevs[0]
-		}
-	}
-	for i := range t.NVMe {
-		dir := sysPCI + "/" + t.NVMe[i].BDF + "/nvme"
-		if ctrls, err := d.fs.ReadDirNames(dir); err == nil && len(ctrls) > 0 {
-			t.NVMe[i].Name = ctrls[0]
 		}
 	}
 	name(t.GPUs, "GPU")
