@@ -34,6 +34,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 
@@ -844,8 +845,8 @@ outer:
 	for _, e := range ents {
 		for i := range ms {
 			if ms[i].enabled == e.enabled && configsEqual(ms[i].cfg, e.cfg) {
-				ms[i].devices = appendUniqueInt(ms[i].devices, e.devices...)
-				ms[i].filters = appendUniqueString(ms[i].filters, e.filter)
+				ms[i].devices = appendUnique(ms[i].devices, e.devices...)
+				ms[i].filters = appendUnique(ms[i].filters, e.filter)
 				continue outer
 			}
 		}
@@ -866,10 +867,10 @@ outer:
 		}
 		var all []int
 		for _, f := range m.filters {
-			all = appendUniqueInt(all, dfDevices[f]...)
+			all = appendUnique(all, dfDevices[f]...)
 		}
 		sort.Ints(all)
-		if equalInts(all, m.devices) {
+		if slices.Equal(all, m.devices) {
 			s.Devices = "all"
 		}
 		out = append(out, s)
@@ -877,40 +878,12 @@ outer:
 	return &mig.MigPartedSpec{Version: mig.MigPartedVersion, MigConfigs: map[string]mig.MigConfigSpecSlice{label: out}}, nil
 }
 
-func appendUniqueInt(s []int, v ...int) []int {
+// appendUnique appends each element of v that s does not hold yet.
+func appendUnique[T comparable](s []T, v ...T) []T {
 	for _, x := range v {
-		found := false
-		for _, y := range s {
-			found = found || x == y
-		}
-		if !found {
+		if !slices.Contains(s, x) {
 			s = append(s, x)
 		}
 	}
 	return s
-}
-
-func appendUniqueString(s []string, v ...string) []string {
-	for _, x := range v {
-		found := false
-		for _, y := range s {
-			found = found || x == y
-		}
-		if !found {
-			s = append(s, x)
-		}
-	}
-	return s
-}
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
