@@ -346,21 +346,7 @@ func (s *space) candidates(rem demand) []cfg {
 		seen[c] = true
 		out = append(out, c)
 	}
-	// Drop dominated candidates.
-	keep := out[:0]
-	for a := range out {
-		dom := false
-		for b := range out {
-			if a != b && dominates(out[b], out[a], s.k) {
-				dom = true
-				break
-			}
-		}
-		if !dom {
-			keep = append(keep, out[a])
-		}
-	}
-	return keep
+	return dropDominated(out, s.k)
 }
 
 // dominates reports b >= a componentwise with b != a.
@@ -495,11 +481,17 @@ func (s *space) candidatesWith(rem demand, pivot int) []cfg {
 			out = append(out, c)
 		}
 	}
+	return dropDominated(out, s.k)
+}
+
+// dropDominated filters out, in place, the candidates that another candidate
+// dominates (over the first k profiles).
+func dropDominated(out []cfg, k int) []cfg {
 	keep := out[:0]
 	for a := range out {
 		dom := false
 		for b := range out {
-			if a != b && dominates(out[b], out[a], s.k) {
+			if a != b && dominates(out[b], out[a], k) {
 				dom = true
 				break
 			}
