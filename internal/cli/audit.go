@@ -52,12 +52,7 @@ Exit status: 0 nothing drifts, 1 something drifts, 2 usage, 3 failure.`,
 				return Usagef("--pid %d: want a process id", pid)
 			}
 			ctx := cmd.Context()
-			fs, err := a.Host()
-			if err != nil {
-				return err
-			}
-			cat := tune.NewCatalogue()
-			p, err := loadProfile(cat, fs, profile)
+			fs, cat, p, err := a.loadProfile(profile)
 			if err != nil {
 				return err
 			}
@@ -69,13 +64,7 @@ Exit status: 0 nothing drifts, 1 something drifts, 2 usage, 3 failure.`,
 				}
 				return err
 			}
-			if err := a.Render(r); err != nil {
-				return err
-			}
-			if r.Drifted() {
-				return ErrFindings
-			}
-			return nil
+			return a.renderFindings(r, r.Drifted())
 		},
 	}
 	f := cmd.Flags()
@@ -86,16 +75,22 @@ Exit status: 0 nothing drifts, 1 something drifts, 2 usage, 3 failure.`,
 	return cmd
 }
 
-// loadProfile resolves --profile; a bad profile is a usage error.
-func loadProfile(cat *tune.Catalogue, fs *hostfs.FS, name string) (*tune.Profile, error) {
-	if strings.TrimSpace(name) == "" {
-		return nil, Usagef("--profile: empty (try 'gpunode tune profiles')")
+// loadProfile opens the host and resolves --profile (name) against the
+// built-in catalogue; a bad profile is a usage error.
+func (a *App) loadProfile(name string) (*hostfs.FS, *tune.Catalogue, *tune.Profile, error) {
+	fs, err := a.Host()
+	if err != nil {
+		return nil, nil, nil, err
 	}
+	if strings.TrimSpace(name) == "" {
+		return nil, nil, nil, Usagef("--profile: empty (try 'gpunode tune profiles')")
+	}
+	cat := tune.NewCatalogue()
 	p, err := (&tune.Loader{Cat: cat, Host: fs}).Load(name)
 	if err != nil {
-		return nil, wrapUsage(err)
+		return nil, nil, nil, wrapUsage(err)
 	}
-	return p, nil
+	return fs, cat, p, nil
 }
 
 func (a *App) completeProfiles(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {

@@ -53,13 +53,7 @@ the originals. When irqbalance runs, the output says how to keep it away.`,
 			if err != nil {
 				return err
 			}
-			if err := a.Render(rep); err != nil {
-				return err
-			}
-			if rep.Summary.OffNode > 0 {
-				return ErrFindings
-			}
-			return nil
+			return a.renderFindings(rep, rep.Summary.OffNode > 0)
 		},
 	}
 	apply := &cobra.Command{

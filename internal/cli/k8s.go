@@ -74,13 +74,7 @@ Exit status: 0 admitted, 1 rejected (TopologyAffinityError), 2 bad input.`,
 			if err != nil {
 				return wrapUsage(fmt.Errorf("%s: %w", name, err))
 			}
-			if err := a.Render(res); err != nil {
-				return err
-			}
-			if !res.Admit {
-				return ErrFindings
-			}
-			return nil
+			return a.renderFindings(res, !res.Admit)
 		},
 	}
 	cmd.Flags().StringVarP(&file, "file", "f", "", "hints JSON file, - for stdin")
@@ -160,13 +154,7 @@ Exit status: 0 clean, 1 errors or warnings found, 2 bad input.`,
 				return err
 			}
 			r := kubeletcfg.Lint(c, n)
-			if err := a.Render(r); err != nil {
-				return err
-			}
-			if r.Problems() > 0 {
-				return ErrFindings
-			}
-			return nil
+			return a.renderFindings(r, r.Problems() > 0)
 		},
 	}
 	cmd.Flags().StringVar(&nodeFile, "node", "", "node file (YAML) describing the machine")

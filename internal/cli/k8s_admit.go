@@ -84,13 +84,7 @@ is admitted then), 3 failure.`,
 				return wrapUsage(fmt.Errorf("%s: kubelet would not start: %w", kcFile, err))
 			}
 			rep := sim.Run(list)
-			if err := a.Render(rep); err != nil {
-				return err
-			}
-			if rep.Rejected > 0 {
-				return ErrFindings
-			}
-			return nil
+			return a.renderFindings(rep, rep.Rejected > 0)
 		},
 	}
 	f := cmd.Flags()

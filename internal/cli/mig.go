@@ -112,13 +112,7 @@ Exit codes: 0 feasible, 1 infeasible, 2 bad input.`,
 			if err != nil {
 				return migUsage(err)
 			}
-			if err := a.Render(plan); err != nil {
-				return err
-			}
-			if !plan.Feasible {
-				return ErrFindings
-			}
-			return nil
+			return a.renderFindings(plan, !plan.Feasible)
 		},
 	}
 	f := cmd.Flags()
@@ -204,13 +198,7 @@ Exit codes: 0 every entry fits, 1 an entry does not fit, 2 malformed file or fla
 			if err != nil {
 				return migUsage(err)
 			}
-			if err := a.Render(v); err != nil {
-				return err
-			}
-			if !v.OK {
-				return ErrFindings
-			}
-			return nil
+			return a.renderFindings(v, !v.OK)
 		},
 	}
 	f := cmd.Flags()

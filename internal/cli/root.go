@@ -170,6 +170,23 @@ func (a *App) Render(v any) error {
 	return output.Write(a.Stdout, a.Format(), v, output.Options{Color: a.IsTerminal && !a.NoColor})
 }
 
+// renderFindings renders v and returns ErrFindings (exit 1) when findings
+// is set: the ending of every command that checks something.
+func (a *App) renderFindings(v any, findings bool) error {
+	if err := a.Render(v); err != nil {
+		return err
+	}
+	if findings {
+		return ErrFindings
+	}
+	return nil
+}
+
+// commandLine is this invocation as journals record it ("gpunode ARGS...").
+func (a *App) commandLine() string {
+	return "gpunode " + strings.Join(a.Args, " ")
+}
+
 // Warnf prints a warning line to stderr.
 func (a *App) Warnf(format string, args ...any) {
 	fmt.Fprintf(a.Stderr, "warning: "+format+"\n", args...)

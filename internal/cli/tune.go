@@ -2,7 +2,6 @@ package cli
 
 import (
 	"errors"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -70,12 +69,7 @@ func (a *App) newTuneShowCommand() *cobra.Command {
 		},
 		ValidArgsFunction: a.completeProfiles,
 		RunE: func(_ *cobra.Command, args []string) error {
-			fs, err := a.Host()
-			if err != nil {
-				return err
-			}
-			cat := tune.NewCatalogue()
-			p, err := loadProfile(cat, fs, args[0])
+			_, cat, p, err := a.loadProfile(args[0])
 			if err != nil {
 				return err
 			}
@@ -104,17 +98,12 @@ func (a *App) newTunePlanCommand(stateDir *string, apply bool) *cobra.Command {
 				return Usagef("tune %s: --profile is required (try 'gpunode tune profiles')", use)
 			}
 			ctx := cmd.Context()
-			fs, err := a.Host()
-			if err != nil {
-				return err
-			}
-			cat := tune.NewCatalogue()
-			p, err := loadProfile(cat, fs, profile)
+			fs, cat, p, err := a.loadProfile(profile)
 			if err != nil {
 				return err
 			}
 			req := tune.ApplyRequest{Profile: p, StateDir: *stateDir, DryRun: dryRun, Bootloader: bootloader,
-				Command: "gpunode " + strings.Join(a.Args, " ")}
+				Command: a.commandLine()}
 			h := tune.NewHost(ctx, fs)
 			var rep *tune.PlanReport
 			if apply {
@@ -186,13 +175,7 @@ func (a *App) newTuneStatusCommand(stateDir *string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := a.Render(st); err != nil {
-				return err
-			}
-			if st.Drifted() {
-				return ErrFindings
-			}
-			return nil
+			return a.renderFindings(st, st.Drifted())
 		},
 	}
 	gf.register(cmd, false)
