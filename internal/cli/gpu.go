@@ -50,12 +50,29 @@ func (a *App) openGPU(ctx context.Context, kind string) (gpu.Backend, error) {
 	return b, nil
 }
 
-// gpuStatus reads the status of b with NUMA nodes filled from sysfs.
-func (a *App) gpuStatus(ctx context.Context, b gpu.Backend) (gpu.Status, error) {
+// openGPUStatus opens the GPU backend selected by kind and reads its status.
+// On success the caller closes the backend.
+func (a *App) openGPUStatus(ctx context.Context, kind string) (gpu.Backend, gpu.Status, error) {
+	b, err := a.openGPU(ctx, kind)
+	if err != nil {
+		return nil, gpu.Status{}, err
+	}
 	st, err := b.Status(ctx)
+	if err != nil {
+		b.Close()
+		return nil, gpu.Status{}, err
+	}
+	return b, st, nil
+}
+
+// gpuStatus reads the status of the GPU backend selected by kind, with NUMA
+// nodes filled from sysfs and MIG devices named from the catalogue.
+func (a *App) gpuStatus(ctx context.Context, kind string) (gpu.Status, error) {
+	b, st, err := a.openGPUStatus(ctx, kind)
 	if err != nil {
 		return gpu.Status{}, err
 	}
+	defer b.Close()
 	host, err := a.Host()
 	if err != nil {
 		return gpu.Status{}, err
@@ -98,12 +115,7 @@ func (a *App) newGPUStatusCommand(f *gpuFlags) *cobra.Command {
   gpunode gpu status --root ./testdata/hosts/h100x8   # fake backend`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			b, err := a.openGPU(cmd.Context(), f.backend)
-			if err != nil {
-				return err
-			}
-			defer b.Close()
-			st, err := a.gpuStatus(cmd.Context(), b)
+			st, err := a.gpuStatus(cmd.Context(), f.backend)
 			if err != nil {
 				return err
 			}
@@ -138,15 +150,11 @@ func (m *mutateFlags) register(cmd *cobra.Command) {
 // applies it unless --dry-run.
 func (a *App) runGPUPlan(cmd *cobra.Command, f *gpuFlags, m *mutateFlags, mk func(be string, gpus []gpu.GPU) (gpu.Plan, error)) error {
 	ctx := cmd.Context()
-	b, err := a.openGPU(ctx, f.backend)
+	b, st, err := a.openGPUStatus(ctx, f.backend)
 	if err != nil {
 		return err
 	}
 	defer b.Close()
-	st, err := b.Status(ctx)
-	if err != nil {
-		return err
-	}
 	if b.Name() == gpu.KindNone {
 		return fmt.Errorf("%s", st.Reason)
 	}
@@ -162,7 +170,7 @@ func (a *App) runGPUPlan(cmd *cobra.Command, f *gpuFlags, m *mutateFlags, mk fun
 	if err != nil {
 		return err
 	}
-	plan, err = gpu.Apply(ctx, b, host, m.journalDir, plan, "gpunode "+strings.Join(a.Args, " "), m.dryRun)
+	plan, err = gpu.Apply(ctx, b, host, m.journalDir, plan, a.commandLine(), m.dryRun)
 	if rerr := a.Render(plan); rerr != nil && err == nil {
 		err = rerr
 	}
@@ -288,12 +296,7 @@ or fails. The CUDA runtime version comes from --cuda-runtime or
   gpunode gpu audit --cuda-runtime 12.4`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			b, err := a.openGPU(cmd.Context(), f.backend)
-			if err != nil {
-				return err
-			}
-			defer b.Close()
-			st, err := a.gpuStatus(cmd.Context(), b)
+			st, err := a.gpuStatus(cmd.Context(), f.backend)
 			if err != nil {
 				return err
 			}

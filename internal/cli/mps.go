@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -34,15 +33,11 @@ func (a *App) mpsTargets(ctx context.Context, m *mps.Manager, f *mpsFlags, disco
 	if discover && len(f.gpus) == 0 && len(f.mig) == 0 {
 		return m.Discover()
 	}
-	b, err := a.openGPU(ctx, f.backend)
+	b, st, err := a.openGPUStatus(ctx, f.backend)
 	if err != nil {
 		return nil, err
 	}
 	defer b.Close()
-	st, err := b.Status(ctx)
-	if err != nil {
-		return nil, err
-	}
 	if b.Name() == gpu.KindNone && len(f.mig) == 0 {
 		return nil, fmt.Errorf("%s", st.Reason)
 	}
@@ -51,6 +46,29 @@ func (a *App) mpsTargets(ctx context.Context, m *mps.Manager, f *mpsFlags, disco
 		return nil, wrapUsage(err)
 	}
 	return ds, nil
+}
+
+// mpsDaemons builds the manager from the mps flags and resolves the daemons
+// the command acts on (see mpsTargets).
+func (a *App) mpsDaemons(ctx context.Context, f *mpsFlags, discover bool) (*mps.Manager, []mps.Daemon, error) {
+	m, err := a.mpsManager(f)
+	if err != nil {
+		return nil, nil, err
+	}
+	ds, err := a.mpsTargets(ctx, m, f, discover)
+	if err != nil {
+		return nil, nil, err
+	}
+	return m, ds, nil
+}
+
+// mpsReport is the empty model of 'mps start' or 'mps stop' (action), marked
+// as a dry run when it is one.
+func mpsReport(m *mps.Manager, action string, dryRun bool) mps.Status {
+	if dryRun {
+		action += " (dry run)"
+	}
+	return mps.Status{SchemaVersion: mps.SchemaVersion, StateDir: m.StateDir, Action: action}
 }
 
 func (a *App) newMPSCommand() *cobra.Command {
@@ -90,17 +108,12 @@ func (a *App) newMPSStartCommand(f *mpsFlags) *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			m, err := a.mpsManager(f)
+			m, ds, err := a.mpsDaemons(ctx, f, false)
 			if err != nil {
 				return err
 			}
-			ds, err := a.mpsTargets(ctx, m, f, false)
-			if err != nil {
-				return err
-			}
-			st := mps.Status{SchemaVersion: mps.SchemaVersion, StateDir: m.StateDir, Action: "start"}
+			st := mpsReport(m, "start", dryRun)
 			if dryRun {
-				st.Action = "start (dry run)"
 				for _, d := range ds {
 					s := mps.DaemonStatus{Daemon: d, Env: m.Env(d), Running: m.Running(d), Command: m.StartCmd(d, smPart).String()}
 					st.Daemons = append(st.Daemons, s)
@@ -111,7 +124,7 @@ func (a *App) newMPSStartCommand(f *mpsFlags) *cobra.Command {
 			if err := mps.RegisterJournalKinds(kinds, m); err != nil {
 				return err
 			}
-			j, err := journal.Begin(m.Host, journalDir, journal.Meta{Owner: mps.JournalOwner, Command: "gpunode " + strings.Join(a.Args, " ")}, journal.WithKinds(kinds))
+			j, err := journal.Begin(m.Host, journalDir, journal.Meta{Owner: mps.JournalOwner, Command: a.commandLine()}, journal.WithKinds(kinds))
 			if err != nil {
 				return fmt.Errorf("journal: %w", err)
 			}
@@ -148,18 +161,11 @@ func (a *App) newMPSStopCommand(f *mpsFlags) *cobra.Command {
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			m, err := a.mpsManager(f)
+			m, ds, err := a.mpsDaemons(ctx, f, true)
 			if err != nil {
 				return err
 			}
-			ds, err := a.mpsTargets(ctx, m, f, true)
-			if err != nil {
-				return err
-			}
-			st := mps.Status{SchemaVersion: mps.SchemaVersion, StateDir: m.StateDir, Action: "stop"}
-			if dryRun {
-				st.Action = "stop (dry run)"
-			}
+			st := mpsReport(m, "stop", dryRun)
 			var firstErr error
 			for _, d := range ds {
 				s := mps.DaemonStatus{Daemon: d, Env: m.Env(d), Running: m.Running(d)}
@@ -197,11 +203,7 @@ func (a *App) newMPSStatusCommand(f *mpsFlags) *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			m, err := a.mpsManager(f)
-			if err != nil {
-				return err
-			}
-			ds, err := a.mpsTargets(ctx, m, f, true)
+			m, ds, err := a.mpsDaemons(ctx, f, true)
 			if err != nil {
 				return err
 			}
@@ -248,15 +250,11 @@ func (a *App) newMPSPartitionCommand(f *mpsFlags) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				b, err := a.openGPU(ctx, f.backend)
+				b, st, err := a.openGPUStatus(ctx, f.backend)
 				if err != nil {
 					return err
 				}
 				defer b.Close()
-				st, err := b.Status(ctx)
-				if err != nil {
-					return err
-				}
 				g, err := gpu.FindGPU(st, f.gpus[0])
 				if err != nil {
 					return wrapUsage(err)
@@ -276,13 +274,7 @@ func (a *App) newMPSPartitionCommand(f *mpsFlags) *cobra.Command {
 				}
 				p = mps.PlanPartitions(g.Index, g.UUID, g.SMCount, mps.ChunkSMs(g.Architecture, g.ComputeCapability), total, req)
 			}
-			if err := a.Render(p); err != nil {
-				return err
-			}
-			if !p.Feasible {
-				return ErrFindings
-			}
-			return nil
+			return a.renderFindings(p, !p.Feasible)
 		},
 	}
 	plan.Flags().StringVar(&want, "chunks", "", "partitions: chunk counts (5,3,2) or SM counts (40sm,24sm)")
@@ -299,11 +291,7 @@ func (a *App) newMPSPartitionCommand(f *mpsFlags) *cobra.Command {
 			if len(f.gpus) != 1 || chunks <= 0 {
 				return Usagef("mps partition add: pass one --gpu and --chunks N (N >= 1)")
 			}
-			m, err := a.mpsManager(f)
-			if err != nil {
-				return err
-			}
-			ds, err := a.mpsTargets(ctx, m, f, false)
+			m, ds, err := a.mpsDaemons(ctx, f, false)
 			if err != nil {
 				return err
 			}

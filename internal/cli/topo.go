@@ -55,17 +55,12 @@ Use --root to read a captured tree (see 'gpunode topo capture').`,
 // from the GPU backend. Without a driver the PCIe classes stay, with a
 // warning saying why.
 func (a *App) addNVLinks(ctx context.Context, backend string, t *topo.Topology) {
-	b, err := a.openGPU(ctx, backend)
+	b, st, err := a.openGPUStatus(ctx, backend)
 	if err != nil {
 		t.Warnings = append(t.Warnings, topo.Warning{Message: fmt.Sprintf("NVLink classes not shown: %v", err)})
 		return
 	}
 	defer b.Close()
-	st, err := b.Status(ctx)
-	if err != nil {
-		t.Warnings = append(t.Warnings, topo.Warning{Message: fmt.Sprintf("NVLink classes not shown: %v", err)})
-		return
-	}
 	if st.Backend == gpu.KindNone {
 		t.Warnings = append(t.Warnings, topo.Warning{Message: "NVLink classes not shown (PCIe classes only): " + st.Reason})
 		return
