@@ -1,10 +1,10 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
@@ -38,6 +38,31 @@ func (a *App) readMIGSpec(name string) (*mig.MigPartedSpec, error) {
 	return spec, nil
 }
 
+// readLiveMIGSpec reads the -f file of apply/assert (cmdName) once -c is given.
+func (a *App) readLiveMIGSpec(f *liveMIGFlags, cmdName string) (*mig.MigPartedSpec, error) {
+	if f.label == "" {
+		return nil, Usagef("%s: -c LABEL is required", cmdName)
+	}
+	return a.readMIGSpec(f.file)
+}
+
+// withMIGDevices opens the GPU backend selected by kind, lists its GPUs as
+// MIG devices against the catalogue and calls fn with them; the backend is
+// closed when fn returns.
+func (a *App) withMIGDevices(ctx context.Context, kind string, fn func(cat *mig.Catalogue, devs []miglive.Device) error) error {
+	b, err := a.openGPU(ctx, kind)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	cat := a.migCatalogue(ctx)
+	devs, err := miglive.Devices(ctx, b, cat)
+	if err != nil {
+		return err
+	}
+	return fn(cat, devs)
+}
+
 func liveMIGErr(err error) error {
 	if errors.Is(err, miglive.ErrInfeasible) {
 		return wrapUsage(err)
@@ -67,39 +92,22 @@ not touched.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			if f.label == "" {
-				return Usagef("mig apply: -c LABEL is required")
-			}
-			spec, err := a.readMIGSpec(f.file)
+			spec, err := a.readLiveMIGSpec(&f, "mig apply")
 			if err != nil {
 				return err
 			}
-			b, err := a.openGPU(ctx, f.backend)
-			if err != nil {
-				return err
-			}
-			defer b.Close()
-			cat := a.migCatalogue(ctx)
-			devs, err := miglive.Devices(ctx, b, cat)
-			if err != nil {
-				return err
-			}
-			host, err := a.Host()
-			if err != nil {
-				return err
-			}
-			res, err := miglive.Apply(ctx, cat, devs, spec, miglive.Options{File: f.file, Label: f.label, DryRun: dryRun,
-				Host: host, JournalDir: journalDir, Command: "gpunode " + strings.Join(a.Args, " ")})
-			if err != nil {
-				return liveMIGErr(err)
-			}
-			if err := a.Render(res); err != nil {
-				return err
-			}
-			if res.ResetRequired() {
-				return ErrFindings
-			}
-			return nil
+			return a.withMIGDevices(ctx, f.backend, func(cat *mig.Catalogue, devs []miglive.Device) error {
+				host, err := a.Host()
+				if err != nil {
+					return err
+				}
+				res, err := miglive.Apply(ctx, cat, devs, spec, miglive.Options{File: f.file, Label: f.label, DryRun: dryRun,
+					Host: host, JournalDir: journalDir, Command: a.commandLine()})
+				if err != nil {
+					return liveMIGErr(err)
+				}
+				return a.renderFindings(res, res.ResetRequired())
+			})
 		},
 	}
 	f.register(cmd, false)
@@ -122,34 +130,17 @@ does. Exit 0 when applied, 1 when not.`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			if f.label == "" {
-				return Usagef("mig assert: -c LABEL is required")
-			}
-			spec, err := a.readMIGSpec(f.file)
+			spec, err := a.readLiveMIGSpec(&f, "mig assert")
 			if err != nil {
 				return err
 			}
-			b, err := a.openGPU(ctx, f.backend)
-			if err != nil {
-				return err
-			}
-			defer b.Close()
-			cat := a.migCatalogue(ctx)
-			devs, err := miglive.Devices(ctx, b, cat)
-			if err != nil {
-				return err
-			}
-			res, err := miglive.Assert(ctx, cat, devs, spec, f.file, f.label)
-			if err != nil {
-				return liveMIGErr(err)
-			}
-			if err := a.Render(res); err != nil {
-				return err
-			}
-			if !res.Applied {
-				return ErrFindings
-			}
-			return nil
+			return a.withMIGDevices(ctx, f.backend, func(cat *mig.Catalogue, devs []miglive.Device) error {
+				res, err := miglive.Assert(ctx, cat, devs, spec, f.file, f.label)
+				if err != nil {
+					return liveMIGErr(err)
+				}
+				return a.renderFindings(res, !res.Applied)
+			})
 		},
 	}
 	f.register(cmd, false)
@@ -185,21 +176,13 @@ func (a *App) newMIGExportCommand() *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			b, err := a.openGPU(ctx, f.backend)
-			if err != nil {
-				return err
-			}
-			defer b.Close()
-			cat := a.migCatalogue(ctx)
-			devs, err := miglive.Devices(ctx, b, cat)
-			if err != nil {
-				return err
-			}
-			spec, err := miglive.Export(ctx, cat, devs, f.label)
-			if err != nil {
-				return err
-			}
-			return a.Render(MIGExport{spec})
+			return a.withMIGDevices(ctx, f.backend, func(cat *mig.Catalogue, devs []miglive.Device) error {
+				spec, err := miglive.Export(ctx, cat, devs, f.label)
+				if err != nil {
+					return err
+				}
+				return a.Render(MIGExport{spec})
+			})
 		},
 	}
 	f.register(cmd, false)
@@ -220,35 +203,27 @@ the built-in catalogue to confirm it on new hardware.`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			b, err := a.openGPU(ctx, f.backend)
-			if err != nil {
-				return err
-			}
-			defer b.Close()
-			cat := a.migCatalogue(ctx)
-			devs, err := miglive.Devices(ctx, b, cat)
-			if err != nil {
-				return err
-			}
-			seen := map[uint16]bool{}
-			var ps []*mig.Product
-			for _, d := range devs {
-				info := d.Info()
-				if !info.MIGCapable || seen[info.DeviceID.Device] {
-					continue
+			return a.withMIGDevices(ctx, f.backend, func(cat *mig.Catalogue, devs []miglive.Device) error {
+				seen := map[uint16]bool{}
+				var ps []*mig.Product
+				for _, d := range devs {
+					info := d.Info()
+					if !info.MIGCapable || seen[info.DeviceID.Device] {
+						continue
+					}
+					seen[info.DeviceID.Device] = true
+					p, err := miglive.Product(ctx, cat, d)
+					if err != nil {
+						a.Warnf("GPU %d: %v", info.Index, err)
+						continue
+					}
+					ps = append(ps, p)
 				}
-				seen[info.DeviceID.Device] = true
-				p, err := miglive.Product(ctx, cat, d)
-				if err != nil {
-					a.Warnf("GPU %d: %v", info.Index, err)
-					continue
+				if len(ps) == 0 {
+					return fmt.Errorf("no MIG-capable GPU on this node")
 				}
-				ps = append(ps, p)
-			}
-			if len(ps) == 0 {
-				return fmt.Errorf("no MIG-capable GPU on this node")
-			}
-			return a.Render(mig.ProfilesOf(ps...))
+				return a.Render(mig.ProfilesOf(ps...))
+			})
 		},
 	}
 	f.register(cmd, false)
