@@ -65,17 +65,7 @@ func newSpace(p *Product) *space {
 	}
 	// Try bigger profiles first at each slot so that each multiset's first
 	// (recorded) layout packs large instances to the left.
-	order := make([]int, s.k)
-	for i := range order {
-		order[i] = i
-	}
-	sort.SliceStable(order, func(a, b int) bool {
-		pa, pb := p.Profiles[order[a]], p.Profiles[order[b]]
-		if pa.MemorySlices != pb.MemorySlices {
-			return pa.MemorySlices > pb.MemorySlices
-		}
-		return pa.ComputeSlices > pb.ComputeSlices
-	})
+	order := displayOrder(p)
 	startOK := make([][maxSlices]bool, s.k)
 	for i, pr := range p.Profiles {
 		for _, st := range pr.Starts {
