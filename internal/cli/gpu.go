@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	iofs "io/fs"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -315,15 +316,9 @@ or fails. The CUDA runtime version comes from --cuda-runtime or
 				}
 			}
 			rep := GPUAuditReport{SchemaVersion: "gpunode.gpu.audit/v1", Backend: st.Backend, Findings: gpu.Audit(st, o)}
-			if err := a.Render(rep); err != nil {
-				return err
-			}
-			for _, fd := range rep.Findings {
-				if fd.Severity == gpu.SevWarn || fd.Severity == gpu.SevFail {
-					return ErrFindings
-				}
-			}
-			return nil
+			return a.renderFindings(rep, slices.ContainsFunc(rep.Findings, func(fd gpu.Finding) bool {
+				return fd.Severity == gpu.SevWarn || fd.Severity == gpu.SevFail
+			}))
 		},
 	}
 	cmd.Flags().StringVar(&runtime, "cuda-runtime", "", "CUDA runtime version in use (default: detect from /usr/local/cuda)")
