@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"runtime"
 	"sort"
-	"sync"
 	"strconv"
 	"strings"
+	"sync"
 
 	"k8s.io/utils/cpuset"
 

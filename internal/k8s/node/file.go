@@ -2,7 +2,9 @@ package node
 
 import (
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"sort"
 
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -153,7 +155,9 @@ func (f *File) Build() (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	for c, numa := range cpuNUMA {
+	// Sorted, so that the first error reported is always the same.
+	for _, c := range slices.Sorted(maps.Keys(cpuNUMA)) {
+		numa := cpuNUMA[c]
 		cpu := CPU{ID: c, Core: c, Socket: numa, NUMANode: numa}
 		if v, ok := core[c]; ok {
 			cpu.Core = v
@@ -173,7 +177,8 @@ func (f *File) Build() (*Node, error) {
 		}
 		n.CPUs = append(n.CPUs, cpu)
 	}
-	for name, devs := range f.Devices {
+	for _, name := range slices.Sorted(maps.Keys(f.Devices)) {
+		devs := f.Devices[name]
 		if name == "" {
 			return nil, fmt.Errorf("devices: empty resource name")
 		}
