@@ -4,11 +4,12 @@ import (
 	"bytes"
 	"context"
 	"flag"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gpunode/gpunode/internal/testhost"
 )
 
 var updateGPU = flag.Bool("update-gpu", false, "rewrite the golden files of the gpu/mps/mig live commands")
@@ -22,22 +23,7 @@ func gpuHost(name string) string {
 func copyGPUHost(t *testing.T, name string) string {
 	t.Helper()
 	dst := t.TempDir()
-	src := gpuHost(name)
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
-	})
-	if err != nil {
+	if err := testhost.CopyTree(gpuHost(name), dst); err != nil {
 		t.Fatal(err)
 	}
 	return dst

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpunode/gpunode/internal/testhost"
+
 	"github.com/gpunode/gpunode/internal/goldenfile"
 
 	"github.com/gpunode/gpunode/internal/hostfs"
@@ -50,22 +52,7 @@ func host(t *testing.T, name string) *hostfs.FS {
 func copyHost(t *testing.T, name string) *hostfs.FS {
 	t.Helper()
 	dst := t.TempDir()
-	src := filepath.Join("testdata", "hosts", name)
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
-	})
-	if err != nil {
+	if err := testhost.CopyTree(filepath.Join("testdata", "hosts", name), dst); err != nil {
 		t.Fatal(err)
 	}
 	fsys, err := hostfs.New(dst)
