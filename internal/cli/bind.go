@@ -12,6 +12,7 @@ import (
 
 	"github.com/gpunode/gpunode/internal/bind"
 	"github.com/gpunode/gpunode/internal/gpu"
+	"github.com/gpunode/gpunode/internal/hostfs"
 	"github.com/gpunode/gpunode/internal/topo"
 )
 
@@ -283,7 +284,15 @@ func (g *gpuSource) GPUs(ctx context.Context) ([]bind.GPUInfo, error) {
 	}
 	out := make([]bind.GPUInfo, 0, len(st.GPUs))
 	for _, x := range st.GPUs {
-		out = append(out, bind.GPUInfo{Index: x.Index, UUID: x.UUID, BDF: x.PCIAddress, NUMANode: x.NUMANode})
+		info := bind.GPUInfo{Index: x.Index, UUID: x.UUID, BDF: x.PCIAddress, NUMANode: x.NUMANode}
+		if x.CPUAffinity != "" {
+			set, err := hostfs.ParseCPUList(x.CPUAffinity)
+			if err != nil {
+				return nil, fmt.Errorf("GPU %d cpuAffinity: %w", x.Index, err)
+			}
+			info.CPUAffinity = set
+		}
+		out = append(out, info)
 	}
 	return out, nil
 }

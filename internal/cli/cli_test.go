@@ -161,3 +161,35 @@ func TestVersionJSON(t *testing.T) {
 		t.Fatalf("version: %q %v", out, err)
 	}
 }
+
+// TestBindUsesDriverCPUAffinity: with a GPU backend that reports the GPU's
+// CPU affinity (NVML's nvmlDeviceGetCpuAffinity; here the fake backend), bind
+// takes the NUMA node from it and says so.
+func TestBindUsesDriverCPUAffinity(t *testing.T) {
+	root := testhost.Copy(t, "amd-8numa")
+	fake, err := os.ReadFile(filepath.Join("testdata", "amd-8numa-fake-gpus.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(root, "etc/gpunode"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "etc/gpunode/fake-gpus.yaml"), fake, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr := run(t, "bind", "--root", root, "--gpu", "2", "--gpu-backend", "fake", "--dry-run", "-o", "json", "--", "true")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var plan struct {
+		NUMANode   int    `json:"numaNode"`
+		NUMASource string `json:"numaSource"`
+		CPUs       string `json:"cpus"`
+	}
+	if err := json.Unmarshal([]byte(out), &plan); err != nil {
+		t.Fatal(err)
+	}
+	if plan.NUMANode != 5 || plan.NUMASource != "fake-cpu-affinity" || plan.CPUs != "40-47,104-111" {
+		t.Errorf("plan = %+v, want node 5 from the driver's CPU affinity", plan)
+	}
+}

@@ -42,6 +42,9 @@ type GPU struct {
 	PCIDeviceID string `json:"pciDeviceId,omitempty"`
 	// NUMANode is the NUMA node of the GPU's PCI device (nil: none/unknown).
 	NUMANode *int `json:"numaNode,omitempty"`
+	// CPUAffinity is the driver's ideal CPU set for the GPU as a cpulist
+	// (nvmlDeviceGetCpuAffinity; the "CPU Affinity" of nvidia-smi topo -m).
+	CPUAffinity string `json:"cpuAffinity,omitempty"`
 	// Architecture is the GPU generation (Ampere, Hopper, Blackwell, ...).
 	Architecture string `json:"architecture,omitempty"`
 	// ComputeCapability is "major.minor", e.g. "9.0".

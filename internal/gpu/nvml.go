@@ -224,6 +224,12 @@ func (b *nvmlBackend) readGPU(i int, d nvml.Device) (GPU, error) {
 			g.NUMANode = &n
 		}
 	}
+	if b.has("nvmlDeviceGetCpuAffinity") {
+		words, ret := call(func() ([]uint, nvml.Return) { return d.GetCpuAffinity(maxAffinityCPUs) })
+		if ret == nvml.SUCCESS {
+			g.CPUAffinity = CPUsFromWords(words).String()
+		}
+	}
 	if p, ret := call(d.GetPersistenceMode); ret == nvml.SUCCESS {
 		on := p == nvml.FEATURE_ENABLED
 		g.Persistence = &on
