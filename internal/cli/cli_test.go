@@ -193,3 +193,25 @@ func TestBindUsesDriverCPUAffinity(t *testing.T) {
 		t.Errorf("plan = %+v, want node 5 from the driver's CPU affinity", plan)
 	}
 }
+
+// TestMIGPlanOnNodeGPU plans for a GPU of the node (fake backend under
+// --root) instead of a --model.
+func TestMIGPlanOnNodeGPU(t *testing.T) {
+	root := filepath.Join("..", "gpu", "testdata", "hosts", "a100-mig")
+	for _, tc := range []struct {
+		args   []string
+		code   int
+		output string
+	}{
+		{[]string{"--gpu", "0", "--want", "3g.20gb=1,1g.5gb=2"}, ExitOK, "result   feasible"},
+		{[]string{"--gpu", "0", "--want", "3g.20gb=2,1g.5gb=1"}, ExitFindings, "3g.20gb x2 uses all 8 memory slices"},
+		{[]string{"--gpu", "9", "--want", "3g.20gb=1"}, ExitUsage, `--gpu "9" matches no GPU`},
+		{[]string{"--gpu", "0", "--model", "A100-40GB", "--want", "3g.20gb=1"}, ExitUsage, "exactly one of --model or --gpu"},
+	} {
+		args := append([]string{"mig", "plan", "--root", root}, tc.args...)
+		code, out, stderr := run(t, args...)
+		if code != tc.code || !strings.Contains(out+stderr, tc.output) {
+			t.Errorf("gpunode %v: exit %d, want %d with %q:\n%s%s", args, code, tc.code, tc.output, out, stderr)
+		}
+	}
+}

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/gpunode/gpunode/internal/mig"
+	"github.com/gpunode/gpunode/internal/miglive"
 )
 
 // newMIGCommand builds `gpunode mig`: offline planning (plan, validate,
@@ -52,6 +54,42 @@ H200-141GB, GH200-96GB, GH200-144GB, B200-180GB) or a PCI device id (0x2330).`,
 // Catalogue.With.
 func (a *App) migCatalogue(_ context.Context) *mig.Catalogue { return mig.Builtin() }
 
+// planOnLiveGPU plans wants for GPUs of the model of the node's GPU sel,
+// with the profiles and placements the GPU itself reports overriding the
+// built-in catalogue.
+func (a *App) planOnLiveGPU(ctx context.Context, backend, sel string, wants []mig.Want, opts mig.PlanOptions) error {
+	return a.withMIGDevices(ctx, backend, func(cat *mig.Catalogue, devs []miglive.Device) error {
+		var dev miglive.Device
+		for _, d := range devs {
+			if info := d.Info(); strconv.Itoa(info.Index) == sel || strings.EqualFold(info.UUID, sel) {
+				dev = d
+			}
+		}
+		if dev == nil {
+			return Usagef("mig plan: --gpu %q matches no GPU on this node (%d GPUs)", sel, len(devs))
+		}
+		if !dev.Info().MIGCapable {
+			return Usagef("mig plan: GPU %s (%s) is not MIG-capable", sel, dev.Info().Name)
+		}
+		p, err := miglive.Product(ctx, cat, dev)
+		if err != nil {
+			return err
+		}
+		live, err := cat.With(*p)
+		if err != nil {
+			return err
+		}
+		if p, err = live.Lookup(p.Key); err != nil {
+			return err
+		}
+		plan, err := live.Plan(ctx, p, wants, opts)
+		if err != nil {
+			return migUsage(err)
+		}
+		return a.renderFindings(plan, !plan.Feasible)
+	})
+}
+
 // migUsage maps the mig package's bad-input errors to exit 2.
 func migUsage(err error) error {
 	if errors.Is(err, mig.ErrBadDemand) || errors.Is(err, mig.ErrUnknownModel) ||
@@ -70,9 +108,10 @@ func lookupModel(c *mig.Catalogue, model string) (*mig.Product, error) {
 }
 
 func (a *App) newMIGPlanCommand() *cobra.Command {
-	var model, want string
+	var model, want, gpuSel string
 	var gpus int
 	var withCI bool
+	var gf gpuFlags
 	cmd := &cobra.Command{
 		Use:   "plan --model MODEL --want PROFILE=N[,PROFILE=N...] [--gpus N]",
 		Short: "Lay a demand of MIG instances out on N GPUs, or say why it does not fit",
@@ -90,8 +129,8 @@ Exit codes: 0 feasible, 1 infeasible, 2 bad input.`,
 			"  gpunode mig plan --model 'NVIDIA A100-SXM4-40GB' --want 3g.20gb=4,1g.5gb=4 --gpus 3 -o json",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if model == "" {
-				return Usagef("mig plan: --model is required")
+			if (model == "") == (gpuSel == "") {
+				return Usagef("mig plan: give exactly one of --model or --gpu")
 			}
 			if want == "" {
 				return Usagef("mig plan: --want is required")
@@ -103,19 +142,25 @@ Exit codes: 0 feasible, 1 infeasible, 2 bad input.`,
 			if err != nil {
 				return wrapUsage(err)
 			}
+			opts := mig.PlanOptions{GPUs: gpus, ComputeInstances: withCI}
+			if gpuSel != "" {
+				return a.planOnLiveGPU(cmd.Context(), gf.backend, gpuSel, wants, opts)
+			}
 			c := a.migCatalogue(cmd.Context())
 			p, err := lookupModel(c, model)
 			if err != nil {
 				return err
 			}
-			plan, err := c.Plan(cmd.Context(), p, wants, mig.PlanOptions{GPUs: gpus, ComputeInstances: withCI})
+			plan, err := c.Plan(cmd.Context(), p, wants, opts)
 			if err != nil {
 				return migUsage(err)
 			}
 			return a.renderFindings(plan, !plan.Feasible)
 		},
 	}
+	gf.register(cmd, false)
 	f := cmd.Flags()
+	f.StringVar(&gpuSel, "gpu", "", "plan for this node's GPU (index or UUID) with its live profile data (NVML, or the fake backend under --root) instead of --model")
 	f.StringVar(&model, "model", "", "GPU model: nvidia-smi name, short form (H100-80GB) or PCI device id (0x2330)")
 	f.StringVar(&want, "want", "", "demand: PROFILE=COUNT[,PROFILE=COUNT...], e.g. 3g.40gb=1,1g.10gb=2")
 	f.IntVar(&gpus, "gpus", 1, "number of GPUs to spread the demand over")
