@@ -206,7 +206,7 @@ func TestMIGPlanOnNodeGPU(t *testing.T) {
 		{[]string{"--gpu", "0", "--want", "3g.20gb=1,1g.5gb=2"}, ExitOK, "result   feasible"},
 		{[]string{"--gpu", "0", "--want", "3g.20gb=2,1g.5gb=1"}, ExitFindings, "3g.20gb x2 uses all 8 memory slices"},
 		{[]string{"--gpu", "9", "--want", "3g.20gb=1"}, ExitUsage, `--gpu "9" matches no GPU`},
-		{[]string{"--gpu", "0", "--model", "A100-40GB", "--want", "3g.20gb=1"}, ExitUsage, "exactly one of --model or --gpu"},
+		{[]string{"--gpu", "0", "--model", "A100-40GB", "--want", "3g.20gb=1"}, ExitUsage, "only one of --model or --gpu"},
 	} {
 		args := append([]string{"mig", "plan", "--root", root}, tc.args...)
 		code, out, stderr := run(t, args...)

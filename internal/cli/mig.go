@@ -129,8 +129,11 @@ Exit codes: 0 feasible, 1 infeasible, 2 bad input.`,
 			"  gpunode mig plan --model 'NVIDIA A100-SXM4-40GB' --want 3g.20gb=4,1g.5gb=4 --gpus 3 -o json",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if (model == "") == (gpuSel == "") {
-				return Usagef("mig plan: give exactly one of --model or --gpu")
+			switch {
+			case model == "" && gpuSel == "":
+				return Usagef("mig plan: --model is required (or --gpu for one of this node's GPUs)")
+			case model != "" && gpuSel != "":
+				return Usagef("mig plan: give only one of --model or --gpu")
 			}
 			if want == "" {
 				return Usagef("mig plan: --want is required")
