@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strings"
 )
 
 // CopyRecorded copies every path f recorded (see Record) into the directory
@@ -177,23 +178,12 @@ func (f *FS) readResolved(p string) ([]byte, error) {
 	return f.ReadFile(p)
 }
 
+// splitPath returns the elements of a host path, without empty ones.
 func splitPath(p string) []string {
 	var out []string
-	for _, s := range filepathSplit(clean(p)) {
+	for _, s := range strings.Split(clean(p), "/") {
 		if s != "" && s != "." {
 			out = append(out, s)
-		}
-	}
-	return out
-}
-
-func filepathSplit(p string) []string {
-	var out []string
-	start := 0
-	for i := 0; i <= len(p); i++ {
-		if i == len(p) || p[i] == '/' {
-			out = append(out, p[start:i])
-			start = i + 1
 		}
 	}
 	return out
