@@ -3,6 +3,7 @@ package hostfs
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -160,7 +161,7 @@ func (c *copier) copyFile(p string, data map[string][]byte) error {
 		// Stat-only paths: copy current contents. Unreadable files
 		// (write-only attributes, permissions) are captured empty.
 		var err error
-		if b, err = c.src.readResolved(p); err != nil {
+		if b, err = readLocal(c.src.Path(p)); err != nil {
 			b = nil
 		}
 	}
@@ -170,12 +171,15 @@ func (c *copier) copyFile(p string, data map[string][]byte) error {
 	return os.WriteFile(c.d(p), b, 0o644)
 }
 
-// readResolved reads an already resolved host path without recording it.
-func (f *FS) readResolved(p string) ([]byte, error) {
-	rec := f.rec
-	f.rec = nil
-	defer func() { f.rec = rec }()
-	return f.ReadFile(p)
+// readLocal reads a local file (a resolved path, no links left) with the
+// same bound as ReadFile, without recording it.
+func readLocal(p string) ([]byte, error) {
+	fh, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer fh.Close()
+	return io.ReadAll(io.LimitReader(fh, MaxFileSize))
 }
 
 // splitPath returns the elements of a host path, without empty ones.
