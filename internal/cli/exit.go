@@ -31,14 +31,13 @@ type usageErr struct{ err error }
 
 func (u usageErr) Error() string   { return u.err.Error() }
 func (u usageErr) Unwrap() []error { return []error{ErrUsage, u.err} }
-func asUsage(err error) error      { return usageErr{err} }
 func isUsage(err error) bool       { return errors.Is(err, ErrUsage) }
 func isFindings(err error) bool    { return errors.Is(err, ErrFindings) }
 func wrapUsage(err error) error {
 	if err == nil || isUsage(err) {
 		return err
 	}
-	return asUsage(err)
+	return usageErr{err}
 }
 
 // ExitCode maps an error returned by a command to gpunode's exit code.

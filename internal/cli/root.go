@@ -5,7 +5,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -54,6 +53,7 @@ type App struct {
 	Output  string
 	NoColor bool
 	format  output.Format
+	host    *hostfs.FS // opened by Host
 }
 
 // Main runs gpunode with env and returns the process exit code.
@@ -72,9 +72,6 @@ func Main(ctx context.Context, env Env) int {
 		if isUsage(err) {
 			fmt.Fprintln(env.Stderr, "Run 'gpunode --help' for usage.")
 		}
-	}
-	if errors.Is(err, context.Canceled) {
-		return ExitFailure
 	}
 	return ExitCode(err)
 }
@@ -101,13 +98,13 @@ Exit codes:
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			f, err := output.ParseFormat(a.Output)
 			if err != nil {
-				return asUsage(err)
+				return wrapUsage(err)
 			}
 			a.format = f
 			return nil
 		},
 	}
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return asUsage(err) })
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return wrapUsage(err) })
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.Root, "root", "/", "host filesystem root to read (and write) instead of /")
 	pf.StringVarP(&a.Output, "output", "o", "table", "output format: table, json or yaml")
@@ -147,13 +144,17 @@ func markUsageErrors(cmd *cobra.Command) {
 	}
 }
 
-// Host opens the host filesystem named by --root. A --root that is not a
-// directory is a usage error.
+// Host returns the host filesystem named by --root, opened once per
+// invocation. A --root that is not a directory is a usage error.
 func (a *App) Host() (*hostfs.FS, error) {
+	if a.host != nil {
+		return a.host, nil
+	}
 	fs, err := hostfs.New(a.Root)
 	if err != nil {
 		return nil, wrapUsage(fmt.Errorf("--root: %w", err))
 	}
+	a.host = fs
 	return fs, nil
 }
 
