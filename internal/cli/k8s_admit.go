@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpunode/gpunode/internal/k8s/admit"
+	"github.com/gpunode/gpunode/internal/k8s/kubeletcfg"
 	"github.com/gpunode/gpunode/internal/k8s/node"
 	"github.com/gpunode/gpunode/internal/topo"
 )
@@ -61,7 +62,7 @@ is admitted then), 3 failure.`,
 			} else if n, err = node.Load(nodeFile); err != nil {
 				return wrapUsage(err)
 			}
-			kc, err := admit.LoadKubeletConfig(kcFile)
+			kc, err := kubeletcfg.Load(kcFile)
 			if err != nil {
 				return wrapUsage(err)
 			}
@@ -79,7 +80,7 @@ is admitted then), 3 failure.`,
 			if err != nil {
 				return wrapUsage(err)
 			}
-			sim, err := admit.New(n, kc, admit.Options{MaxMasks: maxMasks})
+			sim, err := admit.New(n, &kc.KC, admit.Options{MaxMasks: maxMasks})
 			if err != nil {
 				return wrapUsage(fmt.Errorf("%s: kubelet would not start: %w", kcFile, err))
 			}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gpunode/gpunode/internal/goldenfile"
 
+	"github.com/gpunode/gpunode/internal/k8s/kubeletcfg"
 	"github.com/gpunode/gpunode/internal/k8s/node"
 	"github.com/gpunode/gpunode/internal/output"
 )
@@ -23,7 +24,7 @@ func runDir(t *testing.T, dir string) *Report {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kc, err := LoadKubeletConfig(filepath.Join(dir, "kubelet-config.yaml"))
+	c, err := kubeletcfg.Load(filepath.Join(dir, "kubelet-config.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +37,7 @@ func runDir(t *testing.T, dir string) *Report {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sim, err := New(n, kc, Options{})
+	sim, err := New(n, &c.KC, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

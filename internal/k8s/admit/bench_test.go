@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/gpunode/gpunode/internal/k8s/kubeletcfg"
 	"github.com/gpunode/gpunode/internal/k8s/node"
 )
 
@@ -87,11 +88,11 @@ func guaranteed(name, cpu, mem string, gpus int) *v1.Pod {
 }
 
 func benchAdmit(b *testing.B, n *node.Node, numa int, policy string, pod *v1.Pod) {
-	kc, err := ParseKubeletConfig([]byte(benchKC(numa, policy)), "kc")
+	c, err := kubeletcfg.Parse([]byte(benchKC(numa, policy)), "kc")
 	if err != nil {
 		b.Fatal(err)
 	}
-	sim, err := New(n, kc, Options{})
+	sim, err := New(n, &c.KC, Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

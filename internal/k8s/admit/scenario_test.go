@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpunode/gpunode/internal/k8s/kubeletcfg"
 	"github.com/gpunode/gpunode/internal/k8s/node"
 )
 
@@ -125,11 +126,11 @@ spec:
 			if err != nil {
 				t.Fatal(err)
 			}
-			kc, err := ParseKubeletConfig([]byte(kcWith(tc.kc)), "kc.yaml")
+			c, err := kubeletcfg.Parse([]byte(kcWith(tc.kc)), "kc.yaml")
 			if err != nil {
 				t.Fatal(err)
 			}
-			sim, err := New(n, kc, Options{})
+			sim, err := New(n, &c.KC, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -168,14 +169,16 @@ func TestKubeletStartErrors(t *testing.T) {
 		{"cpuManagerPolicy: static\nreservedSystemCPUs: \"0\"\nfeatureGates: {CPUManagerPolicyAlphaOptions: true}\ncpuManagerPolicyOptions: {align-by-socket: \"true\"}\ntopologyManagerPolicy: single-numa-node\n", "Topolgy manager single-numa-node policy is incompatible with CPUManager align-by-socket policy option"},
 		{"memoryManagerPolicy: Static\nsystemReserved: {memory: 1Gi}\nreservedMemory: [{numaNode: 0, limits: {memory: 1Gi}}]\n", `the total amount "1Gi" of type "memory" is not equal to the value "1124Mi" determined by Node Allocatable feature`},
 		{"memoryManagerPolicy: Static\nreservedMemory: [{numaNode: 5, limits: {memory: 100Mi}}]\n", "references a NUMA node 5 that does not exist"},
+		// mergeDefaultEvictionSettings adds kubelet's memory.available=100Mi to the reservation.
+		{"memoryManagerPolicy: Static\nevictionHard: {nodefs.available: 10%}\nmergeDefaultEvictionSettings: true\nreservedMemory: [{numaNode: 0, limits: {memory: 1Gi}}]\n", `the total amount "1Gi" of type "memory" is not equal to the value "100Mi" determined by Node Allocatable feature`},
 		{"topologyManagerPolicy: best-effort\ntopologyManagerPolicyOptions: {max-allowable-numa-nodes: \"4\"}\n", `the minimum value of "max-allowable-numa-nodes" should not be less than 8`},
 		{"topologyManagerPolicy: bogus\n", `unknown policy: "bogus"`},
 	} {
-		kc, err := ParseKubeletConfig([]byte(kcWith(tc.kc)), "kc.yaml")
+		c, err := kubeletcfg.Parse([]byte(kcWith(tc.kc)), "kc.yaml")
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = New(n, kc, Options{})
+		_, err = New(n, &c.KC, Options{})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: err = %v, want %q", tc.kc, err, tc.want)
 		}
@@ -189,8 +192,11 @@ func TestKubeletStartErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kc, _ := ParseKubeletConfig([]byte(kcWith("topologyManagerPolicy: restricted\n")), "kc")
-	if _, err := New(nine, kc, Options{}); err == nil || !strings.Contains(err.Error(), "unsupported on machines with more than 8 NUMA Nodes") {
+	c, err := kubeletcfg.Parse([]byte(kcWith("topologyManagerPolicy: restricted\n")), "kc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(nine, &c.KC, Options{}); err == nil || !strings.Contains(err.Error(), "unsupported on machines with more than 8 NUMA Nodes") {
 		t.Errorf("9 NUMA nodes: %v", err)
 	}
 }
