@@ -110,7 +110,7 @@ func (a *App) k8sNode(ctx context.Context, nodeFile string, live bool) (*node.No
 	}
 	t, err := topo.Discover(ctx, fs)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("discover topology: %w", err)
 	}
 	n, err := node.FromTopology(t)
 	if err != nil {

@@ -8,8 +8,6 @@ import (
 
 	"github.com/gpunode/gpunode/internal/k8s/admit"
 	"github.com/gpunode/gpunode/internal/k8s/kubeletcfg"
-	"github.com/gpunode/gpunode/internal/k8s/node"
-	"github.com/gpunode/gpunode/internal/topo"
 )
 
 func (a *App) newK8sAdmitCommand() *cobra.Command {
@@ -45,22 +43,9 @@ is admitted then), 3 failure.`,
 			if podsFile == "" {
 				return Usagef("-f pods.yaml is required")
 			}
-			var n *node.Node
-			var err error
-			if live {
-				fs, err := a.Host()
-				if err != nil {
-					return err
-				}
-				t, err := topo.Discover(cmd.Context(), fs)
-				if err != nil {
-					return fmt.Errorf("discover topology: %w", err)
-				}
-				if n, err = node.FromTopology(t); err != nil {
-					return err
-				}
-			} else if n, err = node.Load(nodeFile); err != nil {
-				return wrapUsage(err)
+			n, err := a.k8sNode(cmd.Context(), nodeFile, live)
+			if err != nil {
+				return err
 			}
 			kc, err := kubeletcfg.Load(kcFile)
 			if err != nil {
