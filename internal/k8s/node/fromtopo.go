@@ -31,9 +31,10 @@ func FromTopology(t *topo.Topology) (*Node, error) {
 		ids[nn.ID] = true
 	}
 	if len(n.NUMANodes) == 0 {
-		// Machines without NUMA report one node 0 to kubelet.
-		var mem uint64
-		n.NUMANodes = append(n.NUMANodes, NUMANode{ID: 0, CPUs: cpuset.New(), MemoryBytes: mem})
+		// Machines without NUMA report one node 0 to kubelet. topo.Discover
+		// already returns that node with the machine's memory; this covers a
+		// Topology built without any NUMA node (memory unknown).
+		n.NUMANodes = append(n.NUMANodes, NUMANode{ID: 0, CPUs: cpuset.New()})
 		ids[0] = true
 	}
 	online := map[int]topo.CPU{}
