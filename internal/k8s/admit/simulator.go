@@ -275,8 +275,8 @@ func nodeAllocatableReservation(n *node.Node, kc *kubeletv1beta1.KubeletConfigur
 	return out, nil
 }
 
-// providers returns the hint providers in kubelet's order (device, CPU,
-// memory); the merge result does not depend on the order.
+// txn holds copies of the managers' state while one pod is admitted; Admit
+// keeps them only when the pod is admitted.
 type txn struct {
 	cpu *cpumanager.Static
 	mem *memorymanager.Static
@@ -294,32 +294,29 @@ func (s *Simulator) begin() *txn {
 	return t
 }
 
-func (t *txn) containerHints(pod *v1.Pod, c *v1.Container) []map[string][]node.Hint {
-	out := []map[string][]node.Hint{t.dev.ContainerHints(pod, c)}
-	if t.cpu != nil {
-		out = append(out, t.cpu.ContainerHints(pod, c))
+// hints collects the providers' hints in kubelet's order (device, CPU,
+// memory; nil for a manager that is off) for container c, or for the whole
+// pod when c is nil (pod scope).
+func (t *txn) hints(pod *v1.Pod, c *v1.Container) []map[string][]node.Hint {
+	out := make([]map[string][]node.Hint, 3)
+	if c == nil {
+		out[0] = t.dev.PodHints(pod)
 	} else {
-		out = append(out, nil)
+		out[0] = t.dev.ContainerHints(pod, c)
 	}
-	if t.mem != nil {
-		out = append(out, t.mem.ContainerHints(pod, c))
-	} else {
-		out = append(out, nil)
+	switch {
+	case t.cpu == nil:
+	case c == nil:
+		out[1] = t.cpu.PodHints(pod)
+	default:
+		out[1] = t.cpu.ContainerHints(pod, c)
 	}
-	return out
-}
-
-func (t *txn) podHints(pod *v1.Pod) []map[string][]node.Hint {
-	out := []map[string][]node.Hint{t.dev.PodHints(pod)}
-	if t.cpu != nil {
-		out = append(out, t.cpu.PodHints(pod))
-	} else {
-		out = append(out, nil)
-	}
-	if t.mem != nil {
-		out = append(out, t.mem.PodHints(pod))
-	} else {
-		out = append(out, nil)
+	switch {
+	case t.mem == nil:
+	case c == nil:
+		out[2] = t.mem.PodHints(pod)
+	default:
+		out[2] = t.mem.ContainerHints(pod, c)
 	}
 	return out
 }
@@ -461,7 +458,7 @@ func (s *Simulator) Admit(pod *v1.Pod) PodResult {
 			res.Containers = append(res.Containers, cr)
 		}
 	case s.Config.TopologyManagerScope == topology.ScopePod:
-		ph := t.podHints(pod)
+		ph := t.hints(pod, nil)
 		th, ok := s.policy.Merge(toTopology(ph))
 		hint := fromTopology(th)
 		res.PodHint = hintOut(&hint)
@@ -479,7 +476,7 @@ func (s *Simulator) Admit(pod *v1.Pod) PodResult {
 		}
 	default:
 		for _, e := range all {
-			ph := t.containerHints(pod, e.c)
+			ph := t.hints(pod, e.c)
 			th, ok := s.policy.Merge(toTopology(ph))
 			hint := fromTopology(th)
 			cr := ContainerResult{Name: e.c.Name, Kind: containerKind(pod, e.c, e.init), MergedHint: hintOut(&hint), ProviderHints: summarize(ph)}
@@ -545,7 +542,9 @@ func (s *Simulator) fits(pod *v1.Pod) *admissionError {
 	return nil
 }
 
-// Run admits pods in order on a fresh simulator state and builds the report.
+// Run admits pods in order, carrying the simulator state from one pod to
+// the next (starting from the state New or earlier calls left), and builds
+// the report.
 func (s *Simulator) Run(pods []*v1.Pod) *Report {
 	r := &Report{SchemaVersion: SchemaVersion, Settings: s.Config, Node: s.summary()}
 	for _, p := range pods {
