@@ -33,8 +33,6 @@ type space struct {
 	caps    []int
 	// byWeight[j] lists profile indexes by ascending weights[j].
 	byWeight [][]int
-	// suffixCaps[t][j] is caps[j] over maximal[t:] only.
-	suffixCaps [][]int
 	// holders[i] counts the maximal configurations holding profile i.
 	holders [MaxProfiles]int
 }
@@ -201,19 +199,6 @@ func (s *space) initBounds() {
 			}
 		}
 	}
-	s.suffixCaps = make([][]int, len(s.maximal)+1)
-	s.suffixCaps[len(s.maximal)] = make([]int, len(s.weights))
-	for t := len(s.maximal) - 1; t >= 0; t-- {
-		row := make([]int, len(s.weights))
-		for j, w := range s.weights {
-			v := 0
-			for i := 0; i < s.k; i++ {
-				v += w[i] * int(s.maximal[t][i])
-			}
-			row[j] = max(v, s.suffixCaps[t+1][j])
-		}
-		s.suffixCaps[t] = row
-	}
 }
 
 // countBound is an upper bound on how many of rem's instances fit on n
@@ -309,34 +294,6 @@ func (s *space) single(d demand) ([]placed, bool) {
 	}
 	l, ok := s.feasible[c]
 	return l, ok
-}
-
-// candidates are the maximal configurations clipped to rem, deduplicated
-// and without dominated ones: taking more of the demand on one GPU is never
-// worse, because every subset of a feasible multiset is feasible.
-func (s *space) candidates(rem demand) []cfg {
-	out := make([]cfg, 0, len(s.maximal))
-	seen := make(map[cfg]bool, len(s.maximal))
-	for _, m := range s.maximal {
-		var c cfg
-		nz := false
-		for i := 0; i < s.k; i++ {
-			v := m[i]
-			if uint16(v) > rem[i] {
-				v = uint8(rem[i])
-			}
-			c[i] = v
-			if v > 0 {
-				nz = true
-			}
-		}
-		if !nz || seen[c] {
-			continue
-		}
-		seen[c] = true
-		out = append(out, c)
-	}
-	return dropDominated(out, s.k)
 }
 
 // dominates reports b >= a componentwise with b != a.
@@ -491,30 +448,6 @@ func dropDominated(out []cfg, k int) []cfg {
 		}
 	}
 	return keep
-}
-
-func covers(m cfg, rem demand, k int) bool {
-	for i := 0; i < k; i++ {
-		if uint16(m[i]) < rem[i] {
-			return false
-		}
-	}
-	return true
-}
-
-// boundedFrom is bounded with the caps of maximal[t:] only.
-func (s *space) boundedFrom(d demand, n, t int) bool {
-	caps := s.suffixCaps[t]
-	for j, w := range s.weights {
-		v := 0
-		for i := 0; i < s.k; i++ {
-			v += w[i] * int(d[i])
-		}
-		if v > caps[j]*n {
-			return false
-		}
-	}
-	return true
 }
 
 // maxPlacedBudget bounds the branch-and-bound search of maxPlaced.
