@@ -174,9 +174,15 @@ func TestIRQCommands(t *testing.T) {
 	// apply then rollback on a copy: byte-identical outside the journal.
 	root := testhost.Copy(t, "amd-8numa")
 	before, _ := testhost.Snapshot(root)
-	code, out, errOut = run(t, "irq", "apply", "--root", root, "-o", "json")
+	// Global flags before the subcommand: the journal records the command
+	// line as given.
+	code, out, errOut = run(t, "-o", "json", "--root", root, "irq", "apply")
 	if code != 0 || !strings.Contains(out, `"transaction": "000001-irq"`) {
 		t.Fatalf("apply: exit %d\n%s\n%s", code, out, errOut)
+	}
+	jb, err := os.ReadFile(filepath.Join(root, "var/lib/gpunode/000001-irq.journal"))
+	if want := `"command": "gpunode -o json --root ` + root + ` irq apply"`; err != nil || !strings.Contains(string(jb), want) {
+		t.Fatalf("journal %v, want %s:\n%s", err, want, jb)
 	}
 	b, err := os.ReadFile(filepath.Join(root, "proc/irq/400/smp_affinity_list"))
 	if err != nil || strings.TrimSpace(string(b)) != "8" {

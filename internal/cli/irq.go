@@ -65,7 +65,7 @@ the originals. When irqbalance runs, the output says how to keep it away.`,
 			if err != nil {
 				return err
 			}
-			res, err := irq.Apply(cmd.Context(), fs, rep, irq.ApplyOptions{JournalDir: f.journalDir, Command: "gpunode irq apply " + strings.Join(a.Args[min(2, len(a.Args)):], " ")})
+			res, err := irq.Apply(cmd.Context(), fs, rep, irq.ApplyOptions{JournalDir: f.journalDir, Command: a.commandLine()})
 			if res != nil {
 				if rerr := a.Render(res); rerr != nil && err == nil {
 					err = rerr
