@@ -42,40 +42,33 @@ func NVLinkClassesOf(st Status) map[[2]string]string {
 		}
 		return [2]string{a, b}
 	}
-	direct := map[[2]string]int{}
+	// direct[pair][end] counts the active links end reports to the other
+	// GPU of pair. Both ends usually report the same links: count them once
+	// by taking the larger one-sided count.
+	direct := map[[2]string]map[string]int{}
 	switched := map[string]int{}
 	for _, g := range st.GPUs {
 		for _, l := range g.NVLinks {
 			if !l.Active || l.RemotePCIAddress == "" || g.PCIAddress == "" {
 				continue
 			}
-			if isGPU[l.RemotePCIAddress] {
-				if l.RemotePCIAddress != g.PCIAddress {
-					direct[key(g.PCIAddress, l.RemotePCIAddress)]++
-				}
-			} else {
+			if !isGPU[l.RemotePCIAddress] {
 				switched[g.PCIAddress]++
+				continue
 			}
-		}
-	}
-	// Each direct link is seen from both ends when both GPUs report it;
-	// count it once by taking the larger one-sided count.
-	oneSided := map[[2]string]map[string]int{}
-	for _, g := range st.GPUs {
-		for _, l := range g.NVLinks {
-			if !l.Active || !isGPU[l.RemotePCIAddress] || l.RemotePCIAddress == g.PCIAddress {
+			if l.RemotePCIAddress == g.PCIAddress {
 				continue
 			}
 			k := key(g.PCIAddress, l.RemotePCIAddress)
-			if oneSided[k] == nil {
-				oneSided[k] = map[string]int{}
+			if direct[k] == nil {
+				direct[k] = map[string]int{}
 			}
-			oneSided[k][g.PCIAddress]++
+			direct[k][g.PCIAddress]++
 		}
 	}
-	for k := range direct {
+	for k, ends := range direct {
 		n := 0
-		for _, c := range oneSided[k] {
+		for _, c := range ends {
 			n = max(n, c)
 		}
 		out[k] = fmt.Sprintf("NV%d", n)
