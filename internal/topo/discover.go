@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"path"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -159,15 +159,6 @@ func (d *discoverer) cpuList(p string, optional bool) (cpuset.CPUSet, bool) {
 		return cpuset.New(), false
 	}
 	return set, true
-}
-
-func (d *discoverer) intFile(p string) (int, bool) {
-	n, err := d.fs.ReadInt(p)
-	if err != nil {
-		d.warnErr(p, err, false)
-		return -1, false
-	}
-	return int(n), true
 }
 
 func (d *discoverer) cpus() error {
@@ -446,7 +437,7 @@ func (d *discoverer) finishCPUs() {
 			coreSeen[[2]int{c.Socket, c.Core}] = true
 			s.Cores++
 		}
-		if c.NUMANode >= 0 && !containsInt(s.NUMANodes, c.NUMANode) {
+		if c.NUMANode >= 0 && !slices.Contains(s.NUMANodes, c.NUMANode) {
 			s.NUMANodes = append(s.NUMANodes, c.NUMANode)
 		}
 	}
@@ -456,15 +447,6 @@ func (d *discoverer) finishCPUs() {
 		t.Sockets = append(t.Sockets, *s)
 	}
 	sort.Slice(t.Sockets, func(i, j int) bool { return t.Sockets[i].ID < t.Sockets[j].ID })
-}
-
-func containsInt(xs []int, x int) bool {
-	for _, v := range xs {
-		if v == x {
-			return true
-		}
-	}
-	return false
 }
 
 // numbered parses names such as "cpu12" or "node3".
@@ -481,6 +463,3 @@ func numbered(name, prefix string) (int, bool) {
 	n, err := strconv.Atoi(rest)
 	return n, err == nil
 }
-
-// base returns the last element of a slash path.
-func base(p string) string { return path.Base(p) }

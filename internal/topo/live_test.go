@@ -56,10 +56,7 @@ func TestLiveMatchesNumactl(t *testing.T) {
 				t.Fatalf("numactl lists node %d; gpunode does not", id)
 			}
 			seenNodes++
-			var want []string
-			for _, f := range strings.Fields(m[2]) {
-				want = append(want, f)
-			}
+			want := strings.Fields(m[2])
 			var got []string
 			for _, c := range n.CPUs.List() {
 				got = append(got, strconv.Itoa(c))
@@ -156,7 +153,7 @@ func TestLiveMatchesLscpu(t *testing.T) {
 	if rows != topo.OnlineCPUs.Size() {
 		t.Errorf("lscpu lists %d CPUs, gpunode %d online", rows, topo.OnlineCPUs.Size())
 	}
-	if topo.L3Caches != nil && len(topo.L3Caches) > 0 && checkedL3 == 0 {
+	if len(topo.L3Caches) > 0 && checkedL3 == 0 {
 		t.Error("no L3 grouping was compared")
 	}
 	distinct := map[string]bool{}

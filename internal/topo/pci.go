@@ -3,6 +3,7 @@ package topo
 import (
 	"context"
 	"fmt"
+	"path"
 	"runtime"
 	"sort"
 	"strconv"
@@ -221,7 +222,7 @@ func (d *discoverer) device(bdf, kind, class, vendor string) PCIDevice {
 	dev := PCIDevice{Kind: kind, BDF: bdf, VendorID: vendor, Class: strings.ToLower(class), NUMANode: -1, NUMASource: NUMAUnknown}
 	dev.DeviceID = strings.ToLower(d.optString(dir + "/device"))
 	if drv, err := d.fs.Readlink(dir + "/driver"); err == nil {
-		dev.Driver = base(drv)
+		dev.Driver = path.Base(drv)
 	}
 	if real, err := d.fs.Resolve(dir); err != nil {
 		d.warnErr(dir, err, false)
