@@ -189,8 +189,9 @@ func (d *nvmlDevice) Instances(context.Context) ([]Instance, error) {
 				return nil, fmt.Errorf("nvml: GPU %d: GPU instance info: %w", d.info.Index, ret)
 			}
 			in := Instance{NVMLProfile: e, Placement: mig.Placement{Start: int(info.Placement.Start), Size: int(info.Placement.Size)}}
+			cis := d.cis(gi)
 			for _, s := range []int{1, 2, 3, 4, 6, 7, 8} {
-				for range d.cis(gi)[s] {
+				for range cis[s] {
 					in.CISlices = append(in.CISlices, s)
 				}
 			}
