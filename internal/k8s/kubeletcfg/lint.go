@@ -3,7 +3,9 @@ package kubeletcfg
 import (
 	"fmt"
 	"io"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -13,6 +15,7 @@ import (
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/utils/cpuset"
 
+	"github.com/gpunode/gpunode/internal/k8s/cpumanager"
 	"github.com/gpunode/gpunode/internal/k8s/node"
 	"github.com/gpunode/gpunode/internal/k8s/topology"
 	"github.com/gpunode/gpunode/internal/output"
@@ -145,12 +148,10 @@ func Lint(c *Config, n *node.Node) Report {
 	return r
 }
 
-// featureGates returns the gates the resource managers read, with v1.37
-// defaults.
+// featureGates returns the gates the Topology Manager reads, with v1.37
+// defaults (the CPU Manager's come from cpumanager.GatesFrom).
 func featureGates(set map[string]bool) map[string]bool {
 	g := map[string]bool{
-		"CPUManagerPolicyAlphaOptions":      false,
-		"CPUManagerPolicyBetaOptions":       true,
 		"TopologyManagerPolicyAlphaOptions": false,
 		"TopologyManagerPolicyBetaOptions":  true,
 	}
@@ -191,7 +192,7 @@ func (l *linter) validation() {
 		if dup[rm.NumaNode] == nil {
 			dup[rm.NumaNode] = map[v1.ResourceName]bool{}
 		}
-		for _, name := range sortedResourceNames(rm.Limits) {
+		for _, name := range slices.Sorted(maps.Keys(rm.Limits)) {
 			q := rm.Limits[name]
 			field := fmt.Sprintf("reservedMemory[%d].limits.%s", i, name)
 			if !isHugePages(name) && name != v1.ResourceMemory {
@@ -215,31 +216,13 @@ func isHugePages(name v1.ResourceName) bool {
 	return strings.HasPrefix(string(name), v1.ResourceHugePagesPrefix)
 }
 
-func sortedResourceNames(rl v1.ResourceList) []v1.ResourceName {
-	out := make([]v1.ResourceName, 0, len(rl))
-	for k := range rl {
-		out = append(out, k)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
-	return out
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
 // reservations mirrors cmd/kubelet/app/server.go: reservedSystemCPUs
 // overrides the CPU reservations, then kubeReserved and systemReserved are
 // parsed (parseResourceList).
 func (l *linter) reservations() (kube, system v1.ResourceList) {
 	kc := l.kc
-	kr := copyMap(kc.KubeReserved)
-	sr := copyMap(kc.SystemReserved)
+	kr := maps.Clone(kc.KubeReserved)
+	sr := maps.Clone(kc.SystemReserved)
 	if kc.ReservedSystemCPUs != "" {
 		if set, err := cpuset.Parse(kc.ReservedSystemCPUs); err == nil && set.Size() > 0 {
 			if l.n != nil {
@@ -270,17 +253,6 @@ func (l *linter) reservations() (kube, system v1.ResourceList) {
 	return kube, system
 }
 
-func copyMap(m map[string]string) map[string]string {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
-}
-
 // parseResourceList is kubelet's (cmd/kubelet/app/server.go); keys are
 // visited in name order.
 func parseResourceList(m map[string]string) (v1.ResourceList, error) {
@@ -288,7 +260,7 @@ func parseResourceList(m map[string]string) (v1.ResourceList, error) {
 		return nil, nil
 	}
 	rl := make(v1.ResourceList)
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		v := m[k]
 		switch v1.ResourceName(k) {
 		case v1.ResourceCPU, v1.ResourceMemory, v1.ResourceEphemeralStorage, "pid":
@@ -339,7 +311,7 @@ func (l *linter) memoryCapacity() (resource.Quantity, bool) {
 func (l *linter) evictionMemory() (*resource.Quantity, bool) {
 	var mem *resource.Quantity
 	ok := true
-	for _, sig := range sortedKeys(l.kc.EvictionHard) {
+	for _, sig := range slices.Sorted(maps.Keys(l.kc.EvictionHard)) {
 		val := l.kc.EvictionHard[sig]
 		field := "evictionHard." + sig
 		if !validSignal(sig) {
@@ -479,7 +451,7 @@ func (l *linter) topologyManager() {
 	}
 	o := topology.Options{MaxAllowableNUMANodes: topology.DefaultMaxAllowableNUMANodes}
 	optsOK := true
-	for _, name := range sortedKeys(opts) {
+	for _, name := range slices.Sorted(maps.Keys(opts)) {
 		if err := topology.CheckOptionAvailable(name, l.gate); err != nil {
 			l.add(SeverityError, "topologyManagerPolicyOptions."+name, StageTopology, "", "%v", err)
 			optsOK = false
@@ -516,34 +488,6 @@ func (l *linter) topologyManager() {
 	}
 }
 
-// CPU Manager policy options and their levels in v1.37
-// (cpumanager/policy_options.go).
-const (
-	CPUOptFullPCPUsOnly            = "full-pcpus-only"
-	CPUOptDistributeAcrossNUMA     = "distribute-cpus-across-numa"
-	CPUOptAlignBySocket            = "align-by-socket"
-	CPUOptDistributeAcrossCores    = "distribute-cpus-across-cores"
-	CPUOptStrictCPUReservation     = "strict-cpu-reservation"
-	CPUOptPreferAlignByUncoreCache = "prefer-align-cpus-by-uncorecache"
-)
-
-const (
-	cpuAlphaGate, cpuBetaGate      = "CPUManagerPolicyAlphaOptions", "CPUManagerPolicyBetaOptions"
-	levelAlpha, levelBeta, levelGA = "alpha", "beta", "stable"
-)
-
-// CPUOptionLevels maps the CPU Manager static policy options to their level.
-func CPUOptionLevels() map[string]string {
-	return map[string]string{
-		CPUOptAlignBySocket:            levelAlpha,
-		CPUOptDistributeAcrossCores:    levelAlpha,
-		CPUOptDistributeAcrossNUMA:     levelBeta,
-		CPUOptFullPCPUsOnly:            levelGA,
-		CPUOptStrictCPUReservation:     levelGA,
-		CPUOptPreferAlignByUncoreCache: levelGA,
-	}
-}
-
 // cpuManager mirrors cpumanager.NewManager / NewStaticPolicy.
 func (l *linter) cpuManager(nar reservation) {
 	kc := l.kc
@@ -568,20 +512,18 @@ func (l *linter) cpuManager(nar reservation) {
 	numReserved := int(math.Ceil(float64(reserved.MilliValue()) / 1000))
 	// NewStaticPolicyOptions: options in name order (kubelet: map order).
 	opts := map[string]bool{}
-	for _, name := range sortedKeys(kc.CPUManagerPolicyOptions) {
+	gates := cpumanager.GatesFrom(kc.FeatureGates)
+	for _, name := range slices.Sorted(maps.Keys(kc.CPUManagerPolicyOptions)) {
 		field := "cpuManagerPolicyOptions." + name
-		lvl, known := CPUOptionLevels()[name]
-		switch {
-		case !known:
-			l.add(SeverityError, field, StageCPU, "", "new static policy error: unknown CPU Manager Policy option: %q", name)
-			continue
-		case lvl == levelAlpha && !l.gate[cpuAlphaGate]:
-			l.add(SeverityError, field, StageCPU, "set featureGates.CPUManagerPolicyAlphaOptions: true",
-				"new static policy error: CPU Manager Policy Alpha-level Options not enabled, but option %q provided", name)
-			continue
-		case lvl == levelBeta && !l.gate[cpuBetaGate]:
-			l.add(SeverityError, field, StageCPU, "set featureGates.CPUManagerPolicyBetaOptions: true",
-				"new static policy error: CPU Manager Policy Beta-level Options not enabled, but option %q provided", name)
+		if err := cpumanager.CheckPolicyOptionAvailable(name, gates); err != nil {
+			fix := ""
+			switch cpumanager.OptionMaturity(name) {
+			case cpumanager.Alpha:
+				fix = "set featureGates.CPUManagerPolicyAlphaOptions: true"
+			case cpumanager.Beta:
+				fix = "set featureGates.CPUManagerPolicyBetaOptions: true"
+			}
+			l.add(SeverityError, field, StageCPU, fix, "new static policy error: %v", err)
 			continue
 		}
 		v, err := strconv.ParseBool(kc.CPUManagerPolicyOptions[name])
@@ -592,24 +534,24 @@ func (l *linter) cpuManager(nar reservation) {
 		opts[name] = v
 	}
 	for _, pair := range [][2]string{
-		{CPUOptFullPCPUsOnly, CPUOptDistributeAcrossCores},
-		{CPUOptDistributeAcrossNUMA, CPUOptDistributeAcrossCores},
-		{CPUOptPreferAlignByUncoreCache, CPUOptDistributeAcrossCores},
-		{CPUOptPreferAlignByUncoreCache, CPUOptDistributeAcrossNUMA},
+		{cpumanager.FullPCPUsOnlyOption, cpumanager.DistributeCPUsAcrossCoresOption},
+		{cpumanager.DistributeCPUsAcrossNUMAOption, cpumanager.DistributeCPUsAcrossCoresOption},
+		{cpumanager.PreferAlignByUnCoreCacheOption, cpumanager.DistributeCPUsAcrossCoresOption},
+		{cpumanager.PreferAlignByUnCoreCacheOption, cpumanager.DistributeCPUsAcrossNUMAOption},
 	} {
 		if opts[pair[0]] && opts[pair[1]] {
 			l.add(SeverityError, "cpuManagerPolicyOptions", StageCPU, "drop one of the two options",
 				"new static policy error: static policy options %s and %s can not be used at the same time", pair[0], pair[1])
 		}
 	}
-	if opts[CPUOptAlignBySocket] {
+	if opts[cpumanager.AlignBySocketOption] {
 		if kc.TopologyManagerPolicy == topology.PolicySingleNUMANode {
-			l.add(SeverityError, "cpuManagerPolicyOptions."+CPUOptAlignBySocket, StageCPU, "",
-				"new static policy error: Topolgy manager %s policy is incompatible with CPUManager %s policy option", topology.PolicySingleNUMANode, CPUOptAlignBySocket)
+			l.add(SeverityError, "cpuManagerPolicyOptions."+cpumanager.AlignBySocketOption, StageCPU, "",
+				"new static policy error: Topolgy manager %s policy is incompatible with CPUManager %s policy option", topology.PolicySingleNUMANode, cpumanager.AlignBySocketOption)
 		}
 		// kubelet compares with the NUMA nodes that have CPUs (CPUTopology.NumNUMANodes).
 		if l.n != nil && l.sockets() > l.cpuNUMANodes() {
-			l.add(SeverityError, "cpuManagerPolicyOptions."+CPUOptAlignBySocket, StageCPU, "",
+			l.add(SeverityError, "cpuManagerPolicyOptions."+cpumanager.AlignBySocketOption, StageCPU, "",
 				"new static policy error: Align by socket is not compatible with hardware where number of sockets are more than number of NUMA")
 		}
 	}
@@ -630,7 +572,7 @@ func (l *linter) cpuManager(nar reservation) {
 		split := l.splitCores(set)
 		if !split.IsEmpty() {
 			msg := "reservedSystemCPUs %s holds only part of the cores of CPUs %s: "
-			if opts[CPUOptFullPCPUsOnly] {
+			if opts[cpumanager.FullPCPUsOnlyOption] {
 				msg += "with full-pcpus-only their siblings are never given to exclusive containers (lost capacity)"
 			} else {
 				msg += "exclusive containers can get their siblings and share those cores with system daemons"
@@ -702,7 +644,7 @@ func (l *linter) memoryManager(nar reservation) {
 		if perNode[rm.NumaNode] == nil {
 			perNode[rm.NumaNode] = map[v1.ResourceName]int64{}
 		}
-		for _, name := range sortedResourceNames(rm.Limits) {
+		for _, name := range slices.Sorted(maps.Keys(rm.Limits)) {
 			q := rm.Limits[name]
 			if t, ok := total[name]; ok {
 				q.Add(*t)
@@ -758,7 +700,7 @@ func (l *linter) memoryManager(nar reservation) {
 			"[memorymanager] you should specify the system reserved memory")
 	}
 	if l.n != nil {
-		for _, id := range sortedNUMA(perNode) {
+		for _, id := range slices.Sorted(maps.Keys(perNode)) {
 			nn := l.n.NUMA(int(id))
 			if v := perNode[id][v1.ResourceMemory]; nn != nil && v > 0 && uint64(v) >= nn.MemoryBytes {
 				l.add(SeverityWarning, "reservedMemory", StageMemory, "spread the reservation over NUMA nodes with memory",
@@ -767,15 +709,6 @@ func (l *linter) memoryManager(nar reservation) {
 			}
 		}
 	}
-}
-
-func sortedNUMA[V any](m map[int32]V) []int32 {
-	out := make([]int32, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
-	return out
 }
 
 // nodeAllocatable mirrors containerManagerImpl.validateNodeAllocatable.
@@ -790,7 +723,7 @@ func (l *linter) nodeAllocatable(nar reservation) {
 		capacity[v1.ResourceMemory] = m
 	}
 	var errs []string
-	for _, k := range sortedResourceNames(nar.list) {
+	for _, k := range slices.Sorted(maps.Keys(nar.list)) {
 		c, ok := capacity[k]
 		if !ok {
 			continue

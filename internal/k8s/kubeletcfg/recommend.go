@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/cpuset"
 	"sigs.k8s.io/yaml"
 
+	"github.com/gpunode/gpunode/internal/k8s/cpumanager"
 	"github.com/gpunode/gpunode/internal/k8s/node"
 	"github.com/gpunode/gpunode/internal/k8s/topology"
 	"github.com/gpunode/gpunode/internal/output"
@@ -100,7 +101,7 @@ func Recommend(n *node.Node, profile string) (*Recommendation, error) {
 		c.ReservedSystemCPUs, len(cpuNodes)),
 		"  so system daemons and IRQs run next to every socket; it overrides kubeReserved/systemReserved cpu.")
 	if smt {
-		c.CPUManagerPolicyOptions = map[string]string{CPUOptFullPCPUsOnly: "true"}
+		c.CPUManagerPolicyOptions = map[string]string{cpumanager.FullPCPUsOnlyOption: "true"}
 		r.Notes = append(r.Notes, "cpuManagerPolicyOptions full-pcpus-only: exclusive CPUs come as whole cores (no SMT sibling shared with another pod).")
 	}
 
