@@ -8,9 +8,11 @@ import (
 )
 
 func addFile(f *testing.F, p string) {
-	if b, err := os.ReadFile(p); err == nil {
-		f.Add(b)
+	b, err := os.ReadFile(p)
+	if err != nil {
+		f.Fatal(err)
 	}
+	f.Add(b)
 }
 
 func FuzzParseSMIXML(f *testing.F) {

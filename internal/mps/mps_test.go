@@ -300,7 +300,10 @@ func FuzzParsePS(f *testing.F) {
 }
 
 func FuzzParseLsPart(f *testing.F) {
-	b, _ := os.ReadFile("testdata/lspart-seed-full.txt")
+	b, err := os.ReadFile("testdata/lspart-seed-full.txt")
+	if err != nil {
+		f.Fatal(err)
+	}
 	f.Add(string(b))
 	f.Fuzz(func(t *testing.T, s string) {
 		parts, err := ParseLsPart(s)
