@@ -124,7 +124,7 @@ func (d *discoverer) topologyWarnings() {
 			p := sysPCI + "/" + dev.BDF
 			switch dev.NUMASource {
 			case NUMAUnknown:
-				d.warn(p+"/numa_node", "%s (%s): NUMA node unknown (numa_node is -1 and local_cpulist %q spans several nodes)", dev.Name, dev.BDF, dev.LocalCPUs.String())
+				d.warn(p+"/numa_node", "%s (%s): NUMA node unknown (numa_node is -1 or unreadable, and local_cpulist %q does not single out one node)", dev.Name, dev.BDF, dev.LocalCPUs.String())
 			case NUMAFromLocalCPUList:
 				d.warn(p+"/numa_node", "%s (%s): numa_node is -1; inferred NUMA node %d from local_cpulist", dev.Name, dev.BDF, dev.NUMANode)
 			}
