@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -160,6 +161,12 @@ func (a *App) runBind(cmd *cobra.Command, f *bindFlags, args []string) error {
 	if _, err := bind.ParseMem(f.mem); err != nil {
 		return wrapUsage(err)
 	}
+	switch kind := strings.ToLower(strings.TrimSpace(f.backend)); {
+	case kind == gpu.KindNVIDIASMI:
+		return Usagef("--gpu-backend nvidia-smi is too slow for bind (seconds per launch); use auto, nvml, fake or none")
+	case !slices.Contains(gpu.Kinds, kind):
+		return Usagef("--gpu-backend %q: want auto, nvml, fake or none", f.backend)
+	}
 	host, err := a.Host()
 	if err != nil {
 		return err
@@ -263,11 +270,7 @@ func (g *gpuSource) GPUs(ctx context.Context) ([]bind.GPUInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	kind := g.kind
-	if strings.EqualFold(kind, gpu.KindNVIDIASMI) {
-		return nil, fmt.Errorf("--gpu-backend nvidia-smi is too slow for bind; use auto, nvml, fake or none")
-	}
-	b, err := gpu.Open(ctx, gpu.Options{Kind: kind, Host: host, LookPath: func(string) (string, error) {
+	b, err := gpu.Open(ctx, gpu.Options{Kind: g.kind, Host: host, LookPath: func(string) (string, error) {
 		return "", errors.New("not used by bind")
 	}})
 	if err != nil {

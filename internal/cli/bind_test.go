@@ -131,6 +131,8 @@ func TestBindUsageErrors(t *testing.T) {
 		{nil, []string{"bind", "--root", dgx, "--dry-run", "--local-rank", "-1"}, "--local-rank -1"},
 		{nil, []string{"bind", "--root", dgx, "--dry-run", "--exclude-cpus", "x"}, "--exclude-cpus"},
 		{nil, []string{"bind", "--root", dgx, "--dry-run", "--sched", "rr:0"}, "outside 1..99"},
+		{nil, []string{"bind", "--root", dgx, "--dry-run", "--gpu-backend", "nvidia-smi"}, "too slow for bind"},
+		{nil, []string{"bind", "--root", dgx, "--dry-run", "--gpu-backend", "cuda"}, `--gpu-backend "cuda"`},
 		{nil, []string{"bind", "--node", "0", "--", "definitely-not-a-command"}, "not found in PATH"},
 		{nil, []string{"bind", "--node", "0"}, "missing command"},
 		{nil, []string{"bind", "--show", "1", "--", "x"}, "--show takes at most a PID"},
