@@ -203,11 +203,25 @@ func (f *FS) note(p, kind string) {
 	}
 	f.rec.mu.Lock()
 	defer f.rec.mu.Unlock()
-	// A file read is the strongest record; keep it over a stat of the same path.
-	if old, ok := f.rec.paths[p]; ok && old == AccessFile {
+	// Keep the strongest record of a path: a later stat must not turn a
+	// recorded listing or file read into a bare existence check.
+	if old, ok := f.rec.paths[p]; ok && accessRank(old) >= accessRank(kind) {
 		return
 	}
 	f.rec.paths[p] = kind
+}
+
+// accessRank orders access kinds by how much of the path a capture must copy.
+func accessRank(kind string) int {
+	switch kind {
+	case AccessFile:
+		return 3
+	case AccessDir:
+		return 2
+	case AccessLink:
+		return 1
+	}
+	return 0
 }
 
 // keep remembers the bytes a recorded read returned.

@@ -114,6 +114,10 @@ func TestCopyRecordedReplaysReads(t *testing.T) {
 	if _, err := src.ReadDirNames("/sys/bus/pci/devices/0000:01:00.0/msi_irqs"); err != nil {
 		t.Fatal(err)
 	}
+	// A later existence check must not downgrade the recorded listing.
+	if !src.Exists("/sys/bus/pci/devices/0000:01:00.0/msi_irqs") {
+		t.Fatal("msi_irqs missing")
+	}
 	dst := t.TempDir()
 	if err := src.CopyRecorded(dst); err != nil {
 		t.Fatal(err)
