@@ -89,8 +89,11 @@ func (t *Topology) WriteTable(w io.Writer, o output.Options) error {
 			}
 			return d.Name
 		}
+		class := make(map[[2]string]string, 2*len(t.Links))
+		for _, l := range t.Links {
+			class[[2]string{l.A, l.B}], class[[2]string{l.B, l.A}] = l.Class, l.Class
+		}
 		tw = output.NewTabWriter(ew)
-		fmt.Fprint(tw, "")
 		for _, d := range devs {
 			fmt.Fprintf(tw, "\t%s", label(d))
 		}
@@ -98,7 +101,11 @@ func (t *Topology) WriteTable(w io.Writer, o output.Options) error {
 		for _, a := range devs {
 			fmt.Fprint(tw, label(a))
 			for _, b := range devs {
-				fmt.Fprintf(tw, "\t%s", t.LinkClass(a.Name, b.Name))
+				c := class[[2]string{a.Name, b.Name}]
+				if a.Name == b.Name {
+					c = LinkSelf
+				}
+				fmt.Fprintf(tw, "\t%s", c)
 			}
 			numa := "N/A"
 			if a.NUMANode >= 0 {
