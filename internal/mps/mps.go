@@ -21,7 +21,9 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/gpunode/gpunode/internal/gpu"
@@ -353,7 +355,7 @@ func (m *Manager) Targets(st gpu.Status, gpuSel, migSel []string) ([]Daemon, err
 				}
 			}
 		}
-		for u := range want {
+		for _, u := range slices.Sorted(maps.Keys(want)) {
 			// A MIG UUID gpunode cannot see (e.g. nvidia-smi backend): accept
 			// it as given when it is well-formed.
 			d, err := m.DaemonFor(u, -1, true)
@@ -403,12 +405,9 @@ func (m *Manager) Discover() ([]Daemon, error) {
 	var out []Daemon
 	for _, e := range entries {
 		dev := e.Name()
-		if !ValidDevice(strings.ReplaceAll(dev, "_", "/")) {
-			continue
-		}
 		d, err := m.DaemonFor(strings.ReplaceAll(dev, "_", "/"), -1, strings.HasPrefix(dev, "MIG-"))
 		if err != nil {
-			continue
+			continue // not a daemon directory
 		}
 		out = append(out, d)
 	}

@@ -2,9 +2,11 @@ package mps
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -254,6 +256,16 @@ func TestTargets(t *testing.T) {
 	}
 	if _, err := m.Targets(st, nil, []string{"GPU-aaaa"}); err == nil {
 		t.Error("--mig with a GPU UUID: no error")
+	}
+	// MIG UUIDs the backend does not list are taken as given, in sorted
+	// order (not map order).
+	ds, err = m.Targets(st, nil, []string{"MIG-zzzz,MIG-yyyy,MIG-xxxx,MIG-1111"})
+	var got []string
+	for _, d := range ds {
+		got = append(got, fmt.Sprintf("%d %s", d.GPU, d.Device))
+	}
+	if want := []string{"1 MIG-1111", "-1 MIG-xxxx", "-1 MIG-yyyy", "-1 MIG-zzzz"}; err != nil || !slices.Equal(got, want) {
+		t.Errorf("--mig with unlisted UUIDs: %q %v, want %q", got, err, want)
 	}
 	if _, err := m.DaemonFor("../../etc", 0, false); err == nil {
 		t.Error("path traversal in device accepted")
