@@ -164,7 +164,7 @@ func (a *App) runBind(cmd *cobra.Command, f *bindFlags, args []string) error {
 	switch kind := strings.ToLower(strings.TrimSpace(f.backend)); {
 	case kind == gpu.KindNVIDIASMI:
 		return Usagef("--gpu-backend nvidia-smi is too slow for bind (seconds per launch); use auto, nvml, fake or none")
-	case !slices.Contains(gpu.Kinds, kind):
+	case kind != "" && !slices.Contains(gpu.Kinds, kind):
 		return Usagef("--gpu-backend %q: want auto, nvml, fake or none", f.backend)
 	}
 	host, err := a.Host()
