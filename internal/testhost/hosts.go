@@ -33,7 +33,7 @@ const (
 	gen1     = "2.5 GT/s PCIe"
 )
 
-func twoLevel(local, remote int) func(i, j int) int {
+func twoLevel(remote int) func(i, j int) int {
 	return func(i, j int) int {
 		if i == j {
 			return 10
@@ -51,7 +51,7 @@ func DGXH100() Spec {
 		Name: "dgx-h100", Hostname: "dgx-h100-01", Kernel: "6.8.0-49-generic",
 		CPUModel: "Intel(R) Xeon(R) Platinum 8480C",
 		Sockets:  2, CoresPerSocket: 56, ThreadsPerCore: 2, L3SizeKB: 107520,
-		MemPerNodeKB: 1056439296, Distance: twoLevel(10, 21),
+		MemPerNodeKB: 1056439296, Distance: twoLevel(21),
 		// irqbalance runs (gpunode irq detects it through /proc/<pid>/comm).
 		Files: map[string]string{"/proc/1432/comm": "irqbalance\n", "/proc/1/comm": "systemd\n", "/etc/gpunode/fake-gpus.yaml": dgxFakeGPUs},
 	}
@@ -221,7 +221,7 @@ func AMD8NUMA() Spec {
 func Downgraded() Spec {
 	return Spec{
 		Name: "downgraded", Hostname: "ws-downgraded", Kernel: "6.5.0-35-generic", CPUModel: "Intel(R) Xeon(R) w5-3435X",
-		Sockets: 1, CoresPerSocket: 16, ThreadsPerCore: 2, L3SizeKB: 46080, MemPerNodeKB: 263174144, Distance: twoLevel(10, 21),
+		Sockets: 1, CoresPerSocket: 16, ThreadsPerCore: 2, L3SizeKB: 46080, MemPerNodeKB: 263174144, Distance: twoLevel(21),
 		Isolated: "12-15,28-31", NohzFull: "12-15,28-31", Hugepages2M: 1024,
 		Devices: []Device{
 			{BDF: "0000:17:00.0", RootComplex: "pci0000:16", Bridges: []string{"0000:16:01.0"}, Vendor: nvidia, DeviceID: "0x2330",
