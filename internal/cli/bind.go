@@ -52,7 +52,7 @@ threads (default: gpunode itself, i.e. what a command would inherit).`,
 				if cmd.ArgsLenAtDash() >= 0 || len(args) > 1 {
 					return Usagef("--show takes at most a PID, not a command")
 				}
-				return a.runBindShow(args)
+				return a.runBindShow(cmd.Context(), args)
 			}
 			dash := cmd.ArgsLenAtDash()
 			if dash < 0 && len(args) > 0 {
@@ -220,7 +220,7 @@ func (a *App) runBind(cmd *cobra.Command, f *bindFlags, args []string) error {
 	return nil
 }
 
-func (a *App) runBindShow(args []string) error {
+func (a *App) runBindShow(ctx context.Context, args []string) error {
 	host, err := a.Host()
 	if err != nil {
 		return err
@@ -235,8 +235,10 @@ func (a *App) runBindShow(args []string) error {
 	if !host.IsLive() && pid == 0 {
 		return Usagef("--show needs a PID with --root")
 	}
-	t, terr := topo.Discover(context.Background(), host)
-	if terr != nil {
+	// The topology only adds the nodes of the allowed CPUs; without it the
+	// process view is still complete.
+	t, err := topo.Discover(ctx, host)
+	if err != nil {
 		t = nil
 	}
 	s, err := bind.ReadShow(host, t, pid, self)
