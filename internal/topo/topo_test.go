@@ -124,9 +124,6 @@ func TestAMDInfersUnknownNUMA(t *testing.T) {
 	if !hasWarning(topo, "GPU0 (0000:21:00.0) is on NUMA node 1 but no NIC is") {
 		t.Errorf("missing GPU/NIC locality warning: %v", topo.Warnings)
 	}
-	if got := topo.LinkClass("GPU0", "GPU1"); got != LinkSYS && got != LinkNODE {
-		t.Errorf("GPU0-GPU1 = %s", got)
-	}
 	if got := topo.LinkClass("GPU0", "GPU1"); got != LinkSYS {
 		t.Errorf("GPU0 (node 1) - GPU1 (node 3) on different root complexes and nodes = %s, want SYS", got)
 	}
@@ -230,8 +227,7 @@ func TestMalformedFilesBecomeWarnings(t *testing.T) {
 			topo := discover(t, root)
 			found := false
 			for _, w := range topo.Warnings {
-				if strings.Contains(w.String(), strings.TrimPrefix("/"+tc.file, "")) && strings.Contains(w.Message, tc.want) ||
-					strings.Contains(w.Path, filepath.Base(tc.file)) && strings.Contains(w.Message, tc.want) {
+				if w.Path == "/"+tc.file && strings.Contains(w.Message, tc.want) {
 					found = true
 				}
 			}
