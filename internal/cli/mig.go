@@ -199,13 +199,9 @@ Exit codes: 0 every entry fits, 1 an entry does not fit, 2 malformed file or fla
 			if model != "" && len(deviceIDs) > 0 {
 				return Usagef("mig validate: --model and --device-id are mutually exclusive")
 			}
-			data, err := a.readMIGFile(file)
+			spec, err := a.readMIGSpec(file)
 			if err != nil {
 				return err
-			}
-			spec, err := mig.ParseMigParted(data)
-			if err != nil {
-				return wrapUsage(fmt.Errorf("%s: error parsing config file: %w", file, err))
 			}
 			c := a.migCatalogue(cmd.Context())
 			var node []mig.GPU
