@@ -76,11 +76,18 @@ func Analyze(ctx context.Context, fsys *hostfs.FS, t *topo.Topology, o Options) 
 	} else if table, err = ParseInterrupts(b); err != nil {
 		return nil, err
 	}
+	// Index the table once: devices look their rows up by PCI address,
+	// then every IRQ by number.
 	byBDF := map[string][]*Row{}
+	byIRQ := map[int]*Row{}
 	if table != nil {
 		for i := range table.Rows {
 			r := &table.Rows[i]
-			if r.IRQ >= 0 && r.BDF != "" {
+			if r.IRQ < 0 {
+				continue
+			}
+			byIRQ[r.IRQ] = r
+			if r.BDF != "" {
 				byBDF[r.BDF] = append(byBDF[r.BDF], r)
 			}
 		}
@@ -119,11 +126,7 @@ func Analyze(ctx context.Context, fsys *hostfs.FS, t *topo.Topology, o Options) 
 			sort.Ints(nums)
 			for _, n := range nums {
 				q := IRQ{IRQ: n, Source: src[n], Served: []CPUCount{}}
-				var row *Row
-				if table != nil {
-					row = table.Row(n)
-				}
-				if row != nil {
+				if row := byIRQ[n]; row != nil {
 					q.Name = row.Name()
 					for i, c := range row.Counts {
 						if c == 0 || i >= len(table.CPUs) {
