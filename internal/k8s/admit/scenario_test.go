@@ -102,6 +102,22 @@ func TestScenarios(t *testing.T) {
 			want: []outcome{{admitted: true}, {admitted: false, reason: "OutOfcpu", message: "Node didn't have enough resource: cpu, requested: 5000, used: 10000, capacity: 14000"}},
 		},
 		{
+			// kubelet replaces the cpu reservations with the size of
+			// reservedSystemCPUs (cmd/kubelet/app/server.go).
+			name: "reservedSystemCPUs count against allocatable cpu",
+			kc:   "cpuManagerPolicy: static\nreservedSystemCPUs: \"0,4\"\nkubeReserved: {cpu: \"5\"}\n",
+			pods: podDoc("a", "{requests: {cpu: \"10\"}}") + podDoc("b", "{requests: {cpu: \"5\"}}"),
+			want: []outcome{{admitted: true}, {admitted: false, reason: "OutOfcpu", message: "Node didn't have enough resource: cpu, requested: 5000, used: 10000, capacity: 14000"}},
+		},
+		{
+			// kubelet's parsePercentage is float32: 1% of 64Gi is
+			// 687194752 bytes, not the float64 687194767.
+			name: "a percentage memory.available reserves what kubelet computes",
+			kc:   "memoryManagerPolicy: Static\nevictionHard: {memory.available: \"1%\"}\nreservedMemory:\n- {numaNode: 0, limits: {memory: \"687194752\"}}\n",
+			pods: podDoc("a", guaranteedRes("1", "1Gi", "")),
+			want: []outcome{{admitted: true}},
+		},
+		{
 			name: "pod scope aligns all containers to one node",
 			kc:   staticAll + "topologyManagerPolicy: single-numa-node\ntopologyManagerScope: pod\n",
 			pods: `apiVersion: v1

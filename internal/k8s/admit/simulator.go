@@ -15,7 +15,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -25,6 +24,7 @@ import (
 	"github.com/gpunode/gpunode/internal/k8s/admit/podres"
 	"github.com/gpunode/gpunode/internal/k8s/cpumanager"
 	"github.com/gpunode/gpunode/internal/k8s/devicemanager"
+	"github.com/gpunode/gpunode/internal/k8s/kubeletcfg"
 	"github.com/gpunode/gpunode/internal/k8s/memorymanager"
 	"github.com/gpunode/gpunode/internal/k8s/node"
 	"github.com/gpunode/gpunode/internal/k8s/topology"
@@ -78,15 +78,18 @@ type Options struct {
 
 // New configures the simulator like kubelet's container manager start-up:
 // the same configurations that make kubelet refuse to start make New fail,
-// with kubelet's error text.
-func New(n *node.Node, kc *kubeletv1beta1.KubeletConfiguration, o Options) (*Simulator, error) {
+// with kubelet's error text. kubelet's defaults are applied to a copy of raw
+// (kubeletcfg.New), and the node-allocatable reservation is kubeletcfg's.
+func New(n *node.Node, raw *kubeletv1beta1.KubeletConfiguration, o Options) (*Simulator, error) {
 	s := &Simulator{Node: n}
+	c := kubeletcfg.New("", *raw)
+	kc := &c.KC
 	cfg := Settings{
-		CPUManagerPolicy:      def(kc.CPUManagerPolicy, "none"),
+		CPUManagerPolicy:      kc.CPUManagerPolicy,
 		CPUManagerOptions:     kc.CPUManagerPolicyOptions,
-		MemoryManagerPolicy:   def(kc.MemoryManagerPolicy, "None"),
-		TopologyManagerPolicy: def(kc.TopologyManagerPolicy, "none"),
-		TopologyManagerScope:  def(kc.TopologyManagerScope, "container"),
+		MemoryManagerPolicy:   kc.MemoryManagerPolicy,
+		TopologyManagerPolicy: kc.TopologyManagerPolicy,
+		TopologyManagerScope:  kc.TopologyManagerScope,
 		TopologyOptions:       kc.TopologyManagerPolicyOptions,
 	}
 	switch cfg.TopologyManagerScope {
@@ -110,7 +113,7 @@ func New(n *node.Node, kc *kubeletv1beta1.KubeletConfiguration, o Options) (*Sim
 		return nil, fmt.Errorf("topologyManager: %w", err)
 	}
 
-	reservation, err := nodeAllocatableReservation(n, kc)
+	reservation, err := kubeletcfg.Reservation(c, n)
 	if err != nil {
 		return nil, err
 	}
@@ -210,69 +213,6 @@ func quantityOf(m map[string]string, key string) *resource.Quantity {
 		return nil
 	}
 	return &q
-}
-
-// nodeAllocatableReservation is kubelet's GetNodeAllocatableReservation:
-// kubeReserved + systemReserved + hard eviction thresholds (memory and
-// hugepages only matter here), per resource; zero entries are dropped.
-func nodeAllocatableReservation(n *node.Node, kc *kubeletv1beta1.KubeletConfiguration) (v1.ResourceList, error) {
-	out := v1.ResourceList{}
-	add := func(field string, m map[string]string) error {
-		keys := make([]string, 0, len(m))
-		for k := range m {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			q, err := resource.ParseQuantity(m[k])
-			if err != nil {
-				return fmt.Errorf("%s[%s]: %q: %w", field, k, m[k], err)
-			}
-			cur := out[v1.ResourceName(k)]
-			cur.Add(q)
-			out[v1.ResourceName(k)] = cur
-		}
-		return nil
-	}
-	if err := add("kubeReserved", kc.KubeReserved); err != nil {
-		return nil, err
-	}
-	if err := add("systemReserved", kc.SystemReserved); err != nil {
-		return nil, err
-	}
-	eviction := kc.EvictionHard
-	if eviction == nil {
-		eviction = map[string]string{"memory.available": "100Mi"}
-	}
-	if v, ok := eviction["memory.available"]; ok {
-		var q resource.Quantity
-		if strings.HasSuffix(v, "%") {
-			var pct float64
-			if _, err := fmt.Sscanf(strings.TrimSuffix(v, "%"), "%g", &pct); err != nil {
-				return nil, fmt.Errorf("evictionHard[memory.available]: %q: %w", v, err)
-			}
-			var capBytes uint64
-			for _, nn := range n.NUMANodes {
-				capBytes += nn.MemoryBytes
-			}
-			q = *resource.NewQuantity(int64(float64(capBytes)*pct/100), resource.BinarySI)
-		} else {
-			var err error
-			q, err = resource.ParseQuantity(v)
-			if err != nil {
-				return nil, fmt.Errorf("evictionHard[memory.available]: %q: %w", v, err)
-			}
-		}
-		cur := out[v1.ResourceMemory]
-		cur.Add(q)
-		out[v1.ResourceMemory] = cur
-	}
-	for k, q := range out {
-		if q.IsZero() {
-			delete(out, k)
-		}
-	}
-	return out, nil
 }
 
 // txn holds copies of the managers' state while one pod is admitted; Admit

@@ -388,22 +388,32 @@ type reservation struct {
 // overrides their cpu) + the memory.available hard-eviction threshold, for
 // cpu, memory and ephemeral-storage, zero values dropped. ok is false when it
 // cannot be computed (a value does not parse, or memory.available is a
-// percentage and n is nil).
+// percentage and n is nil); Reservation says why.
 func NodeAllocatableReservation(c *Config, n *node.Node) (list v1.ResourceList, ok bool) {
+	list, err := Reservation(c, n)
+	return list, err == nil
+}
+
+// Reservation is NodeAllocatableReservation with the reason it cannot be
+// computed: kubelet's start-up error for the field, or the missing node.
+func Reservation(c *Config, n *node.Node) (v1.ResourceList, error) {
 	l := &linter{c: c, kc: &c.KC, n: n, gate: featureGates(c.KC.FeatureGates)}
 	kube, system := l.reservations()
 	r := l.allocatableReservation(kube, system)
-	for _, f := range l.out {
-		if f.Severity == SeverityError {
-			r.known = false
-		}
-	}
 	for k := range r.list {
 		if k != v1.ResourceCPU && k != v1.ResourceMemory && k != v1.ResourceEphemeralStorage {
 			delete(r.list, k)
 		}
 	}
-	return r.list, r.known
+	for _, f := range l.out {
+		if f.Severity == SeverityError {
+			return r.list, fmt.Errorf("%s: %s", f.Field, f.Message)
+		}
+	}
+	if !r.known {
+		return r.list, fmt.Errorf("evictionHard.memory.available: %s is a percentage of the node's memory: a node is needed", c.KC.EvictionHard["memory.available"])
+	}
+	return r.list, nil
 }
 
 func (l *linter) allocatableReservation(kube, system v1.ResourceList) reservation {

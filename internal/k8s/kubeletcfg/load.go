@@ -3,6 +3,7 @@ package kubeletcfg
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"os"
 
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
@@ -72,13 +73,18 @@ func Parse(b []byte, name string) (*Config, error) {
 	case kc.Kind != Kind:
 		return nil, fmt.Errorf("%s: kind: %q, want %s", name, kc.Kind, Kind)
 	}
-	c := &Config{Name: name, KC: kc}
-	c.applyDefaults()
-	return c, nil
+	return New(name, kc), nil
 }
 
-// applyDefaults applies kubelet's defaults for the fields Lint reads
-// (SetDefaults_KubeletConfiguration and kubelet's loader for evictionHard).
+// New wraps a decoded KubeletConfiguration and applies kubelet's defaults
+// for the resource managers (SetDefaults_KubeletConfiguration and kubelet's
+// loader for evictionHard); kc's maps are not modified.
+func New(name string, kc kubeletv1beta1.KubeletConfiguration) *Config {
+	c := &Config{Name: name, KC: kc}
+	c.applyDefaults()
+	return c
+}
+
 func (c *Config) applyDefaults() {
 	kc := &c.KC
 	if kc.CPUManagerPolicy == "" {
@@ -97,6 +103,7 @@ func (c *Config) applyDefaults() {
 		kc.EvictionHard = defaultEvictionHard()
 		c.EvictionHardDefaulted = true
 	} else if kc.MergeDefaultEvictionSettings != nil && *kc.MergeDefaultEvictionSettings {
+		kc.EvictionHard = maps.Clone(kc.EvictionHard)
 		for k, v := range defaultEvictionHard() {
 			if _, ok := kc.EvictionHard[k]; !ok {
 				kc.EvictionHard[k] = v

@@ -3,6 +3,8 @@ package kubeletcfg
 import (
 	"strings"
 	"testing"
+
+	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 )
 
 func TestParseErrors(t *testing.T) {
@@ -43,6 +45,35 @@ func TestParseDefaults(t *testing.T) {
 	}
 	if c.KC.EvictionHard["memory.available"] != "100Mi" || c.KC.EvictionHard["nodefs.available"] != "5%" {
 		t.Errorf("merged evictionHard = %v", c.KC.EvictionHard)
+	}
+}
+
+func TestNewLeavesRawMapsAlone(t *testing.T) {
+	merge := true
+	raw := kubeletv1beta1.KubeletConfiguration{EvictionHard: map[string]string{"nodefs.available": "5%"}, MergeDefaultEvictionSettings: &merge}
+	c := New("kc", raw)
+	if c.KC.EvictionHard["memory.available"] != "100Mi" || c.KC.CPUManagerPolicy != CPUPolicyNone {
+		t.Errorf("defaults not applied: %+v", c.KC)
+	}
+	if len(raw.EvictionHard) != 1 {
+		t.Errorf("New changed the caller's evictionHard: %v", raw.EvictionHard)
+	}
+}
+
+func TestReservationError(t *testing.T) {
+	c, err := Parse([]byte("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nkubeReserved: {cpu: lots}\n"), "kc.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Reservation(c, nil); err == nil || !strings.Contains(err.Error(), "kubeReserved: --kube-reserved value failed to parse") {
+		t.Errorf("err = %v", err)
+	}
+	c, err = Parse([]byte("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nevictionHard: {memory.available: 5%}\n"), "kc.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Reservation(c, nil); err == nil || !strings.Contains(err.Error(), "a node is needed") {
+		t.Errorf("percentage without node: err = %v", err)
 	}
 }
 
