@@ -241,25 +241,29 @@ func unwrapPath(err error) error {
 type planner struct {
 	t      *topo.Topology
 	excl   cpuset.CPUSet
+	cpus   map[int]topo.CPU // by id
 	cursor map[string]int
 	load   map[int]int // planned IRQs per CPU
 }
 
 func newPlanner(t *topo.Topology, excl cpuset.CPUSet) *planner {
-	return &planner{t: t, excl: excl, cursor: map[string]int{}, load: map[int]int{}}
+	cpus := make(map[int]topo.CPU, len(t.CPUs))
+	for _, c := range t.CPUs {
+		cpus[c.ID] = c
+	}
+	return &planner{t: t, excl: excl, cpus: cpus, cursor: map[string]int{}, load: map[int]int{}}
 }
 
 // coreCPUs returns one CPU per physical core of set (the lowest usable
 // thread), ordered by CPU id.
 func (p *planner) coreCPUs(set cpuset.CPUSet) []int {
 	type key struct{ socket, core int }
-	first := map[key]int{}
-	byID := map[int]topo.CPU{}
-	for _, c := range p.t.CPUs {
-		byID[c.ID] = c
-	}
+	seen := map[key]bool{}
+	var out []int
+	// set.List() is ascending: the first CPU seen of a core is its lowest,
+	// and the cores come out in CPU-id order.
 	for _, id := range set.List() {
-		c, ok := byID[id]
+		c, ok := p.cpus[id]
 		if !ok || !c.Online {
 			continue
 		}
@@ -267,15 +271,11 @@ func (p *planner) coreCPUs(set cpuset.CPUSet) []int {
 		if c.Core < 0 {
 			k = key{-1, id}
 		}
-		if _, dup := first[k]; !dup {
-			first[k] = id
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, id)
 		}
 	}
-	out := make([]int, 0, len(first))
-	for _, id := range first {
-		out = append(out, id)
-	}
-	sort.Ints(out)
 	return out
 }
 
