@@ -118,12 +118,8 @@ func New(n *node.Node, raw *kubeletv1beta1.KubeletConfiguration, o Options) (*Si
 		return nil, err
 	}
 	s.allocatable = v1.ResourceList{}
-	var memCap uint64
-	for _, nn := range n.NUMANodes {
-		memCap += nn.MemoryBytes
-	}
 	s.allocatable[v1.ResourceCPU] = *resource.NewQuantity(int64(len(n.CPUs)), resource.DecimalSI)
-	s.allocatable[v1.ResourceMemory] = *resource.NewQuantity(int64(memCap), resource.BinarySI)
+	s.allocatable[v1.ResourceMemory] = *resource.NewQuantity(int64(n.MemoryBytes()), resource.BinarySI)
 	for name, q := range reservation {
 		if a, ok := s.allocatable[name]; ok {
 			a.Sub(q)

@@ -299,11 +299,7 @@ func (l *linter) memoryCapacity() (resource.Quantity, bool) {
 	if l.n == nil {
 		return resource.Quantity{}, false
 	}
-	var total uint64
-	for _, nn := range l.n.NUMANodes {
-		total += nn.MemoryBytes
-	}
-	return *resource.NewQuantity(int64(total), resource.BinarySI), true
+	return *resource.NewQuantity(int64(l.n.MemoryBytes()), resource.BinarySI), true
 }
 
 // evictionMemory parses evictionHard like eviction.ParseThresholdConfig and

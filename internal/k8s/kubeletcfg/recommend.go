@@ -106,11 +106,7 @@ func Recommend(n *node.Node, profile string) (*Recommendation, error) {
 	}
 
 	// Memory: Static manager, reservation spread over the CPU nodes.
-	var total uint64
-	for _, nn := range n.NUMANodes {
-		total += nn.MemoryBytes
-	}
-	sysMi := clamp(roundUp(total/50, 1024*mi)/mi, 1024, 8192) // 2% of memory, 1-8 GiB, whole GiB
+	sysMi := clamp(roundUp(n.MemoryBytes()/50, 1024*mi)/mi, 1024, 8192) // 2% of memory, 1-8 GiB, whole GiB
 	kubeMi := uint64(2048)
 	evictMi := uint64(500)
 	c.SystemReserved = map[string]string{"memory": fmt.Sprintf("%dMi", sysMi)}

@@ -125,6 +125,16 @@ func (n *Node) AllCPUs() cpuset.CPUSet {
 	return cpuset.New(ids...)
 }
 
+// MemoryBytes returns the node's memory capacity: the sum over its NUMA
+// nodes, as cAdvisor reports it.
+func (n *Node) MemoryBytes() uint64 {
+	var total uint64
+	for _, nn := range n.NUMANodes {
+		total += nn.MemoryBytes
+	}
+	return total
+}
+
 // DeviceResource returns the devices of resource name, or nil.
 func (n *Node) DeviceResource(name string) *DeviceResource {
 	for i := range n.Devices {
