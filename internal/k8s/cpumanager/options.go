@@ -23,21 +23,21 @@ const (
 	Stable = "GA"
 )
 
-// OptionMaturity maps each option to its maturity in kubelet v1.37: alpha
-// options need the CPUManagerPolicyAlphaOptions feature gate (off by
-// default), beta options CPUManagerPolicyBetaOptions (on by default).
-var optionMaturity = map[string]string{
-	AlignBySocketOption:             Alpha,
-	DistributeCPUsAcrossCoresOption: Alpha,
-	DistributeCPUsAcrossNUMAOption:  Beta,
-	FullPCPUsOnlyOption:             Stable,
-	StrictCPUReservationOption:      Stable,
-	PreferAlignByUnCoreCacheOption:  Stable,
+// OptionMaturity returns the maturity of option in kubelet v1.37 ("alpha",
+// "beta", "GA") or "" when the option is unknown: alpha options need the
+// CPUManagerPolicyAlphaOptions feature gate (off by default), beta options
+// CPUManagerPolicyBetaOptions (on by default).
+func OptionMaturity(option string) string {
+	switch option {
+	case AlignBySocketOption, DistributeCPUsAcrossCoresOption:
+		return Alpha
+	case DistributeCPUsAcrossNUMAOption:
+		return Beta
+	case FullPCPUsOnlyOption, StrictCPUReservationOption, PreferAlignByUnCoreCacheOption:
+		return Stable
+	}
+	return ""
 }
-
-// OptionMaturity returns the maturity of option ("alpha", "beta", "GA") or ""
-// when the option is unknown.
-func OptionMaturity(option string) string { return optionMaturity[option] }
 
 // Gates are the feature gates that make CPU Manager options available.
 type Gates struct {
@@ -63,7 +63,7 @@ func GatesFrom(featureGates map[string]bool) Gates {
 // CheckPolicyOptionAvailable returns kubelet's error for an unknown option or
 // one whose feature gate is off.
 func CheckPolicyOptionAvailable(option string, g Gates) error {
-	switch optionMaturity[option] {
+	switch OptionMaturity(option) {
 	case "":
 		return fmt.Errorf("unknown CPU Manager Policy option: %q", option)
 	case Alpha:
