@@ -670,24 +670,32 @@ func (p *Plan) line() string {
 // in set), ordered by their lowest CPU id.
 func groupCores(t *topo.Topology, set cpuset.CPUSet) []cpuset.CPUSet {
 	type key struct{ socket, core int }
-	byKey := map[key][]int{}
-	cpu := map[int]topo.CPU{}
+	cpu := make(map[int]topo.CPU, len(t.CPUs))
 	for _, c := range t.CPUs {
 		cpu[c.ID] = c
 	}
+	// set.List() is ascending, so cores are first seen in the order of their
+	// lowest CPU id.
+	index := map[key]int{}
+	var groups [][]int
 	for _, id := range set.List() {
 		c, ok := cpu[id]
 		k := key{c.Socket, c.Core}
 		if !ok || c.Core < 0 {
 			k = key{-1, id}
 		}
-		byKey[k] = append(byKey[k], id)
+		i, seen := index[k]
+		if !seen {
+			i = len(groups)
+			index[k] = i
+			groups = append(groups, nil)
+		}
+		groups[i] = append(groups[i], id)
 	}
-	out := make([]cpuset.CPUSet, 0, len(byKey))
-	for _, ids := range byKey {
-		out = append(out, cpuset.New(ids...))
+	out := make([]cpuset.CPUSet, len(groups))
+	for i, ids := range groups {
+		out[i] = cpuset.New(ids...)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].List()[0] < out[j].List()[0] })
 	return out
 }
 
