@@ -2,10 +2,8 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	iofs "io/fs"
 	"slices"
 	"strconv"
 	"strings"
@@ -301,19 +299,13 @@ or fails. The CUDA runtime version comes from --cuda-runtime or
 			if err != nil {
 				return err
 			}
-			o := gpu.AuditOptions{CUDARuntime: runtime, CUDARuntimeSource: "--cuda-runtime"}
-			if runtime == "" {
-				host, err := a.Host()
-				if err != nil {
-					return err
-				}
-				v, src, err := gpu.DetectCUDARuntime(host)
-				switch {
-				case err == nil:
-					o.CUDARuntime, o.CUDARuntimeSource = v, src
-				case !errors.Is(err, iofs.ErrNotExist):
-					a.Warnf("CUDA runtime: %v", err)
-				}
+			host, err := a.Host()
+			if err != nil {
+				return err
+			}
+			o, err := gpu.RuntimeOptions(host, runtime)
+			if err != nil {
+				a.Warnf("CUDA runtime: %v", err)
 			}
 			rep := GPUAuditReport{SchemaVersion: "gpunode.gpu.audit/v1", Backend: st.Backend, Findings: gpu.Audit(st, o)}
 			return a.renderFindings(rep, slices.ContainsFunc(rep.Findings, func(fd gpu.Finding) bool {

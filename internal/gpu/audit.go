@@ -203,6 +203,24 @@ func compareVersions(a, b string) int {
 	return 0
 }
 
+// RuntimeOptions returns the AuditOptions for the CUDA runtime given by
+// --cuda-runtime, or, when that is empty, the toolkit installed under host
+// (nil host: none). A missing toolkit is not an error; a malformed one is,
+// and the options returned with it check no runtime.
+func RuntimeOptions(host *hostfs.FS, runtime string) (AuditOptions, error) {
+	if runtime != "" || host == nil {
+		return AuditOptions{CUDARuntime: runtime, CUDARuntimeSource: "--cuda-runtime"}, nil
+	}
+	v, src, err := DetectCUDARuntime(host)
+	switch {
+	case err == nil:
+		return AuditOptions{CUDARuntime: v, CUDARuntimeSource: src}, nil
+	case errors.Is(err, fs.ErrNotExist):
+		return AuditOptions{}, nil
+	}
+	return AuditOptions{}, err
+}
+
 // CUDAToolkitDir is where DetectCUDARuntime looks for the toolkit.
 const CUDAToolkitDir = "/usr/local/cuda"
 

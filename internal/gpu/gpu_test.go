@@ -507,6 +507,9 @@ func TestDetectCUDARuntime(t *testing.T) {
 	if _, _, err := DetectCUDARuntime(h); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("no toolkit: %v", err)
 	}
+	if o, err := RuntimeOptions(h, ""); err != nil || o != (AuditOptions{}) {
+		t.Fatalf("RuntimeOptions without a toolkit: %+v %v", o, err)
+	}
 	if err := os.MkdirAll(h.Path("/usr/local/cuda"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -522,11 +525,20 @@ func TestDetectCUDARuntime(t *testing.T) {
 	if v, src, err := DetectCUDARuntime(h); err != nil || v != "12.4.1" || src != "/usr/local/cuda/version.json" {
 		t.Fatalf("version.json: %q %q %v", v, src, err)
 	}
+	if o, err := RuntimeOptions(h, ""); err != nil || o.CUDARuntime != "12.4.1" || o.CUDARuntimeSource != "/usr/local/cuda/version.json" {
+		t.Fatalf("RuntimeOptions from the toolkit: %+v %v", o, err)
+	}
+	if o, err := RuntimeOptions(h, "11.8"); err != nil || o.CUDARuntime != "11.8" || o.CUDARuntimeSource != "--cuda-runtime" {
+		t.Fatalf("RuntimeOptions with --cuda-runtime: %+v %v", o, err)
+	}
 	if err := os.WriteFile(h.Path("/usr/local/cuda/version.json"), []byte(`{"cuda":{}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := DetectCUDARuntime(h); err == nil || !strings.Contains(err.Error(), "version.json") {
 		t.Fatalf("bad version.json: %v", err)
+	}
+	if o, err := RuntimeOptions(h, ""); err == nil || o.CUDARuntime != "" {
+		t.Fatalf("RuntimeOptions with a bad version.json: %+v %v", o, err)
 	}
 }
 

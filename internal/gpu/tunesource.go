@@ -2,10 +2,9 @@ package gpu
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 
+	"github.com/gpunode/gpunode/internal/hostfs"
 	"github.com/gpunode/gpunode/internal/tune"
 )
 
@@ -32,17 +31,16 @@ func (s TuneSource) Checks(ctx context.Context, h *tune.Host, _ *tune.Profile) (
 	if err != nil {
 		return nil, fmt.Errorf("gpu: %w", err)
 	}
-	o := AuditOptions{CUDARuntime: s.CUDARuntime, CUDARuntimeSource: "--cuda-runtime"}
-	if o.CUDARuntime == "" && h != nil && h.FS != nil {
-		v, src, err := DetectCUDARuntime(h.FS)
-		if err == nil {
-			o.CUDARuntime, o.CUDARuntimeSource = v, src
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("gpu: CUDA runtime: %w", err)
-		}
+	var host *hostfs.FS
+	if h != nil {
+		host = h.FS
 	}
-	if h != nil && h.FS != nil {
-		Annotate(h.FS, &st)
+	o, err := RuntimeOptions(host, s.CUDARuntime)
+	if err != nil {
+		return nil, fmt.Errorf("gpu: CUDA runtime: %w", err)
+	}
+	if host != nil {
+		Annotate(host, &st)
 	}
 	var out []tune.Check
 	for _, f := range Audit(st, o) {
