@@ -580,14 +580,14 @@ func (r *resolver) peers(node int) []int {
 	}
 	var out []int
 	for k := 0; k < r.req.LocalWorldSize; k++ {
-		sub := &resolver{t: r.t, req: r.req, src: r.src, gpus: r.gpus, vis: r.vis}
-		_, n, _, err := sub.target(k, true)
-		if err != nil && k == *r.req.LocalRank {
-			n = node
-		} else if err != nil {
+		if k == *r.req.LocalRank {
+			// This rank's node is node: no second resolution, which could
+			// answer differently through the live policy step.
+			out = append(out, k)
 			continue
 		}
-		if n == node {
+		sub := &resolver{t: r.t, req: r.req, src: r.src, gpus: r.gpus, vis: r.vis}
+		if _, n, _, err := sub.target(k, true); err == nil && n == node {
 			out = append(out, k)
 		}
 	}
