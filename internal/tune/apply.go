@@ -554,6 +554,9 @@ func GetStatus(ctx context.Context, h *Host, cat *Catalogue, stateDir string, op
 	}
 	r := &StatusReport{SchemaVersion: SchemaStatus, Transactions: []TxSummary{}}
 	var last *journal.Transaction
+	// written maps each file a committed transaction wrote to the sha256 of
+	// its newest write (infos are oldest first); a later removal drops it.
+	written := map[string]string{}
 	for _, in := range infos {
 		if in.Err != nil {
 			r.Unreadable = append(r.Unreadable, fmt.Sprintf("%s: %v", in.File, in.Err))
@@ -570,19 +573,24 @@ func GetStatus(ctx context.Context, h *Host, cat *Catalogue, stateDir string, op
 		case journal.StateCommitted:
 			last = tx
 			for _, s := range tx.Steps {
-				if s.Kind != journal.KindFile || s.NewSHA256 == "" {
-					continue
-				}
-				b, err := h.FS.ReadFile(s.Path)
-				sum := sha256.Sum256(b)
-				if err != nil || hex.EncodeToString(sum[:]) != s.NewSHA256 {
-					r.ModifiedFiles = append(r.ModifiedFiles, s.Path)
+				switch {
+				case s.Kind != journal.KindFile:
+				case s.NewSHA256 == "":
+					delete(written, s.Path)
+				default:
+					written[s.Path] = s.NewSHA256
 				}
 			}
 		}
 	}
+	for p, want := range written {
+		b, err := h.FS.ReadFile(p)
+		sum := sha256.Sum256(b)
+		if err != nil || hex.EncodeToString(sum[:]) != want {
+			r.ModifiedFiles = append(r.ModifiedFiles, p)
+		}
+	}
 	sort.Strings(r.ModifiedFiles)
-	r.ModifiedFiles = dedup(r.ModifiedFiles)
 	if last == nil {
 		return r, nil
 	}
@@ -602,16 +610,6 @@ func GetStatus(ctx context.Context, h *Host, cat *Catalogue, stateDir string, op
 	}
 	r.Audit = a
 	return r, nil
-}
-
-func dedup(s []string) []string {
-	out := s[:0]
-	for i, x := range s {
-		if i == 0 || x != s[i-1] {
-			out = append(out, x)
-		}
-	}
-	return out
 }
 
 // WriteTable implements output.Tabler.

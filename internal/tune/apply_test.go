@@ -398,3 +398,35 @@ func TestApplySkipsUnreadableAndStatusSeesEdits(t *testing.T) {
 		t.Errorf("vm.swappiness after an edit of the sysctl file: %+v", c)
 	}
 }
+
+// TestStatusAfterTwoApplies: a second apply rewrites the generated files;
+// status compares each file with the newest committed write, so nothing is
+// "modified since apply".
+func TestStatusAfterTwoApplies(t *testing.T) {
+	ctx := context.Background()
+	cat := NewCatalogue()
+	_, fsys := stockHost(t, "downgraded", tunetest.Options{})
+	for _, prof := range []string{ProfileTraining, ProfileInference} {
+		if _, err := Apply(ctx, newHost(t, fsys), cat, applyReq(mustLoad(t, cat, fsys, prof))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err := GetStatus(ctx, newHost(t, fsys), cat, stateDir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Profile != ProfileInference || len(st.ModifiedFiles) != 0 {
+		t.Fatalf("status after two applies: profile %q, modified %q; want inference, none", st.Profile, st.ModifiedFiles)
+	}
+	// A hand edit still shows.
+	if err := fsys.WriteFileAtomic(fileSysctl, []byte("vm.swappiness = 60\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st, err = GetStatus(ctx, newHost(t, fsys), cat, stateDir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.ModifiedFiles) != 1 || st.ModifiedFiles[0] != fileSysctl {
+		t.Fatalf("modified = %q, want [%s]", st.ModifiedFiles, fileSysctl)
+	}
+}
