@@ -281,7 +281,7 @@ func Resolve(ctx context.Context, t *topo.Topology, req Request, src Sources) (*
 	}
 	p.Env = append(p.Env, omp)
 	p.Line = p.line()
-	p.Warnings = append(r.warn, []string{}...)
+	p.Warnings = r.warn
 	if p.Warnings == nil {
 		p.Warnings = []string{}
 	}

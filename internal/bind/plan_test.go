@@ -28,7 +28,7 @@ func golden(t *testing.T, name string, got []byte) {
 	goldenfile.Check(t, filepath.Join("testdata", name), got, *update)
 }
 
-// topos caches discovered fixture topologies (read-only).
+// discover reads a fixture host's topology (read-only).
 func discover(t *testing.T, name string) *topo.Topology {
 	t.Helper()
 	fsys, err := hostfs.New(testhost.Path(t, name))
