@@ -101,6 +101,16 @@ func (p *Product) Profile(name string) (int, bool) {
 	return -1, false
 }
 
+// ProfileByID returns the index of the profile with -lgip ID id or false.
+func (p *Product) ProfileByID(id int) (int, bool) {
+	for i := range p.Profiles {
+		if p.Profiles[i].ID == id {
+			return i, true
+		}
+	}
+	return -1, false
+}
+
 // DeviceIDStrings renders the device ids as 0xDDDD.
 func (p *Product) DeviceIDStrings() []string {
 	out := make([]string, len(p.DeviceIDs))

@@ -94,10 +94,8 @@ func (c *Catalogue) resolveProfile(p *Product, name string) (gi, ci int, err err
 		return i, -1, nil
 	}
 	if id, err := strconv.Atoi(n); err == nil {
-		for i, pr := range p.Profiles {
-			if pr.ID == id {
-				return i, -1, nil
-			}
+		if i, ok := p.ProfileByID(id); ok {
+			return i, -1, nil
 		}
 		return -1, -1, badDemandf("%s has no profile with ID %d (IDs: %s)", p.Key, id, profileIDs(p))
 	}

@@ -51,10 +51,8 @@ func NameInstances(st *gpu.Status, cat *mig.Catalogue) {
 			if gi.Profile != "" {
 				continue
 			}
-			for _, pr := range p.Profiles {
-				if pr.ID == gi.ProfileID {
-					gi.Profile = pr.Name
-				}
+			if k, ok := p.ProfileByID(gi.ProfileID); ok {
+				gi.Profile = p.Profiles[k].Name
 			}
 		}
 	}

@@ -67,15 +67,11 @@ func NewFakeDevice(g gpu.GPU, cat *mig.Catalogue) (*FakeDevice, error) {
 		if d.product == nil {
 			return nil, fmt.Errorf("GPU %d: MIG instances on a GPU without MIG", g.Index)
 		}
-		var pr *mig.Profile
-		for i := range d.product.Profiles {
-			if d.product.Profiles[i].ID == gi.ProfileID {
-				pr = &d.product.Profiles[i]
-			}
-		}
-		if pr == nil {
+		idx, ok := d.product.ProfileByID(gi.ProfileID)
+		if !ok {
 			return nil, fmt.Errorf("GPU %d: GPU instance %d: profile id %d is not a %s profile", g.Index, gi.GPUInstanceID, gi.ProfileID, d.product.Key)
 		}
+		pr := &d.product.Profiles[idx]
 		in := Instance{NVMLProfile: pr.NVMLProfile, Placement: mig.Placement{Start: gi.Start, Size: gi.Size}}
 		for _, ci := range gi.ComputeInstances {
 			c := pr.ComputeSlices
