@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -15,15 +16,18 @@ import (
 	"github.com/gpunode/gpunode/internal/topo"
 )
 
-// Device kinds accepted by Options.Kinds.
-var allKinds = []string{topo.KindGPU, topo.KindNIC, topo.KindNVMe, topo.KindNVSwitch}
+// allKinds are the device kinds accepted by Options.Kinds.
+func allKinds() []string {
+	return []string{topo.KindGPU, topo.KindNIC, topo.KindNVMe, topo.KindNVSwitch}
+}
 
-// DefaultKinds are the kinds planned when none are named.
-var DefaultKinds = []string{topo.KindGPU, topo.KindNIC}
+// defaultKinds are the kinds planned when none are named. A function, not a
+// package variable: Analyze hands the slice to the report.
+func defaultKinds() []string { return []string{topo.KindGPU, topo.KindNIC} }
 
 // Options select devices and the CPUs to keep free.
 type Options struct {
-	// Kinds are the device kinds to include (default DefaultKinds).
+	// Kinds are the device kinds to include (default gpu and nic).
 	Kinds []string
 	// Avoid and RankCPUs are never given an IRQ.
 	Avoid    cpuset.CPUSet
@@ -33,7 +37,7 @@ type Options struct {
 // ParseKinds parses a --devices value ("gpu,nic"; "all").
 func ParseKinds(s string) ([]string, error) {
 	if strings.TrimSpace(s) == "" {
-		return append([]string(nil), DefaultKinds...), nil
+		return defaultKinds(), nil
 	}
 	seen := map[string]bool{}
 	var out []string
@@ -41,15 +45,11 @@ func ParseKinds(s string) ([]string, error) {
 		p = strings.ToLower(strings.TrimSpace(p))
 		switch p {
 		case "all":
-			return append([]string(nil), allKinds...), nil
+			return allKinds(), nil
 		case "gpus", "nics":
 			p = strings.TrimSuffix(p, "s")
 		}
-		ok := false
-		for _, k := range allKinds {
-			ok = ok || k == p
-		}
-		if !ok {
+		if !slices.Contains(allKinds(), p) {
 			return nil, fmt.Errorf("--devices: unknown device kind %q (want gpu, nic, nvme, nvswitch or all)", p)
 		}
 		if !seen[p] {
@@ -65,7 +65,7 @@ func ParseKinds(s string) ([]string, error) {
 // /proc/interrupts that does not parse is an error.
 func Analyze(ctx context.Context, fsys *hostfs.FS, t *topo.Topology, o Options) (*Report, error) {
 	if len(o.Kinds) == 0 {
-		o.Kinds = DefaultKinds
+		o.Kinds = defaultKinds()
 	}
 	rep := &Report{SchemaVersion: SchemaVersion, Hostname: t.Hostname, Kinds: o.Kinds, Devices: []Device{}, Warnings: []string{}}
 	warn := func(format string, args ...any) { rep.Warnings = append(rep.Warnings, fmt.Sprintf(format, args...)) }
