@@ -32,7 +32,7 @@ func OpenNVML() (Backend, error) { return NewNVML(nvml.New()) }
 // NewNVML initialises lib (the real library or a go-nvml mock) and returns a
 // backend using it.
 func NewNVML(lib nvml.Interface) (Backend, error) {
-	ret := callRet(lib.Init)
+	ret := NVMLCallRet(lib.Init)
 	if ret != nvml.SUCCESS {
 		return nil, fmt.Errorf("nvml.Init: %w", nvmlErr(ret))
 	}
@@ -49,7 +49,7 @@ type NVMLer interface{ NVML() nvml.Interface }
 func (b *nvmlBackend) Name() string { return KindNVML }
 
 func (b *nvmlBackend) Close() error {
-	if ret := callRet(b.lib.Shutdown); ret != nvml.SUCCESS {
+	if ret := NVMLCallRet(b.lib.Shutdown); ret != nvml.SUCCESS {
 		return fmt.Errorf("nvml.Shutdown: %w", nvmlErr(ret))
 	}
 	return nil
@@ -58,10 +58,10 @@ func (b *nvmlBackend) Close() error {
 // nvmlErr makes an nvml.Return usable with errors.Is.
 func nvmlErr(ret nvml.Return) error { return ret }
 
-// call runs one NVML getter. A panic (a go-nvml mock method that is not set,
+// NVMLCall runs one NVML getter. A panic (a go-nvml mock method that is not set,
 // or a wrapper bug) becomes ERROR_FUNCTION_NOT_FOUND so one field can never
 // take the process down.
-func call[T any](f func() (T, nvml.Return)) (v T, ret nvml.Return) {
+func NVMLCall[T any](f func() (T, nvml.Return)) (v T, ret nvml.Return) {
 	defer func() {
 		if recover() != nil {
 			var zero T
@@ -71,10 +71,23 @@ func call[T any](f func() (T, nvml.Return)) (v T, ret nvml.Return) {
 	return f()
 }
 
-func callRet(f func() nvml.Return) (ret nvml.Return) {
+// NVMLCallRet is NVMLCall for an NVML call that returns only a status.
+func NVMLCallRet(f func() nvml.Return) (ret nvml.Return) {
 	defer func() {
 		if recover() != nil {
 			ret = nvml.ERROR_FUNCTION_NOT_FOUND
+		}
+	}()
+	return f()
+}
+
+// NVMLCall2 is NVMLCall for an NVML getter of two values.
+func NVMLCall2[A, B any](f func() (A, B, nvml.Return)) (a A, bb B, ret nvml.Return) {
+	defer func() {
+		if recover() != nil {
+			var za A
+			var zb B
+			a, bb, ret = za, zb, nvml.ERROR_FUNCTION_NOT_FOUND
 		}
 	}()
 	return f()
@@ -89,7 +102,7 @@ func (b *nvmlBackend) has(symbol string) bool {
 	if v, ok := b.syms[symbol]; ok {
 		return v
 	}
-	ok := callRet(func() nvml.Return {
+	ok := NVMLCallRet(func() nvml.Return {
 		if err := b.lib.Extensions().LookupSymbol(symbol); err != nil {
 			return nvml.ERROR_FUNCTION_NOT_FOUND
 		}
@@ -162,13 +175,13 @@ func cudaVersion(v int) string {
 
 func (b *nvmlBackend) Status(ctx context.Context) (Status, error) {
 	st := Status{Backend: KindNVML}
-	if v, ret := call(b.lib.SystemGetDriverVersion); ret == nvml.SUCCESS {
+	if v, ret := NVMLCall(b.lib.SystemGetDriverVersion); ret == nvml.SUCCESS {
 		st.DriverVersion = v
 	}
-	if v, ret := call(b.lib.SystemGetCudaDriverVersion); ret == nvml.SUCCESS {
+	if v, ret := NVMLCall(b.lib.SystemGetCudaDriverVersion); ret == nvml.SUCCESS {
 		st.CUDAVersion = cudaVersion(v)
 	}
-	n, ret := call(b.lib.DeviceGetCount)
+	n, ret := NVMLCall(b.lib.DeviceGetCount)
 	if ret != nvml.SUCCESS {
 		return Status{}, fmt.Errorf("nvml: device count: %w", nvmlErr(ret))
 	}
@@ -176,7 +189,7 @@ func (b *nvmlBackend) Status(ctx context.Context) (Status, error) {
 		if err := ctx.Err(); err != nil {
 			return Status{}, err
 		}
-		dev, ret := call(func() (nvml.Device, nvml.Return) { return b.lib.DeviceGetHandleByIndex(i) })
+		dev, ret := NVMLCall(func() (nvml.Device, nvml.Return) { return b.lib.DeviceGetHandleByIndex(i) })
 		if ret != nvml.SUCCESS {
 			return Status{}, fmt.Errorf("nvml: GPU %d: handle: %w", i, nvmlErr(ret))
 		}
@@ -192,56 +205,56 @@ func (b *nvmlBackend) Status(ctx context.Context) (Status, error) {
 
 func (b *nvmlBackend) readGPU(i int, d nvml.Device) (GPU, error) {
 	g := GPU{Index: i}
-	if v, ret := call(d.GetIndex); ret == nvml.SUCCESS {
+	if v, ret := NVMLCall(d.GetIndex); ret == nvml.SUCCESS {
 		g.Index = v
 	}
-	uuid, ret := call(d.GetUUID)
+	uuid, ret := NVMLCall(d.GetUUID)
 	if ret != nvml.SUCCESS {
 		return GPU{}, fmt.Errorf("nvml: GPU %d: UUID: %w", i, nvmlErr(ret))
 	}
 	g.UUID = uuid
-	g.Name, _ = call(d.GetName)
-	if p, ret := call(d.GetPciInfo); ret == nvml.SUCCESS {
+	g.Name, _ = NVMLCall(d.GetName)
+	if p, ret := NVMLCall(d.GetPciInfo); ret == nvml.SUCCESS {
 		if a, err := NormalizePCIAddress(busID(p)); err == nil {
 			g.PCIAddress = a
 		}
 		g.PCIDeviceID = fmt.Sprintf("0x%08X", p.PciDeviceId)
 	}
-	if a, ret := call(d.GetArchitecture); ret == nvml.SUCCESS {
+	if a, ret := NVMLCall(d.GetArchitecture); ret == nvml.SUCCESS {
 		g.Architecture = archName(a)
 	}
-	if ma, mi, ret := call2(d.GetCudaComputeCapability); ret == nvml.SUCCESS {
+	if ma, mi, ret := NVMLCall2(d.GetCudaComputeCapability); ret == nvml.SUCCESS {
 		g.ComputeCapability = fmt.Sprintf("%d.%d", ma, mi)
 	}
-	if a, ret := call(d.GetAttributes); ret == nvml.SUCCESS && a.MultiprocessorCount > 0 {
+	if a, ret := NVMLCall(d.GetAttributes); ret == nvml.SUCCESS && a.MultiprocessorCount > 0 {
 		g.SMCount = int(a.MultiprocessorCount)
 	}
-	if m, ret := call(d.GetMemoryInfo); ret == nvml.SUCCESS {
+	if m, ret := NVMLCall(d.GetMemoryInfo); ret == nvml.SUCCESS {
 		g.MemoryMiB = m.Total >> 20
 	}
 	if b.has("nvmlDeviceGetNumaNodeId") {
-		if n, ret := call(d.GetNumaNodeId); ret == nvml.SUCCESS && n >= 0 {
+		if n, ret := NVMLCall(d.GetNumaNodeId); ret == nvml.SUCCESS && n >= 0 {
 			g.NUMANode = &n
 		}
 	}
 	if b.has("nvmlDeviceGetCpuAffinity") {
-		words, ret := call(func() ([]uint, nvml.Return) { return d.GetCpuAffinity(maxAffinityCPUs) })
+		words, ret := NVMLCall(func() ([]uint, nvml.Return) { return d.GetCpuAffinity(maxAffinityCPUs) })
 		if ret == nvml.SUCCESS {
 			g.CPUAffinity = CPUsFromWords(words).String()
 		}
 	}
-	if p, ret := call(d.GetPersistenceMode); ret == nvml.SUCCESS {
+	if p, ret := NVMLCall(d.GetPersistenceMode); ret == nvml.SUCCESS {
 		on := p == nvml.FEATURE_ENABLED
 		g.Persistence = &on
 	}
-	if m, ret := call(d.GetComputeMode); ret == nvml.SUCCESS {
+	if m, ret := NVMLCall(d.GetComputeMode); ret == nvml.SUCCESS {
 		g.ComputeMode = computeModeName(m)
 	}
-	if cur, pend, ret := call2(d.GetMigMode); ret == nvml.SUCCESS {
+	if cur, pend, ret := NVMLCall2(d.GetMigMode); ret == nvml.SUCCESS {
 		g.MIG = &MIGMode{Current: cur == nvml.DEVICE_MIG_ENABLE, Pending: pend == nvml.DEVICE_MIG_ENABLE}
 	}
 	clock := func(f func(nvml.ClockType) (uint32, nvml.Return), t nvml.ClockType) uint32 {
-		v, ret := call(func() (uint32, nvml.Return) { return f(t) })
+		v, ret := NVMLCall(func() (uint32, nvml.Return) { return f(t) })
 		if ret != nvml.SUCCESS {
 			return 0
 		}
@@ -257,18 +270,18 @@ func (b *nvmlBackend) readGPU(i int, d nvml.Device) (GPU, error) {
 	g.Clocks.DefaultAppGraphicsMHz = clock(d.GetDefaultApplicationsClock, nvml.CLOCK_GRAPHICS)
 	switch {
 	case b.has("nvmlDeviceGetCurrentClocksEventReasons"):
-		if m, ret := call(d.GetCurrentClocksEventReasons); ret == nvml.SUCCESS {
+		if m, ret := NVMLCall(d.GetCurrentClocksEventReasons); ret == nvml.SUCCESS {
 			g.ClockEvents = DecodeClockEvents(m)
 		}
 	case b.has("nvmlDeviceGetCurrentClocksThrottleReasons"):
-		if m, ret := call(d.GetCurrentClocksThrottleReasons); ret == nvml.SUCCESS {
+		if m, ret := NVMLCall(d.GetCurrentClocksThrottleReasons); ret == nvml.SUCCESS {
 			g.ClockEvents = DecodeClockEvents(m)
 		}
 	}
-	if cur, pend, ret := call2(d.GetEccMode); ret == nvml.SUCCESS {
+	if cur, pend, ret := NVMLCall2(d.GetEccMode); ret == nvml.SUCCESS {
 		e := &ECC{Current: cur == nvml.FEATURE_ENABLED, Pending: pend == nvml.FEATURE_ENABLED}
 		ecc := func(t nvml.MemoryErrorType, c nvml.EccCounterType) *uint64 {
-			v, ret := call(func() (uint64, nvml.Return) { return d.GetTotalEccErrors(t, c) })
+			v, ret := NVMLCall(func() (uint64, nvml.Return) { return d.GetTotalEccErrors(t, c) })
 			if ret != nvml.SUCCESS {
 				return nil
 			}
@@ -282,7 +295,7 @@ func (b *nvmlBackend) readGPU(i int, d nvml.Device) (GPU, error) {
 	}
 	if b.has("nvmlDeviceGetRemappedRows") {
 		var rr RemappedRows
-		ret := callRet(func() nvml.Return {
+		ret := NVMLCallRet(func() nvml.Return {
 			c, u, p, f, ret := d.GetRemappedRows()
 			rr = RemappedRows{Correctable: c, Uncorrectable: u, Pending: p, Failure: f}
 			return ret
@@ -291,26 +304,26 @@ func (b *nvmlBackend) readGPU(i int, d nvml.Device) (GPU, error) {
 			g.RemappedRows = &rr
 		}
 	}
-	if sb, ret := call(func() ([]uint64, nvml.Return) {
+	if sb, ret := NVMLCall(func() ([]uint64, nvml.Return) {
 		return d.GetRetiredPages(nvml.PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS)
 	}); ret == nvml.SUCCESS {
-		db, _ := call(func() ([]uint64, nvml.Return) {
+		db, _ := NVMLCall(func() ([]uint64, nvml.Return) {
 			return d.GetRetiredPages(nvml.PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR)
 		})
 		rp := &RetiredPages{SingleBit: len(sb), DoubleBit: len(db)}
-		if p, ret := call(d.GetRetiredPagesPendingStatus); ret == nvml.SUCCESS {
+		if p, ret := NVMLCall(d.GetRetiredPagesPendingStatus); ret == nvml.SUCCESS {
 			rp.Pending = p == nvml.FEATURE_ENABLED
 		}
 		g.RetiredPages = rp
 	}
-	if p, ret := call(d.GetPowerUsage); ret == nvml.SUCCESS {
+	if p, ret := NVMLCall(d.GetPowerUsage); ret == nvml.SUCCESS {
 		g.Power.DrawW = float64(p) / 1000
 	}
-	if p, ret := call(d.GetEnforcedPowerLimit); ret == nvml.SUCCESS {
+	if p, ret := NVMLCall(d.GetEnforcedPowerLimit); ret == nvml.SUCCESS {
 		g.Power.LimitW = float64(p) / 1000
 	}
 	geti := func(f func() (int, nvml.Return)) int {
-		v, ret := call(f)
+		v, ret := NVMLCall(f)
 		if ret != nvml.SUCCESS {
 			return 0
 		}
@@ -318,7 +331,7 @@ func (b *nvmlBackend) readGPU(i int, d nvml.Device) (GPU, error) {
 	}
 	g.PCIe = PCIeLink{Gen: geti(d.GetCurrPcieLinkGeneration), MaxGen: geti(d.GetMaxPcieLinkGeneration),
 		Width: geti(d.GetCurrPcieLinkWidth), MaxWidth: geti(d.GetMaxPcieLinkWidth)}
-	if t, ret := call(func() (uint32, nvml.Return) { return d.GetTemperature(nvml.TEMPERATURE_GPU) }); ret == nvml.SUCCESS {
+	if t, ret := NVMLCall(func() (uint32, nvml.Return) { return d.GetTemperature(nvml.TEMPERATURE_GPU) }); ret == nvml.SUCCESS {
 		ti := int(t)
 		g.TemperatureC = &ti
 	}
@@ -333,28 +346,28 @@ func (b *nvmlBackend) readGPU(i int, d nvml.Device) (GPU, error) {
 // mode with their GPU instance's profile id and placement. Profile names are
 // left to the MIG layer (they need its catalogue).
 func (b *nvmlBackend) readMIGDevices(d nvml.Device) []MIGInstance {
-	n, ret := call(d.GetMaxMigDeviceCount)
+	n, ret := NVMLCall(d.GetMaxMigDeviceCount)
 	if ret != nvml.SUCCESS {
 		return nil
 	}
 	var out []MIGInstance
 	byGI := map[int]int{}
 	for i := 0; i < n; i++ {
-		m, ret := call(func() (nvml.Device, nvml.Return) { return d.GetMigDeviceHandleByIndex(i) })
+		m, ret := NVMLCall(func() (nvml.Device, nvml.Return) { return d.GetMigDeviceHandleByIndex(i) })
 		if ret != nvml.SUCCESS {
 			continue // an unused MIG device slot
 		}
-		giID, ret1 := call(m.GetGpuInstanceId)
-		ciID, ret2 := call(m.GetComputeInstanceId)
+		giID, ret1 := NVMLCall(m.GetGpuInstanceId)
+		ciID, ret2 := NVMLCall(m.GetComputeInstanceId)
 		if ret1 != nvml.SUCCESS || ret2 != nvml.SUCCESS {
 			continue
 		}
-		uuid, _ := call(m.GetUUID)
+		uuid, _ := NVMLCall(m.GetUUID)
 		k, ok := byGI[giID]
 		if !ok {
 			gi := MIGInstance{GPUInstanceID: giID}
-			if h, ret := call(func() (nvml.GpuInstance, nvml.Return) { return d.GetGpuInstanceById(giID) }); ret == nvml.SUCCESS {
-				if info, ret := call(h.GetInfo); ret == nvml.SUCCESS {
+			if h, ret := NVMLCall(func() (nvml.GpuInstance, nvml.Return) { return d.GetGpuInstanceById(giID) }); ret == nvml.SUCCESS {
+				if info, ret := NVMLCall(h.GetInfo); ret == nvml.SUCCESS {
 					gi.ProfileID = int(info.ProfileId)
 					gi.Start, gi.Size = int(info.Placement.Start), int(info.Placement.Size)
 				}
@@ -372,7 +385,7 @@ func (b *nvmlBackend) readMIGDevices(d nvml.Device) []MIGInstance {
 func (b *nvmlBackend) readNVLinks(d nvml.Device) []NVLink {
 	var out []NVLink
 	for l := 0; l < nvml.NVLINK_MAX_LINKS; l++ {
-		s, ret := call(func() (nvml.EnableState, nvml.Return) { return d.GetNvLinkState(l) })
+		s, ret := NVMLCall(func() (nvml.EnableState, nvml.Return) { return d.GetNvLinkState(l) })
 		if ret != nvml.SUCCESS {
 			if errors.Is(ret, nvml.ERROR_NOT_SUPPORTED) && l > 0 {
 				continue // a link index the GPU does not wire up
@@ -384,7 +397,7 @@ func (b *nvmlBackend) readNVLinks(d nvml.Device) []NVLink {
 		}
 		link := NVLink{Link: l, Active: s == nvml.FEATURE_ENABLED}
 		if link.Active {
-			if p, ret := call(func() (nvml.PciInfo, nvml.Return) { return d.GetNvLinkRemotePciInfo(l) }); ret == nvml.SUCCESS {
+			if p, ret := NVMLCall(func() (nvml.PciInfo, nvml.Return) { return d.GetNvLinkRemotePciInfo(l) }); ret == nvml.SUCCESS {
 				if a, err := NormalizePCIAddress(busID(p)); err == nil {
 					link.RemotePCIAddress = a
 				}
@@ -395,19 +408,8 @@ func (b *nvmlBackend) readNVLinks(d nvml.Device) []NVLink {
 	return out
 }
 
-func call2[A, B any](f func() (A, B, nvml.Return)) (a A, bb B, ret nvml.Return) {
-	defer func() {
-		if recover() != nil {
-			var za A
-			var zb B
-			a, bb, ret = za, zb, nvml.ERROR_FUNCTION_NOT_FOUND
-		}
-	}()
-	return f()
-}
-
 func (b *nvmlBackend) device(uuid string) (nvml.Device, error) {
-	d, ret := call(func() (nvml.Device, nvml.Return) { return b.lib.DeviceGetHandleByUUID(uuid) })
+	d, ret := NVMLCall(func() (nvml.Device, nvml.Return) { return b.lib.DeviceGetHandleByUUID(uuid) })
 	if ret != nvml.SUCCESS {
 		if errors.Is(ret, nvml.ERROR_NOT_FOUND) || errors.Is(ret, nvml.ERROR_INVALID_ARGUMENT) {
 			return nil, fmt.Errorf("%w %q", ErrUnknownGPU, uuid)
@@ -426,7 +428,7 @@ func (b *nvmlBackend) SetPersistence(ctx context.Context, uuid string, on bool) 
 	if on {
 		mode = nvml.FEATURE_ENABLED
 	}
-	if ret := callRet(func() nvml.Return { return d.SetPersistenceMode(mode) }); ret != nvml.SUCCESS {
+	if ret := NVMLCallRet(func() nvml.Return { return d.SetPersistenceMode(mode) }); ret != nvml.SUCCESS {
 		return fmt.Errorf("nvml: GPU %s: set persistence mode: %w", uuid, nvmlErr(ret))
 	}
 	return nil
@@ -440,7 +442,7 @@ func (b *nvmlBackend) LockClocks(ctx context.Context, uuid string, r ClockRange)
 	if !b.has("nvmlDeviceSetGpuLockedClocks") {
 		return fmt.Errorf("nvml: GPU %s: lock clocks: %w", uuid, nvml.ERROR_FUNCTION_NOT_FOUND)
 	}
-	if ret := callRet(func() nvml.Return { return d.SetGpuLockedClocks(r.MinMHz, r.MaxMHz) }); ret != nvml.SUCCESS {
+	if ret := NVMLCallRet(func() nvml.Return { return d.SetGpuLockedClocks(r.MinMHz, r.MaxMHz) }); ret != nvml.SUCCESS {
 		return fmt.Errorf("nvml: GPU %s: lock clocks %d-%d MHz: %w", uuid, r.MinMHz, r.MaxMHz, nvmlErr(ret))
 	}
 	return nil
@@ -454,7 +456,7 @@ func (b *nvmlBackend) ResetClocks(ctx context.Context, uuid string) error {
 	if !b.has("nvmlDeviceResetGpuLockedClocks") {
 		return fmt.Errorf("nvml: GPU %s: reset clocks: %w", uuid, nvml.ERROR_FUNCTION_NOT_FOUND)
 	}
-	if ret := callRet(d.ResetGpuLockedClocks); ret != nvml.SUCCESS {
+	if ret := NVMLCallRet(d.ResetGpuLockedClocks); ret != nvml.SUCCESS {
 		return fmt.Errorf("nvml: GPU %s: reset locked clocks: %w", uuid, nvmlErr(ret))
 	}
 	return nil

@@ -35,69 +35,39 @@ type nvmlDevice struct {
 
 var _ Device = (*nvmlDevice)(nil)
 
-func safe[T any](f func() (T, nvml.Return)) (v T, ret nvml.Return) {
-	defer func() {
-		if recover() != nil {
-			var zero T
-			v, ret = zero, nvml.ERROR_FUNCTION_NOT_FOUND
-		}
-	}()
-	return f()
-}
-
-func safeRet(f func() nvml.Return) (ret nvml.Return) {
-	defer func() {
-		if recover() != nil {
-			ret = nvml.ERROR_FUNCTION_NOT_FOUND
-		}
-	}()
-	return f()
-}
-
 // NVMLDevices returns a Device for every GPU of an initialised NVML (the
 // caller owns Init/Shutdown).
 func NVMLDevices(lib nvml.Interface) ([]Device, error) {
-	n, ret := safe(lib.DeviceGetCount)
+	n, ret := gpu.NVMLCall(lib.DeviceGetCount)
 	if ret != nvml.SUCCESS {
 		return nil, fmt.Errorf("nvml: device count: %w", ret)
 	}
 	var out []Device
 	for i := 0; i < n; i++ {
-		dev, ret := safe(func() (nvml.Device, nvml.Return) { return lib.DeviceGetHandleByIndex(i) })
+		dev, ret := gpu.NVMLCall(func() (nvml.Device, nvml.Return) { return lib.DeviceGetHandleByIndex(i) })
 		if ret != nvml.SUCCESS {
 			return nil, fmt.Errorf("nvml: GPU %d: %w", i, ret)
 		}
 		info := Info{Index: i}
-		info.UUID, _ = safe(dev.GetUUID)
-		info.Name, _ = safe(dev.GetName)
-		if p, ret := safe(dev.GetPciInfo); ret == nvml.SUCCESS {
+		info.UUID, _ = gpu.NVMLCall(dev.GetUUID)
+		info.Name, _ = gpu.NVMLCall(dev.GetName)
+		if p, ret := gpu.NVMLCall(dev.GetPciInfo); ret == nvml.SUCCESS {
 			info.DeviceID = mig.DeviceID{Device: uint16(p.PciDeviceId >> 16), Vendor: uint16(p.PciDeviceId)}
 		}
-		if m, ret := safe(dev.GetMemoryInfo); ret == nvml.SUCCESS {
+		if m, ret := gpu.NVMLCall(dev.GetMemoryInfo); ret == nvml.SUCCESS {
 			info.MemoryBytes = m.Total
 		}
-		_, _, ret = safe2(dev.GetMigMode)
+		_, _, ret = gpu.NVMLCall2(dev.GetMigMode)
 		info.MIGCapable = ret == nvml.SUCCESS
 		out = append(out, &nvmlDevice{lib: lib, dev: dev, info: info})
 	}
 	return out, nil
 }
 
-func safe2[A, B any](f func() (A, B, nvml.Return)) (a A, b B, ret nvml.Return) {
-	defer func() {
-		if recover() != nil {
-			var za A
-			var zb B
-			a, b, ret = za, zb, nvml.ERROR_FUNCTION_NOT_FOUND
-		}
-	}()
-	return f()
-}
-
 func (d *nvmlDevice) Info() Info { return d.info }
 
 func (d *nvmlDevice) MIGMode(context.Context) (bool, bool, error) {
-	cur, pend, ret := safe2(d.dev.GetMigMode)
+	cur, pend, ret := gpu.NVMLCall2(d.dev.GetMigMode)
 	if ret != nvml.SUCCESS {
 		return false, false, fmt.Errorf("nvml: GPU %d: MIG mode: %w", d.info.Index, ret)
 	}
@@ -110,7 +80,7 @@ func (d *nvmlDevice) SetMIGMode(_ context.Context, on bool) error {
 		mode = nvml.DEVICE_MIG_ENABLE
 	}
 	var activation nvml.Return
-	ret := safeRet(func() nvml.Return {
+	ret := gpu.NVMLCallRet(func() nvml.Return {
 		var r nvml.Return
 		activation, r = d.dev.SetMigMode(mode)
 		return r
@@ -144,11 +114,11 @@ var ciEnumBySlices = map[int]int{
 func (d *nvmlDevice) gis() (map[int][]nvml.GpuInstance, error) {
 	out := map[int][]nvml.GpuInstance{}
 	for _, e := range giEnums() {
-		info, ret := safe(func() (nvml.GpuInstanceProfileInfo, nvml.Return) { return d.dev.GetGpuInstanceProfileInfo(e) })
+		info, ret := gpu.NVMLCall(func() (nvml.GpuInstanceProfileInfo, nvml.Return) { return d.dev.GetGpuInstanceProfileInfo(e) })
 		if ret != nvml.SUCCESS {
 			continue
 		}
-		gis, ret := safe(func() ([]nvml.GpuInstance, nvml.Return) { return d.dev.GetGpuInstances(&info) })
+		gis, ret := gpu.NVMLCall(func() ([]nvml.GpuInstance, nvml.Return) { return d.dev.GetGpuInstances(&info) })
 		if ret != nvml.SUCCESS {
 			continue
 		}
@@ -161,14 +131,14 @@ func (d *nvmlDevice) cis(gi nvml.GpuInstance) map[int][]nvml.ComputeInstance {
 	out := map[int][]nvml.ComputeInstance{}
 	seen := map[uint32]bool{}
 	for slices, e := range ciEnumBySlices {
-		info, ret := safe(func() (nvml.ComputeInstanceProfileInfo, nvml.Return) {
+		info, ret := gpu.NVMLCall(func() (nvml.ComputeInstanceProfileInfo, nvml.Return) {
 			return gi.GetComputeInstanceProfileInfo(e, nvml.COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED)
 		})
 		if ret != nvml.SUCCESS || seen[info.Id] {
 			continue
 		}
 		seen[info.Id] = true
-		cis, ret := safe(func() ([]nvml.ComputeInstance, nvml.Return) { return gi.GetComputeInstances(&info) })
+		cis, ret := gpu.NVMLCall(func() ([]nvml.ComputeInstance, nvml.Return) { return gi.GetComputeInstances(&info) })
 		if ret == nvml.SUCCESS && len(cis) > 0 {
 			out[slices] = cis
 		}
@@ -184,7 +154,7 @@ func (d *nvmlDevice) Instances(context.Context) ([]Instance, error) {
 	var out []Instance
 	for _, e := range giEnums() {
 		for _, gi := range all[e] {
-			info, ret := safe(gi.GetInfo)
+			info, ret := gpu.NVMLCall(gi.GetInfo)
 			if ret != nvml.SUCCESS {
 				return nil, fmt.Errorf("nvml: GPU %d: GPU instance info: %w", d.info.Index, ret)
 			}
@@ -210,12 +180,12 @@ func (d *nvmlDevice) DestroyAll(context.Context) error {
 		for _, gi := range gis {
 			for _, cis := range d.cis(gi) {
 				for _, ci := range cis {
-					if ret := safeRet(ci.Destroy); ret != nvml.SUCCESS {
+					if ret := gpu.NVMLCallRet(ci.Destroy); ret != nvml.SUCCESS {
 						return fmt.Errorf("nvml: GPU %d: destroy compute instance: %w", d.info.Index, ret)
 					}
 				}
 			}
-			if ret := safeRet(gi.Destroy); ret != nvml.SUCCESS {
+			if ret := gpu.NVMLCallRet(gi.Destroy); ret != nvml.SUCCESS {
 				return fmt.Errorf("nvml: GPU %d: destroy GPU instance: %w", d.info.Index, ret)
 			}
 		}
@@ -224,12 +194,12 @@ func (d *nvmlDevice) DestroyAll(context.Context) error {
 }
 
 func (d *nvmlDevice) Create(_ context.Context, nvmlProfile int, pl mig.Placement, ciSlices int) error {
-	info, ret := safe(func() (nvml.GpuInstanceProfileInfo, nvml.Return) { return d.dev.GetGpuInstanceProfileInfo(nvmlProfile) })
+	info, ret := gpu.NVMLCall(func() (nvml.GpuInstanceProfileInfo, nvml.Return) { return d.dev.GetGpuInstanceProfileInfo(nvmlProfile) })
 	if ret != nvml.SUCCESS {
 		return fmt.Errorf("nvml: GPU %d: GPU instance profile %d: %w", d.info.Index, nvmlProfile, ret)
 	}
 	p := nvml.GpuInstancePlacement{Start: uint32(pl.Start), Size: uint32(pl.Size)}
-	gi, ret := safe(func() (nvml.GpuInstance, nvml.Return) { return d.dev.CreateGpuInstanceWithPlacement(&info, &p) })
+	gi, ret := gpu.NVMLCall(func() (nvml.GpuInstance, nvml.Return) { return d.dev.CreateGpuInstanceWithPlacement(&info, &p) })
 	if ret != nvml.SUCCESS {
 		return fmt.Errorf("nvml: GPU %d: create GPU instance (profile %d at %s): %w", d.info.Index, info.Id, pl, ret)
 	}
@@ -240,14 +210,14 @@ func (d *nvmlDevice) Create(_ context.Context, nvmlProfile int, pl mig.Placement
 	if !ok {
 		return fmt.Errorf("nvml: GPU %d: no compute instance profile of %d slices", d.info.Index, ciSlices)
 	}
-	ciInfo, ret := safe(func() (nvml.ComputeInstanceProfileInfo, nvml.Return) {
+	ciInfo, ret := gpu.NVMLCall(func() (nvml.ComputeInstanceProfileInfo, nvml.Return) {
 		return gi.GetComputeInstanceProfileInfo(e, nvml.COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED)
 	})
 	if ret == nvml.SUCCESS {
-		_, ret = safe(func() (nvml.ComputeInstance, nvml.Return) { return gi.CreateComputeInstance(&ciInfo) })
+		_, ret = gpu.NVMLCall(func() (nvml.ComputeInstance, nvml.Return) { return gi.CreateComputeInstance(&ciInfo) })
 	}
 	if ret != nvml.SUCCESS {
-		_ = safeRet(gi.Destroy)
+		_ = gpu.NVMLCallRet(gi.Destroy)
 		return fmt.Errorf("nvml: GPU %d: create %d-slice compute instance: %w", d.info.Index, ciSlices, ret)
 	}
 	return nil
@@ -256,11 +226,11 @@ func (d *nvmlDevice) Create(_ context.Context, nvmlProfile int, pl mig.Placement
 func (d *nvmlDevice) ProfileInfos(context.Context) ([]mig.NVMLProfileInfo, error) {
 	var out []mig.NVMLProfileInfo
 	for _, e := range giEnums() {
-		info, ret := safe(func() (nvml.GpuInstanceProfileInfo, nvml.Return) { return d.dev.GetGpuInstanceProfileInfo(e) })
+		info, ret := gpu.NVMLCall(func() (nvml.GpuInstanceProfileInfo, nvml.Return) { return d.dev.GetGpuInstanceProfileInfo(e) })
 		if ret != nvml.SUCCESS {
 			continue
 		}
-		pls, ret := safe(func() ([]nvml.GpuInstancePlacement, nvml.Return) {
+		pls, ret := gpu.NVMLCall(func() ([]nvml.GpuInstancePlacement, nvml.Return) {
 			return d.dev.GetGpuInstancePossiblePlacements(&info)
 		})
 		if ret != nvml.SUCCESS || len(pls) == 0 {
