@@ -42,7 +42,6 @@ func (k checkKnob) changes(*Host, observation, string) ([]change, persist, error
 type manualKnob struct {
 	spec spec
 	get  func(h *Host) (string, string, error)
-	eq   func(h *Host, cur, want string) bool
 	cmds func(want string) []string
 }
 

@@ -341,16 +341,8 @@ func confFiles(fsys *hostfs.FS, dirs []string, ext string) []string {
 	return out
 }
 
-// parseSysctlConf parses sysctl.conf syntax into key -> value (the last
-// assignment wins). Keys use dots ("net/core/x" is normalised).
-func parseSysctlConf(b []byte) map[string]string {
-	out := map[string]string{}
-	for _, kv := range parseSysctlConfOrdered(b) {
-		out[kv[0]] = kv[1]
-	}
-	return out
-}
-
+// parseSysctlConfOrdered parses sysctl.conf syntax into key, value pairs in
+// file order. Keys use dots ("net/core/x" is normalised).
 func parseSysctlConfOrdered(b []byte) [][2]string {
 	var out [][2]string
 	sc := bufio.NewScanner(bytes.NewReader(b))

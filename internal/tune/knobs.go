@@ -106,18 +106,14 @@ func shellQuote(s string) string {
 
 // spec validates profile values of a knob.
 type spec struct {
-	kind    string // "int", "choice", "ints", "word", "size", "cpulist"
+	kind    string // "int", "choice", "ints", "word", "limit", "cpulist"
 	min     int64
 	max     int64
 	choices []string
-	n       int  // number of ints for "ints"
-	auto    bool // "auto" is accepted
+	n       int // number of ints for "ints"
 }
 
 func (s spec) validate(v string) error {
-	if s.auto && v == "auto" {
-		return nil
-	}
 	switch s.kind {
 	case "int":
 		n, err := strconv.ParseInt(v, 10, 64)
@@ -158,10 +154,6 @@ func (s spec) validate(v string) error {
 	case "cpulist":
 		if _, err := hostfs.ParseCPUList(v); err != nil {
 			return fmt.Errorf("%q is not a cpulist: %w", v, err)
-		}
-	case "dirty":
-		if _, _, err := parseDirty(v); err != nil {
-			return err
 		}
 	}
 	return nil

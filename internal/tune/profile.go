@@ -67,10 +67,7 @@ type rawProfile struct {
 	disable     []rawEntry
 }
 
-type rawEntry struct {
-	id, value string
-	line      int
-}
+type rawEntry struct{ id, value string }
 
 // looksLikeFile reports whether a profile argument names a file.
 func looksLikeFile(s string) bool {
@@ -286,13 +283,13 @@ func parseProfile(file string, b []byte, cat *Catalogue) (*rawProfile, error) {
 					return nil, errAt(sv, key, "want a scalar value, or null to disable")
 				}
 				if sv.Tag == "!!null" {
-					raw.disable = append(raw.disable, rawEntry{id: sk.Value, line: sk.Line})
+					raw.disable = append(raw.disable, rawEntry{id: sk.Value})
 					continue
 				}
 				if err := cat.validate(sk.Value, sv.Value); err != nil {
 					return nil, errAt(sv, key, "%v", err)
 				}
-				raw.set = append(raw.set, rawEntry{id: sk.Value, value: sv.Value, line: sv.Line})
+				raw.set = append(raw.set, rawEntry{id: sk.Value, value: sv.Value})
 			}
 		case "disable":
 			if v.Kind != yaml.SequenceNode {
@@ -302,7 +299,7 @@ func parseProfile(file string, b []byte, cat *Catalogue) (*rawProfile, error) {
 				if it.Kind != yaml.ScalarNode || cat.Get(it.Value) == nil {
 					return nil, errAt(it, k.Value, "unknown setting id %q", it.Value)
 				}
-				raw.disable = append(raw.disable, rawEntry{id: it.Value, line: it.Line})
+				raw.disable = append(raw.disable, rawEntry{id: it.Value})
 			}
 		default:
 			return nil, errAt(k, k.Value, "unknown key (want apiVersion, name, description, include, settings, disable)")
