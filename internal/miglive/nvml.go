@@ -28,7 +28,6 @@ const NVMLAvailable = true
 
 // nvmlDevice is a Device over go-nvml (the real library or its mock).
 type nvmlDevice struct {
-	lib  nvml.Interface
 	dev  nvml.Device
 	info Info
 }
@@ -59,7 +58,7 @@ func NVMLDevices(lib nvml.Interface) ([]Device, error) {
 		}
 		_, _, ret = gpu.NVMLCall2(dev.GetMigMode)
 		info.MIGCapable = ret == nvml.SUCCESS
-		out = append(out, &nvmlDevice{lib: lib, dev: dev, info: info})
+		out = append(out, &nvmlDevice{dev: dev, info: info})
 	}
 	return out, nil
 }
@@ -111,7 +110,8 @@ var ciEnumBySlices = map[int]int{
 	8: nvml.COMPUTE_INSTANCE_PROFILE_8_SLICE,
 }
 
-func (d *nvmlDevice) gis() (map[int][]nvml.GpuInstance, error) {
+// gis lists the GPU instances of every GI profile the GPU reports.
+func (d *nvmlDevice) gis() map[int][]nvml.GpuInstance {
 	out := map[int][]nvml.GpuInstance{}
 	for _, e := range giEnums() {
 		info, ret := gpu.NVMLCall(func() (nvml.GpuInstanceProfileInfo, nvml.Return) { return d.dev.GetGpuInstanceProfileInfo(e) })
@@ -124,7 +124,7 @@ func (d *nvmlDevice) gis() (map[int][]nvml.GpuInstance, error) {
 		}
 		out[e] = gis
 	}
-	return out, nil
+	return out
 }
 
 func (d *nvmlDevice) cis(gi nvml.GpuInstance) map[int][]nvml.ComputeInstance {
@@ -147,10 +147,7 @@ func (d *nvmlDevice) cis(gi nvml.GpuInstance) map[int][]nvml.ComputeInstance {
 }
 
 func (d *nvmlDevice) Instances(context.Context) ([]Instance, error) {
-	all, err := d.gis()
-	if err != nil {
-		return nil, err
-	}
+	all := d.gis()
 	var out []Instance
 	for _, e := range giEnums() {
 		for _, gi := range all[e] {
@@ -172,11 +169,7 @@ func (d *nvmlDevice) Instances(context.Context) ([]Instance, error) {
 }
 
 func (d *nvmlDevice) DestroyAll(context.Context) error {
-	all, err := d.gis()
-	if err != nil {
-		return err
-	}
-	for _, gis := range all {
+	for _, gis := range d.gis() {
 		for _, gi := range gis {
 			for _, cis := range d.cis(gi) {
 				for _, ci := range cis {
