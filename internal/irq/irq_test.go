@@ -3,7 +3,6 @@ package irq
 import (
 	"bytes"
 	"context"
-	"errors"
 	"flag"
 	"os"
 	"path/filepath"
@@ -365,6 +364,4 @@ func TestRollbackNothing(t *testing.T) {
 	if err != nil || len(r.Transactions) != 0 {
 		t.Fatalf("%v %+v", err, r)
 	}
-	var pe *os.PathError
-	_ = errors.As(err, &pe)
 }
