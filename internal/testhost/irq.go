@@ -45,7 +45,7 @@ func buildIRQs(s Spec, t *tree, nodeCPUs [][]int, all cpuset.CPUSet) {
 		row("0", map[int]uint64{0: 44}, " IR-IO-APIC    2-edge      timer")
 	}
 	for _, d := range s.Devices {
-		home := cpuset.New(all.UnsortedList()...)
+		home := all
 		switch {
 		case d.LocalCPUs != "":
 			if set, err := hostfs.ParseCPUList(d.LocalCPUs); err == nil {
