@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"syscall"
 	"time"
@@ -125,13 +126,12 @@ func (f *FS) Remove(p string) error {
 	return syncDir(filepath.Dir(lp), p)
 }
 
-// MkdirAll creates directory p and any missing parents with mode perm (the
-// umask applies to none of them). It returns the host paths of the
-// directories it created, outermost first, so a caller can journal them.
-func (f *FS) MkdirAll(p string, perm fs.FileMode) ([]string, error) {
-	p = clean(p)
+// MissingDirs returns the host paths of directory p and of its parents that
+// do not exist, outermost first (none when p exists). It fails when the
+// nearest existing one is not a directory.
+func (f *FS) MissingDirs(p string) ([]string, error) {
 	var missing []string
-	for cur := p; cur != "/"; cur = path.Dir(cur) {
+	for cur := clean(p); cur != "/"; cur = path.Dir(cur) {
 		fi, err := f.Stat(cur)
 		if err == nil {
 			if !fi.IsDir() {
@@ -144,19 +144,31 @@ func (f *FS) MkdirAll(p string, perm fs.FileMode) ([]string, error) {
 		}
 		missing = append(missing, cur)
 	}
+	slices.Reverse(missing)
+	return missing, nil
+}
+
+// MkdirAll creates directory p and any missing parents with mode perm (the
+// umask applies to none of them). It returns the host paths of the
+// directories it created, outermost first, so a caller can journal them.
+func (f *FS) MkdirAll(p string, perm fs.FileMode) ([]string, error) {
+	missing, err := f.MissingDirs(p)
+	if err != nil {
+		return nil, err
+	}
 	created := make([]string, 0, len(missing))
-	for i := len(missing) - 1; i >= 0; i-- {
-		lp, err := f.parentPath(missing[i])
+	for _, d := range missing {
+		lp, err := f.parentPath(d)
 		if err != nil {
 			return created, err
 		}
 		if err := os.Mkdir(lp, perm.Perm()); err != nil {
-			return created, rename(err, missing[i])
+			return created, rename(err, d)
 		}
 		if err := os.Chmod(lp, perm.Perm()); err != nil {
-			return created, rename(err, missing[i])
+			return created, rename(err, d)
 		}
-		created = append(created, missing[i])
+		created = append(created, d)
 	}
 	return created, nil
 }

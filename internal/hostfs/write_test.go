@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 )
 
@@ -97,11 +98,14 @@ func TestWriteFileAtomicReplacesLinkItself(t *testing.T) {
 
 func TestMkdirAllRemove(t *testing.T) {
 	fsys, root := newWriteFS(t)
+	want := []string{"/var", "/var/lib", "/var/lib/gpunode"}
+	if missing, err := fsys.MissingDirs("var/lib/gpunode/"); err != nil || !slices.Equal(missing, want) {
+		t.Fatalf("MissingDirs = %v, %v; want %v", missing, err, want)
+	}
 	created, err := fsys.MkdirAll("/var/lib/gpunode", 0o700)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"/var", "/var/lib", "/var/lib/gpunode"}
 	if len(created) != len(want) {
 		t.Fatalf("created = %v, want %v", created, want)
 	}
@@ -123,6 +127,9 @@ func TestMkdirAllRemove(t *testing.T) {
 	}
 	if _, err := fsys.MkdirAll("/etc/a/b", 0o755); err == nil {
 		t.Error("MkdirAll through a file succeeded")
+	}
+	if missing, err := fsys.MissingDirs("/etc/a/b"); err == nil {
+		t.Errorf("MissingDirs through a file = %v, want an error", missing)
 	}
 	for i := len(created) - 1; i >= 0; i-- {
 		if err := fsys.Remove(created[i]); err != nil {

@@ -421,23 +421,11 @@ func (j *Journal) Symlink(ctx context.Context, id, target, p string) (changed bo
 // MkdirAll creates directory p and its missing parents with mode perm,
 // recording each directory (as originally absent) before creating it.
 func (j *Journal) MkdirAll(ctx context.Context, id, p string, perm fs.FileMode) error {
-	p = path.Clean("/" + p)
-	var missing []string
-	for cur := p; cur != "/"; cur = path.Dir(cur) {
-		fi, err := j.fsys.Stat(cur)
-		if err == nil {
-			if !fi.IsDir() {
-				return &fs.PathError{Op: "mkdir", Path: cur, Err: errors.New("not a directory")}
-			}
-			break
-		}
-		if !errors.Is(err, fs.ErrNotExist) {
-			return err
-		}
-		missing = append(missing, cur)
+	missing, err := j.fsys.MissingDirs(p)
+	if err != nil {
+		return err
 	}
-	for i := len(missing) - 1; i >= 0; i-- {
-		d := missing[i]
+	for _, d := range missing {
 		err := j.Do(ctx, Step{Kind: KindFile, ID: id, Path: d, File: &FileState{Type: FileAbsent}, Note: "directory created"}, func(context.Context) error {
 			_, err := j.fsys.MkdirAll(d, perm)
 			return err
