@@ -263,12 +263,12 @@ func (a *App) newMPSPartitionCommand(f *mpsFlags) *cobra.Command {
 					return fmt.Errorf("GPU %d: SM count unknown to the %s backend; pass --sm-count", g.Index, b.Name())
 				}
 				total := 0
-				if d, err := m.DaemonFor(g.UUID, g.Index, false); err == nil {
-					if ds := m.Inspect(ctx, d, true); ds.Running {
-						for _, row := range ds.Partitions {
-							if row.ID == "" && row.FreeChunks != nil {
-								total = *row.FreeChunks
-							}
+				if d, err := m.DaemonFor(g.UUID, g.Index, false); err == nil && m.Running(d) {
+					// Unreadable partitions fall back to the estimate.
+					parts, _ := m.Partitions(ctx, d)
+					for _, row := range parts {
+						if row.ID == "" && row.FreeChunks != nil {
+							total = *row.FreeChunks
 						}
 					}
 				}

@@ -218,15 +218,21 @@ func (m *Manager) Inspect(ctx context.Context, d Daemon, withParts bool) DaemonS
 		return ds
 	}
 	if withParts {
-		out, err := m.ask(ctx, d, "lspart")
-		if err == nil {
-			ds.Partitions, err = ParseLsPart(out)
-		}
-		if err != nil {
+		if ds.Partitions, err = m.Partitions(ctx, d); err != nil {
 			ds.Error = err.Error()
 		}
 	}
 	return ds
+}
+
+// Partitions reads d's static SM partitions ('lspart') from its running
+// control daemon.
+func (m *Manager) Partitions(ctx context.Context, d Daemon) ([]Partition, error) {
+	out, err := m.ask(ctx, d, "lspart")
+	if err != nil {
+		return nil, err
+	}
+	return ParseLsPart(out)
 }
 
 // AddPartition asks d's daemon (started with -S) for a static SM partition
