@@ -89,6 +89,7 @@ type FileChange struct {
 type fileOp struct {
 	path   string
 	data   []byte
+	perm   fs.FileMode // set by plan (filePerm)
 	remove bool
 	id     string
 }
@@ -199,13 +200,14 @@ func plan(h *Host, cat *Catalogue, req ApplyRequest) (*PlanReport, []change, []f
 		if err != nil {
 			return nil, nil, nil, err
 		}
+		op.perm = filePerm(op.path, st)
 		fc := FileChange{Path: op.path}
 		switch {
 		case op.remove && st.Type == journal.FileAbsent:
 			continue
 		case op.remove:
 			fc.Action = "remove"
-		case st.Type == journal.FileRegular && string(st.Data) == string(op.data) && st.Mode.Perm() == filePerm(op.path, st):
+		case st.Type == journal.FileRegular && string(st.Data) == string(op.data) && st.Mode.Perm() == op.perm:
 			fc.Action = "unchanged"
 		case st.Type == journal.FileAbsent:
 			fc.Action, fc.Content = "create", string(op.data)
@@ -391,11 +393,7 @@ func Apply(ctx context.Context, h *Host, cat *Catalogue, req ApplyRequest) (*Pla
 		if op.remove {
 			_, err = j.RemoveFile(ctx, op.id, op.path)
 		} else {
-			st, serr := journal.Snapshot(h.FS, op.path)
-			if serr != nil {
-				return fail(serr)
-			}
-			_, err = j.WriteFile(ctx, op.id, op.path, op.data, filePerm(op.path, st))
+			_, err = j.WriteFile(ctx, op.id, op.path, op.data, op.perm)
 		}
 		if err != nil {
 			return fail(err)
