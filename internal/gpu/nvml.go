@@ -22,9 +22,6 @@ type nvmlBackend struct {
 
 var _ Backend = (*nvmlBackend)(nil)
 
-// NVMLAvailable reports whether this binary was built with the NVML backend.
-const NVMLAvailable = true
-
 // OpenNVML loads libnvidia-ml.so.1 and initialises NVML. It fails (without
 // crashing) when the library or the kernel driver is missing.
 func OpenNVML() (Backend, error) { return NewNVML(nvml.New()) }

@@ -23,9 +23,6 @@ func nvmlDevicesOf(b gpu.Backend) ([]Device, bool, error) {
 	return devs, true, err
 }
 
-// NVMLAvailable reports whether MIG live operations can use NVML.
-const NVMLAvailable = true
-
 // nvmlDevice is a Device over go-nvml (the real library or its mock).
 type nvmlDevice struct {
 	dev  nvml.Device

@@ -4,8 +4,5 @@ package miglive
 
 import "github.com/gpunode/gpunode/internal/gpu"
 
-// NVMLAvailable reports whether MIG live operations can use NVML: not in a
-// build without cgo.
-const NVMLAvailable = false
-
+// nvmlDevicesOf: a build without cgo has no NVML backend.
 func nvmlDevicesOf(gpu.Backend) ([]Device, bool, error) { return nil, false, nil }
