@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 
+	"k8s.io/utils/cpuset"
+
 	"github.com/gpunode/gpunode/internal/hostfs"
 	"github.com/gpunode/gpunode/internal/journal"
 	"github.com/gpunode/gpunode/internal/output"
@@ -60,8 +62,8 @@ func Apply(ctx context.Context, fsys *hostfs.FS, rep *Report, o ApplyOptions) (*
 	}
 	res := &ApplyResult{SchemaVersion: ApplySchemaVersion, Changes: []Change{}, Skipped: []Change{}, IRQBal: rep.IRQBal}
 	type todo struct {
-		c   Change
-		raw string
+		c    Change
+		want cpuset.CPUSet
 	}
 	var work []todo
 	for _, d := range rep.Devices {
@@ -82,7 +84,7 @@ func Apply(ctx context.Context, fsys *hostfs.FS, rep *Report, o ApplyOptions) (*
 				res.Skipped = append(res.Skipped, c)
 				continue
 			}
-			work = append(work, todo{c: c, raw: string(raw)})
+			work = append(work, todo{c: c, want: q.Planned.CPUSet})
 		}
 	}
 	if len(work) == 0 {
@@ -97,7 +99,7 @@ func Apply(ctx context.Context, fsys *hostfs.FS, rep *Report, o ApplyOptions) (*
 		p := fmt.Sprintf("/proc/irq/%d/smp_affinity_list", w.c.IRQ)
 		err := j.SetValue(ctx, fmt.Sprintf("irq.%d.smp_affinity_list", w.c.IRQ), p, w.c.From, w.c.To)
 		if err == nil {
-			err = verify(fsys, p, w.c.To)
+			err = verify(fsys, p, w.want)
 		}
 		if err != nil {
 			w.c.Error = err.Error()
@@ -115,17 +117,13 @@ func Apply(ctx context.Context, fsys *hostfs.FS, rep *Report, o ApplyOptions) (*
 	return res, nil
 }
 
-func verify(fsys *hostfs.FS, p, want string) error {
+func verify(fsys *hostfs.FS, p string, want cpuset.CPUSet) error {
 	got, err := readList(fsys, p)
 	if err != nil {
 		return err
 	}
-	w, err := hostfs.ParseCPUList(want)
-	if err != nil {
-		return err
-	}
-	if !got.Equals(w) {
-		return fmt.Errorf("%s reads %q after writing %q", p, got.String(), want)
+	if !got.Equals(want) {
+		return fmt.Errorf("%s reads %q after writing %q", p, got.String(), want.String())
 	}
 	return nil
 }
