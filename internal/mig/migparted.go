@@ -56,6 +56,16 @@ func ParseMigParted(data []byte) (*MigPartedSpec, error) {
 	return &spec, nil
 }
 
+// Config returns the entries of label, or an error wrapping ErrNoSuchConfig
+// with mig-parted's text.
+func (s *MigPartedSpec) Config(label string) (MigConfigSpecSlice, error) {
+	cfg, ok := s.MigConfigs[label]
+	if !ok {
+		return nil, fmt.Errorf("%w: selected mig-config not present: %v (labels: %s)", ErrNoSuchConfig, label, strings.Join(sortedKeys(s.MigConfigs), ", "))
+	}
+	return cfg, nil
+}
+
 func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 )
 
 // GPU is one GPU of the node a mig-parted file is checked against.
@@ -90,9 +89,8 @@ func (c *Catalogue) Validate(ctx context.Context, spec *MigPartedSpec, opts Vali
 		return nil, fmt.Errorf("%w: %s has no mig-configs (mig-parted accepts an empty file but has nothing to apply)", ErrNoSuchConfig, opts.File)
 	}
 	if opts.Label != "" {
-		if _, ok := spec.MigConfigs[opts.Label]; !ok {
-			// mig-parted's text.
-			return nil, fmt.Errorf("%w: selected mig-config not present: %v (labels: %s)", ErrNoSuchConfig, opts.Label, strings.Join(labels, ", "))
+		if _, err := spec.Config(opts.Label); err != nil {
+			return nil, err
 		}
 		labels = []string{opts.Label}
 	}

@@ -264,20 +264,6 @@ var ErrInfeasible = errors.New("layout does not fit")
 // ErrNoDevices is returned when the node has no GPUs.
 var ErrNoDevices = errors.New("no GPUs")
 
-// selectConfig returns the entries of label, with mig-parted's error text.
-func selectConfig(spec *mig.MigPartedSpec, label string) (mig.MigConfigSpecSlice, error) {
-	cfg, ok := spec.MigConfigs[label]
-	if !ok {
-		labels := make([]string, 0, len(spec.MigConfigs))
-		for l := range spec.MigConfigs {
-			labels = append(labels, l)
-		}
-		sort.Strings(labels)
-		return nil, fmt.Errorf("%w: selected mig-config not present: %v (labels: %s)", mig.ErrNoSuchConfig, label, strings.Join(labels, ", "))
-	}
-	return cfg, nil
-}
-
 // wantOf turns an entry's mig-devices into planner wants (GI profiles) and,
 // per GI profile, the CI sizes to create (one per GI).
 func wantOf(p *mig.Product, md mig.MigConfig) ([]mig.Want, map[string][]int, error) {
@@ -493,7 +479,7 @@ func Apply(ctx context.Context, cat *mig.Catalogue, devs []Device, spec *mig.Mig
 	if len(devs) == 0 {
 		return res, ErrNoDevices
 	}
-	cfg, err := selectConfig(spec, o.Label)
+	cfg, err := spec.Config(o.Label)
 	if err != nil {
 		return res, err
 	}
@@ -705,7 +691,7 @@ type DeviceAssert struct {
 // profile -> count map of enabled GPUs). GPUs no entry selects are skipped.
 func Assert(ctx context.Context, cat *mig.Catalogue, devs []Device, spec *mig.MigPartedSpec, file, label string) (AssertResult, error) {
 	res := AssertResult{SchemaVersion: AssertSchema, File: file, Config: label, Applied: true, Devices: []DeviceAssert{}}
-	cfg, err := selectConfig(spec, label)
+	cfg, err := spec.Config(label)
 	if err != nil {
 		return res, err
 	}
