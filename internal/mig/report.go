@@ -270,7 +270,7 @@ func (m *Validation) WriteTable(w io.Writer, o output.Options) error {
 				notes = append(notes, fmt.Sprintf("%s: warning: %s", where, wn))
 			}
 			if len(e.Checks) == 0 {
-				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t-\t-\t%s\n", cr.Label, e.Index, filter, e.DevicesString(), mig, devs, "no GPU selected")
+				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t-\t-\t%s\n", cr.Label, e.Index, filter, e.Devices, mig, devs, "no GPU selected")
 			}
 			for _, ch := range e.Checks {
 				res := o.Paint("green", "ok")
@@ -279,7 +279,7 @@ func (m *Validation) WriteTable(w io.Writer, o output.Options) error {
 				} else if ch.Layout != nil && ch.Layout.CreateCommand != "" {
 					res += " " + strings.TrimPrefix(ch.Layout.CreateCommand, "nvidia-smi mig -i 0 ")
 				}
-				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", cr.Label, e.Index, filter, e.DevicesString(), mig, devs, ch.Model, gpuList(ch.GPUs), res)
+				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", cr.Label, e.Index, filter, e.Devices, mig, devs, ch.Model, gpuList(ch.GPUs), res)
 				for _, p := range ch.Problems {
 					notes = append(notes, fmt.Sprintf("%s %s: %s", where, ch.Model, p))
 				}
@@ -300,6 +300,3 @@ func (m *Validation) WriteTable(w io.Writer, o output.Options) error {
 	}
 	return nil
 }
-
-// DevicesString is a helper for EntryResult tables.
-func (e EntryResult) DevicesString() string { return e.Devices }
