@@ -6,8 +6,6 @@ import (
 	"sort"
 	"strings"
 
-	"k8s.io/utils/cpuset"
-
 	"github.com/gpunode/gpunode/internal/k8s/node"
 	"github.com/gpunode/gpunode/internal/output"
 )
@@ -67,7 +65,6 @@ type ContainerResult struct {
 	CPUs          string              `json:"cpus,omitempty"`
 	Memory        []MemoryBlock       `json:"memory,omitempty"`
 	Devices       map[string][]string `json:"devices,omitempty"`
-	cpuset        cpuset.CPUSet
 }
 
 // MemoryBlock is memory of one type pinned to NUMA nodes.

@@ -325,7 +325,6 @@ func (t *txn) allocate(pod *v1.Pod, c *v1.Container, hint node.Hint, cr *Contain
 		}
 		if cs.Size() > 0 {
 			cr.CPUs = cs.String()
-			cr.cpuset = cs
 		}
 	}
 	if t.mem != nil {
