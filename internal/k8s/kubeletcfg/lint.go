@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/cpuset"
 
 	"github.com/gpunode/gpunode/internal/k8s/cpumanager"
+	"github.com/gpunode/gpunode/internal/k8s/memorymanager"
 	"github.com/gpunode/gpunode/internal/k8s/node"
 	"github.com/gpunode/gpunode/internal/k8s/topology"
 	"github.com/gpunode/gpunode/internal/output"
@@ -195,7 +196,7 @@ func (l *linter) validation() {
 		for _, name := range slices.Sorted(maps.Keys(rm.Limits)) {
 			q := rm.Limits[name]
 			field := fmt.Sprintf("reservedMemory[%d].limits.%s", i, name)
-			if !isHugePages(name) && name != v1.ResourceMemory {
+			if !memorymanager.IsHugePageResourceName(name) && name != v1.ResourceMemory {
 				l.add(SeverityError, field, StageValidation, "only memory and hugepages-<size> can be reserved per NUMA node",
 					"invalid configuration: the limit type %q for NUMA node %d is not supported, only %v is accepted", name, rm.NumaNode, []v1.ResourceName{v1.ResourceMemory, v1.ResourceHugePagesPrefix + "<HugePageSize>"})
 			}
@@ -210,10 +211,6 @@ func (l *linter) validation() {
 			dup[rm.NumaNode][name] = true
 		}
 	}
-}
-
-func isHugePages(name v1.ResourceName) bool {
-	return strings.HasPrefix(string(name), v1.ResourceHugePagesPrefix)
 }
 
 // reservations mirrors cmd/kubelet/app/server.go: reservedSystemCPUs
@@ -669,7 +666,7 @@ func (l *linter) memoryManager(nar reservation) {
 			common[k] = true
 		}
 		for k := range nar.list {
-			if isHugePages(k) || k == v1.ResourceMemory {
+			if memorymanager.IsHugePageResourceName(k) || k == v1.ResourceMemory {
 				common[k] = true
 			}
 		}
@@ -689,7 +686,7 @@ func (l *linter) memoryManager(nar reservation) {
 			}
 			if !alloc.Equal(*res) {
 				fix := fmt.Sprintf("make the %s entries of reservedMemory sum to %s (kubeReserved + systemReserved + evictionHard memory.available), e.g. with 'gpunode k8s kubelet recommend'", k, alloc.String())
-				if isHugePages(k) {
+				if memorymanager.IsHugePageResourceName(k) {
 					fix = "kubelet cannot reserve hugepages through kubeReserved/systemReserved, so reservedMemory must not list " + string(k)
 				}
 				l.add(SeverityError, "reservedMemory", StageMemory, fix,
