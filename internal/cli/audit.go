@@ -106,7 +106,8 @@ func (a *App) completeProfiles(*cobra.Command, []string, string) ([]string, cobr
 }
 
 // irqAuditSource adapts the IRQ layer's off-node finding to the audit
-// (it replaces the catalogue's simpler irq.numa-local check).
+// (it replaces the catalogue's simpler irq.numa-local check, whose reason
+// tune.Audit gives its checks).
 type irqAuditSource struct{}
 
 var _ tune.Source = irqAuditSource{}
@@ -121,9 +122,8 @@ func (irqAuditSource) Checks(ctx context.Context, h *tune.Host, _ *tune.Profile)
 	if err != nil {
 		return nil, err
 	}
-	why := "an interrupt handled on a remote node adds cross-socket traffic to every completion; system_tuning.sh pinned all NVIDIA IRQs to CPU 1 whatever the topology (seed 1.4.3, system_tuning.sh step 6)."
 	if len(fs) == 0 {
-		return []tune.Check{{ID: irq.FindingOffNode, Layer: tune.LayerIRQ, Status: tune.StatusOK, Current: "every GPU/NIC IRQ on its NUMA node", Expected: "pass", Reason: why}}, nil
+		return []tune.Check{{ID: irq.FindingOffNode, Layer: tune.LayerIRQ, Status: tune.StatusOK, Current: "every GPU/NIC IRQ on its NUMA node", Expected: "pass"}}, nil
 	}
 	out := make([]tune.Check, 0, len(fs))
 	for _, f := range fs {
@@ -132,7 +132,7 @@ func (irqAuditSource) Checks(ctx context.Context, h *tune.Host, _ *tune.Profile)
 			ev = append(ev[:4:4], fmt.Sprintf("... %d more ('gpunode irq' lists them)", len(f.Evidence)-4))
 		}
 		c := tune.Check{ID: f.ID, Layer: tune.LayerIRQ, Status: tune.StatusDrift, Current: f.Title, Expected: "pass",
-			Detail: strings.Join(append([]string{f.Detail}, ev...), "; "), Reason: why}
+			Detail: strings.Join(append([]string{f.Detail}, ev...), "; ")}
 		if f.Fix != "" {
 			c.Fix = []string{f.Fix}
 		}

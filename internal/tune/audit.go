@@ -239,17 +239,24 @@ func Audit(ctx context.Context, h *Host, cat *Catalogue, p *Profile, opt Options
 		r.Checks = append(r.Checks, e.check)
 	}
 	type src struct {
-		s      Source
-		report bool
+		s Source
+		// layer of the error check when the source fails.
+		layer string
+		// stands in for this catalogue setting: its profile value "report"
+		// keeps the checks from drifting, its Why is their reason.
+		standIn *Setting
 	}
-	sources := []src{}
-	// The IRQ source stands in for irq.numa-local: it runs when the
-	// profile manages that setting, and "report" keeps it from drifting.
-	if v, ok := p.Settings["irq.numa-local"]; ok && opt.IRQ != nil {
-		sources = append(sources, src{opt.IRQ, v == ValueReport})
+	var sources []src
+	// The IRQ source stands in for irq.numa-local and runs when the
+	// profile manages that setting.
+	if _, ok := p.Settings["irq.numa-local"]; ok && opt.IRQ != nil {
+		sources = append(sources, src{opt.IRQ, opt.IRQ.Name(), cat.Get("irq.numa-local")})
 	}
 	for _, e := range opt.Extra {
-		sources = append(sources, src{e, false})
+		sources = append(sources, src{e, e.Name(), nil})
+	}
+	if opt.GPU != nil {
+		sources = append(sources, src{opt.GPU, LayerGPU, nil})
 	}
 	for _, sc := range sources {
 		cs, err := sc.s.Checks(ctx, h, p)
@@ -257,11 +264,16 @@ func Audit(ctx context.Context, h *Host, cat *Catalogue, p *Profile, opt Options
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
-			r.Checks = append(r.Checks, Check{ID: sc.s.Name(), Layer: sc.s.Name(), Status: StatusError, Detail: err.Error()})
+			r.Checks = append(r.Checks, Check{ID: sc.s.Name(), Layer: sc.layer, Status: StatusError, Detail: err.Error()})
 		}
 		for _, c := range cs {
-			if sc.report && c.Status == StatusDrift {
-				c.Status, c.Detail = StatusOK, joinDetail("report only", c.Detail)
+			if sc.standIn != nil {
+				if c.Reason == "" {
+					c.Reason = sc.standIn.Why
+				}
+				if p.Settings[sc.standIn.ID] == ValueReport && c.Status == StatusDrift {
+					c.Status, c.Detail = StatusOK, joinDetail("report only", c.Detail)
+				}
 			}
 			r.Checks = append(r.Checks, c)
 		}
@@ -269,15 +281,6 @@ func Audit(ctx context.Context, h *Host, cat *Catalogue, p *Profile, opt Options
 	if opt.GPU == nil {
 		r.Checks = append(r.Checks, Check{ID: "gpu", Layer: LayerGPU, Status: StatusAbsent, Detail: "no GPU backend",
 			Reason: "persistence mode, ECC, application clocks and MIG are checked by the GPU layer (seed 2.1, 2.3, 2.4, system_tuning.sh step 8)."})
-	} else {
-		cs, err := opt.GPU.Checks(ctx, h, p)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			r.Checks = append(r.Checks, Check{ID: "gpu", Layer: LayerGPU, Status: StatusError, Detail: err.Error()})
-		}
-		r.Checks = append(r.Checks, cs...)
 	}
 	if opt.PID > 0 {
 		proc, err := CheckProcess(ctx, h, opt.PID)

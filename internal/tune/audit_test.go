@@ -164,6 +164,24 @@ func TestAuditSources(t *testing.T) {
 		t.Error("GPU backend checks not used")
 	}
 	if checkByID(r, "irq.numa-local") != nil || checkByID(r, "irq.off-node") == nil {
-		t.Error("IRQ source does not replace irq.numa-local")
+		t.Fatal("IRQ source does not replace irq.numa-local")
+	}
+	if got, want := checkByID(r, "irq.off-node").Reason, cat.Get("irq.numa-local").Why; got != want {
+		t.Errorf("IRQ source check reason = %q, want irq.numa-local's %q", got, want)
+	}
+	// "report" for irq.numa-local keeps the IRQ source from drifting; the
+	// GPU source is not affected.
+	p := mustLoad(t, cat, fsys, ProfileBase)
+	p.Settings["irq.numa-local"] = ValueReport
+	irq.checks[0].Status = StatusDrift
+	r, err = Audit(context.Background(), newHost(t, fsys), cat, p, Options{GPU: gpu, IRQ: irq})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := checkByID(r, "irq.off-node"); c.Status != StatusOK || !strings.Contains(c.Detail, "report only") {
+		t.Errorf("report-only IRQ check = %s %q, want ok, report only", c.Status, c.Detail)
+	}
+	if c := checkByID(r, "gpu.persistence"); c.Status != StatusDrift {
+		t.Errorf("GPU check = %s, want drift", c.Status)
 	}
 }
