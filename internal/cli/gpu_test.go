@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpunode/gpunode/internal/goldenfile"
 	"github.com/gpunode/gpunode/internal/testhost"
 )
 
@@ -41,20 +42,7 @@ func runGPUCLI(t *testing.T, args ...string) (string, string, int) {
 
 func gpuGolden(t *testing.T, name, got string) {
 	t.Helper()
-	p := filepath.Join("testdata", "gpu", name)
-	if *updateGPU {
-		if err := os.WriteFile(p, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatalf("%v (run go test ./internal/cli -run GPU -update-gpu)", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs from golden:\n--- got\n%s\n--- want\n%s", name, got, want)
-	}
+	goldenfile.Check(t, filepath.Join("testdata", "gpu", name), []byte(got), *updateGPU)
 }
 
 func TestGPUCommands(t *testing.T) {
