@@ -16,13 +16,8 @@ import (
 )
 
 // newMIGCommand builds `gpunode mig`: offline planning (plan, validate,
-// profiles) of NVIDIA MIG layouts.
-//
-// Live-GPU subcommands (apply, assert, export) belong to the GPU backend
-// layer: add their constructors to the AddCommand call marked "live GPU
-// subcommands" below. They should take their catalogue from a.migCatalogue
-// after overriding it with NVML data (mig.ProductFromNVML + Catalogue.With)
-// and reuse mig.ParseMigParted / Catalogue.Plan for the layout they create.
+// profiles) of NVIDIA MIG layouts, and the live-GPU subcommands (apply,
+// assert, export, live-profiles) of mig_live.go.
 func (a *App) newMIGCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "mig",
@@ -39,13 +34,8 @@ H200-141GB, GH200-96GB, GH200-144GB, B200-180GB) or a PCI device id (0x2330).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(
-		a.newMIGPlanCommand(),
-		a.newMIGValidateCommand(),
-		a.newMIGProfilesCommand(),
-	)
-	// live GPU subcommands (internal/cli/mig_live.go):
-	cmd.AddCommand(a.newMIGApplyCommand(), a.newMIGAssertCommand(), a.newMIGExportCommand(), a.newMIGLiveProfilesCommand())
+	cmd.AddCommand(a.newMIGPlanCommand(), a.newMIGValidateCommand(), a.newMIGProfilesCommand(),
+		a.newMIGApplyCommand(), a.newMIGAssertCommand(), a.newMIGExportCommand(), a.newMIGLiveProfilesCommand())
 	return cmd
 }
 
