@@ -16,7 +16,6 @@ import (
 	"github.com/gpunode/gpunode/internal/hostfs"
 	"github.com/gpunode/gpunode/internal/journal"
 	"github.com/gpunode/gpunode/internal/journal/journaltest"
-	"github.com/gpunode/gpunode/internal/tune/tunetest"
 )
 
 const stateDir = journal.DefaultDir
@@ -80,7 +79,7 @@ func TestApplyAuditRollback(t *testing.T) {
 		if testing.Short() && tc.host != "downgraded" {
 			continue
 		}
-		root, fsys := stockHost(t, tc.host, tunetest.Options{})
+		root, fsys := stockHost(t, tc.host)
 		orig := snapshot(t, root)
 		for _, prof := range tc.profiles {
 			t.Run(tc.host+"/"+prof, func(t *testing.T) {
@@ -149,7 +148,7 @@ func TestApplyAuditRollback(t *testing.T) {
 func TestApplyTwoProfilesRollback(t *testing.T) {
 	ctx := context.Background()
 	cat := NewCatalogue()
-	root, fsys := stockHost(t, "downgraded", tunetest.Options{})
+	root, fsys := stockHost(t, "downgraded")
 	orig := snapshot(t, root)
 	for _, prof := range []string{ProfileTraining, ProfileInference} {
 		if _, err := Apply(ctx, newHost(t, fsys), cat, applyReq(mustLoad(t, cat, fsys, prof))); err != nil {
@@ -174,7 +173,7 @@ func TestApplyFaultInjection(t *testing.T) {
 	cat := NewCatalogue()
 	for _, host := range []string{"vm-2vcpu", "downgraded"} {
 		t.Run(host, func(t *testing.T) {
-			root, fsys := stockHost(t, host, tunetest.Options{})
+			root, fsys := stockHost(t, host)
 			orig := snapshot(t, root)
 			p := mustLoad(t, cat, fsys, ProfileInferenceIsolated)
 			// Count the changes of a full apply, then undo it.
@@ -234,7 +233,7 @@ func TestKill9(t *testing.T) {
 	}
 	ctx := context.Background()
 	cat := NewCatalogue()
-	root, fsys := stockHost(t, "downgraded", tunetest.Options{})
+	root, fsys := stockHost(t, "downgraded")
 	orig := snapshot(t, root)
 	for _, k := range []int{1, 17, 70} {
 		marker := filepath.Join(t.TempDir(), "stopped")
@@ -311,7 +310,7 @@ func TestKillHelper(t *testing.T) {
 func TestApplyDryRunAndPlan(t *testing.T) {
 	ctx := context.Background()
 	cat := NewCatalogue()
-	root, fsys := stockHost(t, "downgraded", tunetest.Options{})
+	root, fsys := stockHost(t, "downgraded")
 	orig := snapshot(t, root)
 	p := mustLoad(t, cat, fsys, ProfileTraining)
 	pl, err := Plan(ctx, newHost(t, fsys), cat, applyReq(p))
@@ -336,7 +335,7 @@ func TestApplyDryRunAndPlan(t *testing.T) {
 func TestApplyWithoutBootloader(t *testing.T) {
 	ctx := context.Background()
 	cat := NewCatalogue()
-	root, fsys := stockHost(t, "downgraded", tunetest.Options{})
+	root, fsys := stockHost(t, "downgraded")
 	grub, _ := os.ReadFile(filepath.Join(root, "etc/default/grub"))
 	req := applyReq(mustLoad(t, cat, fsys, ProfileInference))
 	req.Bootloader = false
@@ -361,7 +360,7 @@ func TestApplyWithoutBootloader(t *testing.T) {
 func TestApplySkipsUnreadableAndStatusSeesEdits(t *testing.T) {
 	ctx := context.Background()
 	cat := NewCatalogue()
-	root, fsys := stockHost(t, "downgraded", tunetest.Options{})
+	root, fsys := stockHost(t, "downgraded")
 	target := filepath.Join(root, "proc/sys/net/core/rmem_max")
 	if err := os.Remove(target); err != nil {
 		t.Fatal(err)
@@ -405,7 +404,7 @@ func TestApplySkipsUnreadableAndStatusSeesEdits(t *testing.T) {
 func TestStatusAfterTwoApplies(t *testing.T) {
 	ctx := context.Background()
 	cat := NewCatalogue()
-	_, fsys := stockHost(t, "downgraded", tunetest.Options{})
+	_, fsys := stockHost(t, "downgraded")
 	for _, prof := range []string{ProfileTraining, ProfileInference} {
 		if _, err := Apply(ctx, newHost(t, fsys), cat, applyReq(mustLoad(t, cat, fsys, prof))); err != nil {
 			t.Fatal(err)

@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/gpunode/gpunode/internal/output"
-	"github.com/gpunode/gpunode/internal/tune/tunetest"
 )
 
 var allProfiles = []string{ProfileBase, ProfileTraining, ProfileInference, ProfileInferenceIsolated}
@@ -79,7 +78,7 @@ func checkByID(r *Report, id string) *Check {
 // TestAuditStatuses covers each status on purpose-built hosts.
 func TestAuditStatuses(t *testing.T) {
 	cat := NewCatalogue()
-	root, fsys := stockHost(t, "downgraded", tunetest.Options{})
+	root, fsys := stockHost(t, "downgraded")
 	write := func(p, c string) {
 		t.Helper()
 		full := filepath.Join(root, p)

@@ -22,10 +22,10 @@ var fixtureHosts = []string{"dgx-h100", "gh200", "amd-8numa", "downgraded"}
 
 // stockHost copies fixture host name to a temp dir and overlays a stock,
 // untuned OS on it.
-func stockHost(t testing.TB, name string, o tunetest.Options) (string, *hostfs.FS) {
+func stockHost(t testing.TB, name string) (string, *hostfs.FS) {
 	t.Helper()
 	root := testhost.Copy(t, name)
-	if err := tunetest.Overlay(root, o); err != nil {
+	if err := tunetest.Overlay(root, tunetest.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	fsys, err := hostfs.New(root)

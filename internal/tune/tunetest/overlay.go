@@ -18,9 +18,6 @@ import (
 
 // Options vary the overlay.
 type Options struct {
-	// OffNodeIRQs puts every second device IRQ on CPU 0's node, whatever
-	// the device's node, for hosts whose fixture has no /proc/irq files.
-	OffNodeIRQs bool
 	// ACSRedirect writes PCIe switch port config space with ACS P2P
 	// redirect enabled (as firmware leaves it on many servers).
 	ACSRedirect bool
@@ -101,14 +98,13 @@ GRUB_CMDLINE_LINUX=""
 		}
 	}
 
-	// Device IRQ affinities: on the device's node, or (OffNodeIRQs) every
-	// second one on node 0.
+	// Device IRQ affinities: on the device's node (node 0's CPUs when the
+	// device has no local_cpulist).
 	devs, err := os.ReadDir(filepath.Join(root, "sys/bus/pci/devices"))
 	if err != nil {
 		return err
 	}
 	node0 := readTrim(filepath.Join(root, "sys/devices/system/node/node0/cpulist"))
-	n := 0
 	var bridges []string
 	for _, d := range devs {
 		dp := filepath.Join(root, "sys/bus/pci/devices", d.Name())
@@ -124,16 +120,11 @@ GRUB_CMDLINE_LINUX=""
 			local = node0
 		}
 		for _, irq := range irqs {
-			aff := local
-			if o.OffNodeIRQs && n%2 == 1 {
-				aff = node0
-			}
-			n++
 			// Fixture hosts from internal/testhost have their own.
 			if _, err := os.Stat(filepath.Join(root, "proc/irq", irq.Name(), "smp_affinity_list")); err == nil {
 				continue
 			}
-			w.file("/proc/irq/"+irq.Name()+"/smp_affinity_list", aff+"\n", 0o644)
+			w.file("/proc/irq/"+irq.Name()+"/smp_affinity_list", local+"\n", 0o644)
 		}
 	}
 	if o.ACSRedirect {
