@@ -236,9 +236,6 @@ func Begin(fsys *hostfs.FS, dir string, meta Meta, opts ...Option) (*Journal, er
 // ID returns the transaction id ("000042-tune").
 func (j *Journal) ID() string { return j.tx.ID }
 
-// File returns the host path of the journal file.
-func (j *Journal) File() string { return j.file }
-
 // Len returns the number of recorded steps.
 func (j *Journal) Len() int {
 	j.mu.Lock()
