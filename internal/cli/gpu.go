@@ -79,7 +79,7 @@ func (a *App) gpuStatus(ctx context.Context, kind string) (gpu.Status, error) {
 	for _, w := range gpu.Annotate(host, &st) {
 		a.Warnf("%v", w)
 	}
-	miglive.NameInstances(&st, a.migCatalogue(ctx))
+	miglive.NameInstances(&st, a.migCatalogue())
 	return st, nil
 }
 
@@ -382,7 +382,7 @@ func (a *App) gpuJournalKinds(ctx context.Context, b gpu.Backend, m *mps.Manager
 	lookup := func(uuid string) (miglive.Device, error) {
 		if devs == nil {
 			var err error
-			if devs, err = miglive.Devices(ctx, b, a.migCatalogue(ctx)); err != nil {
+			if devs, err = miglive.Devices(ctx, b, a.migCatalogue()); err != nil {
 				return nil, err
 			}
 		}

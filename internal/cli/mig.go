@@ -42,7 +42,7 @@ H200-141GB, GH200-96GB, GH200-144GB, B200-180GB) or a PCI device id (0x2330).`,
 // migCatalogue returns the MIG catalogue commands plan against: the
 // built-in one. A live backend overrides products with NVML data via
 // Catalogue.With.
-func (a *App) migCatalogue(_ context.Context) *mig.Catalogue { return mig.Builtin() }
+func (a *App) migCatalogue() *mig.Catalogue { return mig.Builtin() }
 
 // planOnLiveGPU plans wants for GPUs of the model of the node's GPU sel,
 // with the profiles and placements the GPU itself reports overriding the
@@ -139,7 +139,7 @@ Exit codes: 0 feasible, 1 infeasible, 2 bad input.`,
 			if gpuSel != "" {
 				return a.planOnLiveGPU(cmd.Context(), gf.backend, gpuSel, wants, opts)
 			}
-			c := a.migCatalogue(cmd.Context())
+			c := a.migCatalogue()
 			p, err := lookupModel(c, model)
 			if err != nil {
 				return err
@@ -193,7 +193,7 @@ Exit codes: 0 every entry fits, 1 an entry does not fit, 2 malformed file or fla
 			if err != nil {
 				return err
 			}
-			c := a.migCatalogue(cmd.Context())
+			c := a.migCatalogue()
 			var node []mig.GPU
 			switch {
 			case len(deviceIDs) > 0:
@@ -291,7 +291,7 @@ func (a *App) newMIGProfilesCommand() *cobra.Command {
 		Short: "List the MIG profiles, placements and compute-instance options of a GPU model",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c := a.migCatalogue(cmd.Context())
+			c := a.migCatalogue()
 			if model == "" {
 				return a.Render(mig.ProfilesOf(c.Products()...))
 			}

@@ -55,7 +55,7 @@ func (a *App) withMIGDevices(ctx context.Context, kind string, fn func(cat *mig.
 		return err
 	}
 	defer b.Close()
-	cat := a.migCatalogue(ctx)
+	cat := a.migCatalogue()
 	devs, err := miglive.Devices(ctx, b, cat)
 	if err != nil {
 		return err
