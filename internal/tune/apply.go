@@ -326,16 +326,14 @@ func (e *ApplyError) Unwrap() error { return e.Err }
 // failure rolls back the steps already done and returns *ApplyError. When
 // nothing differs no journal is written.
 func Apply(ctx context.Context, h *Host, cat *Catalogue, req ApplyRequest) (*PlanReport, error) {
+	if req.DryRun {
+		return Plan(ctx, h, cat, req)
+	}
 	rep, changes, ops, err := plan(h, cat, req)
 	if err != nil {
 		return nil, err
 	}
 	rep.Mode = "apply"
-	if req.DryRun {
-		rep.Mode = "dry-run"
-		rep.Changed = len(changes)+len(ops) > 0
-		return rep, nil
-	}
 	if len(changes)+len(ops) == 0 {
 		return rep, nil
 	}
