@@ -132,7 +132,8 @@ func TestAdmitEndToEndDifferential(t *testing.T) {
 		}
 		reservedCPUs := cpuset.New(all[r.IntN(len(all))])
 		// reservedMemory per NUMA node; the sum must match systemReserved +
-		// eviction (100Mi).
+		// eviction (100Mi). Each node reserves at least 100Mi so that
+		// systemReserved is not negative (kubelet refuses to start then).
 		upReserved := map[int]map[v1.ResourceName]uint64{}
 		kc := &kubeletv1beta1.KubeletConfiguration{
 			CPUManagerPolicy: "static", CPUManagerPolicyOptions: opts, ReservedSystemCPUs: reservedCPUs.String(),
@@ -142,7 +143,7 @@ func TestAdmitEndToEndDifferential(t *testing.T) {
 		}
 		var totalMi int64
 		for _, nn := range nd.NUMANodes {
-			mi := int64(50 + r.IntN(600))
+			mi := int64(100 + r.IntN(600))
 			totalMi += mi
 			q := *resource.NewQuantity(mi<<20, resource.BinarySI)
 			kc.ReservedMemory = append(kc.ReservedMemory, kubeletv1beta1.MemoryReservation{NumaNode: int32(nn.ID), Limits: v1.ResourceList{v1.ResourceMemory: q}})
