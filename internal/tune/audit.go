@@ -64,8 +64,6 @@ type Options struct {
 	// IRQ replaces the built-in irq.numa-local check when set (the IRQ
 	// layer's richer finding).
 	IRQ Source
-	// Extra sources add checks after the catalogue's.
-	Extra []Source
 	// PID adds process checks for that process when > 0.
 	PID int
 }
@@ -251,9 +249,6 @@ func Audit(ctx context.Context, h *Host, cat *Catalogue, p *Profile, opt Options
 	// profile manages that setting.
 	if _, ok := p.Settings["irq.numa-local"]; ok && opt.IRQ != nil {
 		sources = append(sources, src{opt.IRQ, opt.IRQ.Name(), cat.Get("irq.numa-local")})
-	}
-	for _, e := range opt.Extra {
-		sources = append(sources, src{e, e.Name(), nil})
 	}
 	if opt.GPU != nil {
 		sources = append(sources, src{opt.GPU, LayerGPU, nil})

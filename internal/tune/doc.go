@@ -30,7 +30,7 @@
 // fix commands and the reason. A setting that is right now but configured
 // differently for the next boot (a stray /etc/sysctl.d file, a tmpfiles
 // line) is drift. GPU-layer checks plug in through GPUChecker, IRQ-layer
-// and other checks through Source; --pid adds process checks.
+// checks through Options.IRQ (a Source); --pid adds process checks.
 //
 // # Apply and rollback
 //
