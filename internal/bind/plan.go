@@ -246,7 +246,7 @@ func Resolve(ctx context.Context, t *topo.Topology, req Request, src Sources) (*
 	if err != nil {
 		return nil, err
 	}
-	cores := groupCores(t, usable)
+	cores := t.CoreGroups(usable)
 	chosen := cores
 	if ranks := r.peers(node); len(ranks) > 1 || req.CPUsPerRank > 0 {
 		pos := sort.SearchInts(ranks, rank)
@@ -666,38 +666,6 @@ func (p *Plan) line() string {
 	return b.String()
 }
 
-// groupCores splits set into physical cores (the CPUs of one core that are
-// in set), ordered by their lowest CPU id.
-func groupCores(t *topo.Topology, set cpuset.CPUSet) []cpuset.CPUSet {
-	type key struct{ socket, core int }
-	cpu := make(map[int]topo.CPU, len(t.CPUs))
-	for _, c := range t.CPUs {
-		cpu[c.ID] = c
-	}
-	// set.List() is ascending, so cores are first seen in the order of their
-	// lowest CPU id.
-	index := map[key]int{}
-	var groups [][]int
-	for _, id := range set.List() {
-		c, ok := cpu[id]
-		k := key{c.Socket, c.Core}
-		if !ok || c.Core < 0 {
-			k = key{-1, id}
-		}
-		i, seen := index[k]
-		if !seen {
-			i = len(groups)
-			index[k] = i
-			groups = append(groups, nil)
-		}
-		groups[i] = append(groups[i], id)
-	}
-	out := make([]cpuset.CPUSet, len(groups))
-	for i, ids := range groups {
-		out[i] = cpuset.New(ids...)
-	}
-	return out
-}
 
 // shareCores gives rank position pos of n ranks its whole cores: perRank
 // logical CPUs' worth each (rounded up to whole cores) when perRank > 0,

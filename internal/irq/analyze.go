@@ -241,40 +241,21 @@ func unwrapPath(err error) error {
 type planner struct {
 	t      *topo.Topology
 	excl   cpuset.CPUSet
-	cpus   map[int]topo.CPU // by id
 	cursor map[string]int
 	load   map[int]int // planned IRQs per CPU
 }
 
 func newPlanner(t *topo.Topology, excl cpuset.CPUSet) *planner {
-	cpus := make(map[int]topo.CPU, len(t.CPUs))
-	for _, c := range t.CPUs {
-		cpus[c.ID] = c
-	}
-	return &planner{t: t, excl: excl, cpus: cpus, cursor: map[string]int{}, load: map[int]int{}}
+	return &planner{t: t, excl: excl, cursor: map[string]int{}, load: map[int]int{}}
 }
 
 // coreCPUs returns one CPU per physical core of set (the lowest usable
 // thread), ordered by CPU id.
 func (p *planner) coreCPUs(set cpuset.CPUSet) []int {
-	type key struct{ socket, core int }
-	seen := map[key]bool{}
+	online := set.Intersection(p.t.OnlineCPUs.CPUSet)
 	var out []int
-	// set.List() is ascending: the first CPU seen of a core is its lowest,
-	// and the cores come out in CPU-id order.
-	for _, id := range set.List() {
-		c, ok := p.cpus[id]
-		if !ok || !c.Online {
-			continue
-		}
-		k := key{c.Socket, c.Core}
-		if c.Core < 0 {
-			k = key{-1, id}
-		}
-		if !seen[k] {
-			seen[k] = true
-			out = append(out, id)
-		}
+	for _, core := range p.t.CoreGroups(online) {
+		out = append(out, core.List()[0])
 	}
 	return out
 }

@@ -241,3 +241,35 @@ func (t *Topology) Cores() int {
 	}
 	return len(seen)
 }
+
+// CoreGroups splits set into physical cores (CPUs sharing socket and core
+// id), in the order of each core's lowest CPU id. CPUs the topology does not
+// know, or whose core id is unknown, form a group of their own.
+func (t *Topology) CoreGroups(set cpuset.CPUSet) []cpuset.CPUSet {
+	type key struct{ socket, core int }
+	byID := make(map[int]*CPU, len(t.CPUs))
+	for i := range t.CPUs {
+		byID[t.CPUs[i].ID] = &t.CPUs[i]
+	}
+	index := map[key]int{}
+	var groups [][]int
+	// set.List() is ascending, so cores are first seen at their lowest CPU.
+	for _, id := range set.List() {
+		k := key{-1, id}
+		if c, ok := byID[id]; ok && c.Core >= 0 {
+			k = key{c.Socket, c.Core}
+		}
+		i, seen := index[k]
+		if !seen {
+			i = len(groups)
+			index[k] = i
+			groups = append(groups, nil)
+		}
+		groups[i] = append(groups[i], id)
+	}
+	out := make([]cpuset.CPUSet, len(groups))
+	for i, ids := range groups {
+		out[i] = cpuset.New(ids...)
+	}
+	return out
+}

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/gpunode/gpunode/internal/goldenfile"
+	"k8s.io/utils/cpuset"
 
 	"github.com/gpunode/gpunode/internal/hostfs"
 	"github.com/gpunode/gpunode/internal/output"
@@ -357,4 +358,17 @@ func hasWarning(t *Topology, substr string) bool {
 		}
 	}
 	return false
+}
+
+func TestCoreGroups(t *testing.T) {
+	topo := discover(t, testhost.Path(t, "dgx-h100"))
+	set := cpuset.New(1, 0, 112, 113, 57, 9999)
+	var got []string
+	for _, g := range topo.CoreGroups(set) {
+		got = append(got, g.String())
+	}
+	// Cores in order of their lowest CPU; an unknown CPU is a core of its own.
+	if want := "0,112 1,113 57 9999"; strings.Join(got, " ") != want {
+		t.Errorf("CoreGroups = %q, want %q", strings.Join(got, " "), want)
+	}
 }
