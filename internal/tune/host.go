@@ -118,22 +118,25 @@ func parseCmdline(s string) map[string]string {
 	return out
 }
 
+// splitCmdline splits at blanks outside double quotes. It works on bytes:
+// the command line is not necessarily UTF-8, and every byte is kept.
 func splitCmdline(s string) []string {
 	var out []string
 	var cur strings.Builder
 	inQ := false
-	for _, r := range s {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
 		switch {
-		case r == '"':
+		case c == '"':
 			inQ = !inQ
-			cur.WriteRune(r)
-		case (r == ' ' || r == '\t' || r == '\n') && !inQ:
+			cur.WriteByte(c)
+		case (c == ' ' || c == '\t' || c == '\n') && !inQ:
 			if cur.Len() > 0 {
 				out = append(out, cur.String())
 				cur.Reset()
 			}
 		default:
-			cur.WriteRune(r)
+			cur.WriteByte(c)
 		}
 	}
 	if cur.Len() > 0 {

@@ -227,3 +227,56 @@ func mkfile(t *testing.T, root, p, c string) {
 		t.Fatal(err)
 	}
 }
+
+func FuzzCommentFstabSwaps(f *testing.F) {
+	f.Add("UUID=1 / ext4 defaults 0 1\n/swap.img\tnone\tswap\tsw\t0\t0\n# /old none swap sw 0 0\nUUID=2 none swap sw 0 0")
+	f.Add("")
+	f.Fuzz(func(t *testing.T, in string) {
+		out := string(commentFstabSwaps([]byte(in)))
+		if sw := fstabSwaps([]byte(out)); len(sw) != 0 {
+			t.Fatalf("swaps left after commenting: %q in %q", sw, out)
+		}
+		if again := string(commentFstabSwaps([]byte(out))); again != out {
+			t.Fatalf("commenting twice changed %q to %q", out, again)
+		}
+		// Only whole lines are prefixed; removing the prefixes gives the input back.
+		if strings.ReplaceAll(out, "#gpunode# ", "") != strings.ReplaceAll(in, "#gpunode# ", "") {
+			t.Fatalf("commenting changed more than swap lines: %q -> %q", in, out)
+		}
+	})
+}
+
+func FuzzEditGrub(f *testing.F) {
+	f.Add("GRUB_DEFAULT=0\nGRUB_CMDLINE_LINUX=\"quiet iommu=on\"\n", "iommu", "pt")
+	f.Add("GRUB_CMDLINE_LINUX='a b'", "isolcpus", "2-7")
+	f.Add("", "idle", "poll")
+	f.Fuzz(func(t *testing.T, in, key, val string) {
+		if !isShellName(strings.ReplaceAll(strings.ReplaceAll(key, ".", "_"), "-", "_")) || strings.ContainsAny(val, " \t\n\"'\\$`") {
+			t.Skip()
+		}
+		params := [][2]string{{key, val}}
+		once := editGrub([]byte(in), params)
+		if twice := editGrub(once, params); string(twice) != string(once) {
+			t.Fatalf("second edit changed %q to %q", once, twice)
+		}
+		// What the next boot reads has the parameter.
+		cl := parseCmdline(parseShellVars(once, map[string]string{})["GRUB_CMDLINE_LINUX"])
+		if got, ok := cl[key]; !ok || got != val {
+			t.Fatalf("edited %q: GRUB_CMDLINE_LINUX has %s=%q (%v), want %q", once, key, got, ok, val)
+		}
+	})
+}
+
+func FuzzACSControl(f *testing.F) {
+	cfg := make([]byte, 4096)
+	binary.LittleEndian.PutUint32(cfg[0x100:], 0x0001|1<<16|0x200<<20)
+	binary.LittleEndian.PutUint32(cfg[0x200:], 0x000d|1<<16)
+	f.Add(cfg)
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ctrl, ok, err := acsControl(b)
+		if err != nil && (ok || len(b) >= pciConfigExtended) {
+			t.Fatalf("acsControl = %#x, %v, %v on %d bytes", ctrl, ok, err, len(b))
+		}
+	})
+}
