@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/utils/cpuset"
 
+	"github.com/gpunode/gpunode/internal/hostfs"
 	"github.com/gpunode/gpunode/internal/topo"
 )
 
@@ -378,32 +379,15 @@ func (r *resolver) findGPU(sel string) (int, error) {
 // normalizeBDF turns "00000000:C1:00.0" or "c1:00.0" into "0000:c1:00.0";
 // "" when s is not a PCI address.
 func normalizeBDF(s string) string {
-	s = strings.ToLower(strings.TrimSpace(s))
-	parts := strings.Split(s, ":")
-	switch len(parts) {
-	case 2:
-		parts = append([]string{"0000"}, parts...)
-	case 3:
-	default:
+	// Users may leave out the domain ("c1:00.0"), as lspci prints it.
+	if strings.Count(s, ":") == 1 {
+		s = "0000:" + strings.TrimSpace(s)
+	}
+	b, err := hostfs.ParseBDF(s)
+	if err != nil {
 		return ""
 	}
-	dom := parts[0]
-	if len(dom) > 4 {
-		if strings.Trim(dom[:len(dom)-4], "0") != "" {
-			return ""
-		}
-		dom = dom[len(dom)-4:]
-	}
-	dev, fn, ok := strings.Cut(parts[2], ".")
-	if !ok || len(dom) != 4 || len(parts[1]) != 2 || len(dev) != 2 || len(fn) != 1 {
-		return ""
-	}
-	for _, x := range []string{dom, parts[1], dev, fn} {
-		if _, err := strconv.ParseUint(x, 16, 32); err != nil {
-			return ""
-		}
-	}
-	return dom + ":" + parts[1] + ":" + dev + "." + fn
+	return b
 }
 
 // rankGPU maps a local rank to a physical GPU index through
@@ -665,7 +649,6 @@ func (p *Plan) line() string {
 	}
 	return b.String()
 }
-
 
 // shareCores gives rank position pos of n ranks its whole cores: perRank
 // logical CPUs' worth each (rounded up to whole cores) when perRank > 0,

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/gpunode/gpunode/internal/hostfs"
 	"github.com/gpunode/gpunode/internal/output"
 )
 
@@ -275,28 +276,7 @@ func (s *Status) normalize() {
 
 // NormalizePCIAddress converts a PCI bus id in nvidia-smi/NVML form
 // ("00000000:18:00.0") or sysfs form to the sysfs form ("0000:18:00.0").
-func NormalizePCIAddress(s string) (string, error) {
-	s = strings.ToLower(strings.TrimSpace(s))
-	parts := strings.Split(s, ":")
-	if len(parts) != 3 {
-		return "", fmt.Errorf("PCI address %q: want domain:bus:device.function", s)
-	}
-	dom := parts[0]
-	if len(dom) > 4 {
-		if strings.Trim(dom[:len(dom)-4], "0") != "" {
-			return "", fmt.Errorf("PCI address %q: domain out of range", s)
-		}
-		dom = dom[len(dom)-4:]
-	}
-	var d, b, dev, fn uint64
-	if _, err := fmt.Sscanf(dom+" "+parts[1]+" "+parts[2], "%x %x %x.%x", &d, &b, &dev, &fn); err != nil {
-		return "", fmt.Errorf("PCI address %q: %w", s, err)
-	}
-	if b > 0xff || dev > 0x1f || fn > 7 {
-		return "", fmt.Errorf("PCI address %q: bus, device or function out of range", s)
-	}
-	return fmt.Sprintf("%04x:%02x:%02x.%x", d, b, dev, fn), nil
-}
+func NormalizePCIAddress(s string) (string, error) { return hostfs.ParseBDF(s) }
 
 func onOff(b *bool) string {
 	switch {

@@ -200,6 +200,32 @@ func ParseMeminfo(b []byte) (map[string]uint64, error) {
 	return out, nil
 }
 
+// ParseBDF converts a PCI address in sysfs form ("0000:c1:00.0") or in the
+// NVML/nvidia-smi form with an 8-digit domain and any case
+// ("00000000:C1:00.0") to the sysfs form. The domain is required.
+func ParseBDF(s string) (string, error) {
+	s = strings.ToLower(strings.TrimSpace(s))
+	parts := strings.Split(s, ":")
+	if len(parts) != 3 {
+		return "", fmt.Errorf("PCI address %q: want domain:bus:device.function", s)
+	}
+	dom := parts[0]
+	if len(dom) > 4 {
+		if strings.Trim(dom[:len(dom)-4], "0") != "" {
+			return "", fmt.Errorf("PCI address %q: domain out of range", s)
+		}
+		dom = dom[len(dom)-4:]
+	}
+	var d, b, dev, fn uint64
+	if _, err := fmt.Sscanf(dom+" "+parts[1]+" "+parts[2], "%x %x %x.%x", &d, &b, &dev, &fn); err != nil {
+		return "", fmt.Errorf("PCI address %q: %w", s, err)
+	}
+	if b > 0xff || dev > 0x1f || fn > 7 {
+		return "", fmt.Errorf("PCI address %q: bus, device or function out of range", s)
+	}
+	return fmt.Sprintf("%04x:%02x:%02x.%x", d, b, dev, fn), nil
+}
+
 // ParseDistances parses a node's distance row ("10 21 21 21").
 func ParseDistances(s string) ([]int, error) {
 	f := strings.Fields(s)

@@ -207,3 +207,34 @@ func FuzzParseDistances(f *testing.F) {
 		}
 	})
 }
+
+func TestParseBDF(t *testing.T) {
+	for in, want := range map[string]string{
+		"0000:c1:00.0": "0000:c1:00.0", "00000000:C1:00.0": "0000:c1:00.0", "0009:01:1f.7": "0009:01:1f.7", " 0000:db:00.0\n": "0000:db:00.0",
+	} {
+		if got, err := ParseBDF(in); err != nil || got != want {
+			t.Errorf("ParseBDF(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "c1:00.0", "00010000:01:00.0", "0000:18:20.0", "0000:18:00.8", "0000:100:00.0", "zz:zz:zz.z"} {
+		if got, err := ParseBDF(bad); err == nil {
+			t.Errorf("ParseBDF(%q) = %q, want error", bad, got)
+		}
+	}
+}
+
+func FuzzParseBDF(f *testing.F) {
+	for _, s := range []string{"0000:c1:00.0", "00000000:C1:00.0", "c1:00.0", "::."} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		b, err := ParseBDF(s)
+		if err != nil {
+			return
+		}
+		// The sysfs form is a fixed point.
+		if again, err := ParseBDF(b); err != nil || again != b || len(b) != 12 {
+			t.Fatalf("%q -> %q -> %q (%v)", s, b, again, err)
+		}
+	})
+}

@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/gpunode/gpunode/internal/hostfs"
 )
 
 // Interrupts is /proc/interrupts: the CPU columns of the header and one row
@@ -63,19 +65,11 @@ var bdfRE = regexp.MustCompile(`\b([0-9a-fA-F]{4,8}):([0-9a-fA-F]{2}):([0-9a-fA-
 // FindBDF returns the first PCI address in s in sysfs form (4-digit domain,
 // lower case), or "".
 func FindBDF(s string) string {
-	m := bdfRE.FindStringSubmatch(s)
-	if m == nil {
+	b, err := hostfs.ParseBDF(bdfRE.FindString(s))
+	if err != nil {
 		return ""
 	}
-	dom := strings.ToLower(m[1])
-	if len(dom) > 4 {
-		// nvidia-smi prints 8 domain digits; sysfs 4.
-		if strings.Trim(dom[:len(dom)-4], "0") != "" {
-			return ""
-		}
-		dom = dom[len(dom)-4:]
-	}
-	return fmt.Sprintf("%s:%s:%s.%s", dom, strings.ToLower(m[2]), strings.ToLower(m[3]), m[4])
+	return b
 }
 
 // ParseInterrupts parses /proc/interrupts. The first line names the CPU
