@@ -174,22 +174,26 @@ func plan(h *Host, cat *Catalogue, req ApplyRequest) (*PlanReport, []change, []f
 		rep.Boot = append(rep.Boot, kv[0]+"="+kv[1])
 	}
 	if len(all.boot) > 0 {
-		g, err := h.FS.ReadFile(grubFile)
+		g, readErr := h.FS.ReadFile(grubFile)
+		var ng []byte
+		var editErr error
+		if readErr == nil {
+			ng, editErr = editGrub(g, all.boot)
+		}
 		switch {
-		case err != nil:
-			rep.Notes = append(rep.Notes, fmt.Sprintf("kernel parameters %s: %s unreadable (%v); add them to your bootloader by hand", strings.Join(rep.Boot, " "), grubFile, err))
+		case readErr != nil:
+			rep.Notes = append(rep.Notes, fmt.Sprintf("kernel parameters %s: %s unreadable (%v); add them to your bootloader by hand", strings.Join(rep.Boot, " "), grubFile, readErr))
+		case editErr != nil:
+			rep.Notes = append(rep.Notes, fmt.Sprintf("kernel parameters %s: %s: %v; add them to your bootloader by hand", strings.Join(rep.Boot, " "), grubFile, editErr))
+		case string(ng) == string(g):
 		case !req.Bootloader:
-			if ng := editGrub(g, all.boot); string(ng) != string(g) {
-				rep.Notes = append(rep.Notes, fmt.Sprintf("kernel parameters not written: run with --bootloader to add %s to GRUB_CMDLINE_LINUX in %s (a backup goes to %s), then update-grub and reboot", strings.Join(rep.Boot, " "), grubFile, fileGrubBak))
-			}
+			rep.Notes = append(rep.Notes, fmt.Sprintf("kernel parameters not written: run with --bootloader to add %s to GRUB_CMDLINE_LINUX in %s (a backup goes to %s), then update-grub and reboot", strings.Join(rep.Boot, " "), grubFile, fileGrubBak))
 		default:
-			if ng := editGrub(g, all.boot); string(ng) != string(g) {
-				if !h.FS.Exists(fileGrubBak) {
-					ops = append(ops, fileOp{path: fileGrubBak, data: g, id: "grub-backup"})
-				}
-				ops = append(ops, fileOp{path: grubFile, data: ng, id: "grub"})
-				rep.Manual = append(rep.Manual, "update-grub && reboot   # kernel parameters take effect at boot")
+			if !h.FS.Exists(fileGrubBak) {
+				ops = append(ops, fileOp{path: fileGrubBak, data: g, id: "grub-backup"})
 			}
+			ops = append(ops, fileOp{path: grubFile, data: ng, id: "grub"})
+			rep.Manual = append(rep.Manual, "update-grub && reboot   # kernel parameters take effect at boot")
 		}
 	}
 	rep.Manual = append(rep.Manual, all.manual...)
@@ -233,8 +237,10 @@ func filePerm(p string, st *journal.FileState) (perm fs.FileMode) {
 
 // editGrub adds or replaces params in GRUB_CMDLINE_LINUX of an
 // /etc/default/grub, keeping every other byte. When every parameter is
-// already there with its value the input is returned unchanged.
-func editGrub(b []byte, params [][2]string) []byte {
+// already there with its value the input is returned unchanged. It refuses
+// a GRUB_CMDLINE_LINUX that uses shell expansion ($ or `): rewriting it
+// would drop a ${VAR} or expand a single-quoted '$'.
+func editGrub(b []byte, params [][2]string) ([]byte, error) {
 	lines := strings.SplitAfter(string(b), "\n")
 	idx := -1
 	for i, l := range lines {
@@ -245,6 +251,9 @@ func editGrub(b []byte, params [][2]string) []byte {
 	cur := ""
 	if idx >= 0 {
 		_, v, _ := strings.Cut(strings.TrimSpace(lines[idx]), "=")
+		if strings.ContainsAny(v, "$`") {
+			return nil, fmt.Errorf("GRUB_CMDLINE_LINUX uses shell expansion (%s); not rewriting it", strings.TrimSpace(lines[idx]))
+		}
 		cur = shellValue(v, func(string) string { return "" })
 	}
 	words := splitCmdline(cur)
@@ -256,7 +265,7 @@ func editGrub(b []byte, params [][2]string) []byte {
 		}
 	}
 	if !needed {
-		return b
+		return b, nil
 	}
 	drop := map[string]bool{}
 	for _, kv := range params {
@@ -285,7 +294,7 @@ func editGrub(b []byte, params [][2]string) []byte {
 		}
 		lines = append(lines, line)
 	}
-	return []byte(strings.Join(lines, ""))
+	return []byte(strings.Join(lines, "")), nil
 }
 
 // Plan shows what Apply would change, without changing anything.

@@ -23,13 +23,19 @@ func TestEditGrub(t *testing.T) {
 		{"already there", "GRUB_CMDLINE_LINUX=\"iommu=pt\"\n", [][2]string{{"iommu", "pt"}}, "GRUB_CMDLINE_LINUX=\"iommu=pt\"\n"},
 	}
 	for _, tt := range tests {
-		got := string(editGrub([]byte(tt.in), tt.params))
-		if got != tt.want {
-			t.Errorf("%s: got %q, want %q", tt.name, got, tt.want)
+		b, err := editGrub([]byte(tt.in), tt.params)
+		if got := string(b); err != nil || got != tt.want {
+			t.Errorf("%s: got %q, %v; want %q", tt.name, got, err, tt.want)
 		}
 		// Idempotent.
-		if again := string(editGrub([]byte(got), tt.params)); again != got {
-			t.Errorf("%s: second edit changed %q to %q", tt.name, got, again)
+		if again, err := editGrub(b, tt.params); err != nil || string(again) != string(b) {
+			t.Errorf("%s: second edit changed %q to %q, %v", tt.name, b, again, err)
+		}
+	}
+	// Shell expansion in GRUB_CMDLINE_LINUX is refused, not flattened.
+	for _, in := range []string{"X=1\nGRUB_CMDLINE_LINUX=\"${X} quiet\"\n", "GRUB_CMDLINE_LINUX='a$b'\n", "GRUB_CMDLINE_LINUX=\"`cat /x`\"\n"} {
+		if out, err := editGrub([]byte(in), [][2]string{{"iommu", "pt"}}); err == nil || !strings.Contains(err.Error(), "shell expansion") {
+			t.Errorf("editGrub(%q) = %q, %v; want a shell expansion error", in, out, err)
 		}
 	}
 }
@@ -255,9 +261,15 @@ func FuzzEditGrub(f *testing.F) {
 			t.Skip()
 		}
 		params := [][2]string{{key, val}}
-		once := editGrub([]byte(in), params)
-		if twice := editGrub(once, params); string(twice) != string(once) {
-			t.Fatalf("second edit changed %q to %q", once, twice)
+		once, err := editGrub([]byte(in), params)
+		if err != nil {
+			if !strings.Contains(err.Error(), "shell expansion") {
+				t.Fatalf("editGrub(%q): %v", in, err)
+			}
+			return
+		}
+		if twice, err := editGrub(once, params); err != nil || string(twice) != string(once) {
+			t.Fatalf("second edit changed %q to %q, %v", once, twice, err)
 		}
 		// What the next boot reads has the parameter.
 		cl := parseCmdline(parseShellVars(once, map[string]string{})["GRUB_CMDLINE_LINUX"])
