@@ -161,7 +161,6 @@ func (c *Catalogue) checkEntry(ctx context.Context, idx int, e MigConfigSpec, gp
 			matched++
 			key := g.Model
 			if key == "" {
-				key = "unknown:" + g.ID
 				if e.MigEnabled {
 					er.Checks = append(er.Checks, EntryCheck{Model: g.ID, GPUs: []int{g.Index},
 						Problems: []string{fmt.Sprintf("GPU %d (%s) is not a MIG-capable GPU in the catalogue, but the entry enables MIG on it", g.Index, g.ID)}})

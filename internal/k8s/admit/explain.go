@@ -228,7 +228,7 @@ func (s *Simulator) explain(t *txn, pod *v1.Pod, c *v1.Container, e *admissionEr
 		}
 		fix := "to fit on one NUMA node: request " + strings.Join(fixes, " and ")
 		if policy == topology.PolicySingleNUMANode || policy == topology.PolicyRestricted {
-			fix += fmt.Sprintf(", or let the pod span NUMA nodes (topologyManagerPolicy best-effort, or split it into smaller pods)")
+			fix += ", or let the pod span NUMA nodes (topologyManagerPolicy best-effort, or split it into smaller pods)"
 		}
 		out = append(out, fix)
 	case common == 0:

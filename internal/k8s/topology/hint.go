@@ -2,7 +2,6 @@ package topology
 
 import (
 	"sort"
-	"strconv"
 )
 
 // Hint is kubelet's TopologyHint: a NUMA affinity (nil = any NUMA node) and
@@ -115,5 +114,3 @@ func hintLists(rh []ResourceHints) [][]Hint {
 	}
 	return out
 }
-
-func itoa(i int) string { return strconv.Itoa(i) }
