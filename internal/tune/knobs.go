@@ -1097,36 +1097,28 @@ func housekeeping(h *Host) (hk, iso cpuset.CPUSet, err error) {
 	if h.Topo == nil {
 		return cpuset.New(), cpuset.New(), fmt.Errorf("needs the topology: %w", h.TopoErr)
 	}
-	var hkIDs, all []int
+	hk, all := cpuset.New(), cpuset.New()
 	for _, n := range h.Topo.NUMANodes {
-		if n.CPUs.Size() == 0 {
+		var ids []int
+		for _, c := range h.Topo.CPUs {
+			if c.NUMANode == n.ID && c.Online {
+				ids = append(ids, c.ID)
+			}
+		}
+		if len(ids) == 0 {
 			continue
 		}
-		// Physical cores of this node, in CPU order.
-		type core struct{ socket, id int }
-		var order []core
-		members := map[core][]int{}
-		for _, c := range h.Topo.CPUs {
-			if c.NUMANode != n.ID || !c.Online {
-				continue
-			}
-			all = append(all, c.ID)
-			k := core{c.Socket, c.Core}
-			if _, ok := members[k]; !ok {
-				order = append(order, k)
-			}
-			members[k] = append(members[k], c.ID)
-		}
-		keep := max(1, len(order)/8)
-		for _, k := range order[:min(keep, len(order))] {
-			hkIDs = append(hkIDs, members[k]...)
+		node := cpuset.New(ids...)
+		all = all.Union(node)
+		cores := h.Topo.CoreGroups(node)
+		for _, core := range cores[:max(1, len(cores)/8)] {
+			hk = hk.Union(core)
 		}
 	}
-	if len(all) == 0 {
+	if all.Size() == 0 {
 		return cpuset.New(), cpuset.New(), errors.New("the topology lists no online CPUs")
 	}
-	hk = cpuset.New(hkIDs...)
-	iso = cpuset.New(all...).Difference(hk)
+	iso = all.Difference(hk)
 	if iso.Size() == 0 {
 		return hk, iso, errors.New("too few CPUs to isolate any")
 	}
