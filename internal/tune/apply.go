@@ -101,24 +101,19 @@ func plan(h *Host, cat *Catalogue, req ApplyRequest) (*PlanReport, []change, []f
 	var changes []change
 	var all persist
 	for _, e := range auditAll(h, cat, p, Options{}) {
-		desired := p.Settings[e.setting.ID]
-		if e.err != nil || desired == ValueReport {
+		if e.err != nil || p.Settings[e.setting.ID] == ValueReport {
 			if e.check.Status == StatusError {
 				rep.Notes = append(rep.Notes, fmt.Sprintf("%s: skipped: %s", e.setting.ID, e.check.Detail))
 			}
 			continue
 		}
-		want := e.want
-		if e.obs.Check {
-			want = desired
-		}
-		cs, ps, err := e.setting.knob.changes(h, e.obs, want)
-		if err != nil {
-			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: skipped: %v", e.setting.ID, err))
-			continue
-		}
 		if e.obs.Check {
 			// Checks change nothing; their fixes are listed by audit.
+			continue
+		}
+		cs, ps, err := e.setting.knob.changes(h, e.obs, e.want)
+		if err != nil {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: skipped: %v", e.setting.ID, err))
 			continue
 		}
 		all.add(ps)
