@@ -1,6 +1,6 @@
 // Package podres holds the pod helpers kubelet's resource managers share:
-// API-server defaulting of requests from limits, the QoS class (as
-// pkg/apis/core/v1/helper/qos), restartable (sidecar) init containers, and
+// API-server defaulting of requests from limits, the QoS class (qos.go),
+// restartable (sidecar) init containers, and
 // effective pod requests (init, sidecar and app containers, as
 // k8s.io/component-helpers/resource).
 package podres
@@ -34,80 +34,6 @@ func Default(pod *v1.Pod) {
 // container with restartPolicy Always).
 func IsRestartableInitContainer(c *v1.Container) bool {
 	return c != nil && c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
-}
-
-// IsPodLevelResourcesSet reports whether the pod sets pod-level cpu or memory
-// requests or limits (spec.resources).
-func IsPodLevelResourcesSet(pod *v1.Pod) bool {
-	if pod.Spec.Resources == nil {
-		return false
-	}
-	for _, l := range []v1.ResourceList{pod.Spec.Resources.Requests, pod.Spec.Resources.Limits} {
-		for name := range l {
-			if name == v1.ResourceCPU || name == v1.ResourceMemory {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// QOS returns the pod's QoS class: status.qosClass when set, else computed
-// from the containers (init and app) as kubelet's ComputePodQOS with
-// PodLevelResources enabled.
-func QOS(pod *v1.Pod) v1.PodQOSClass {
-	if pod.Status.QOSClass != "" {
-		return pod.Status.QOSClass
-	}
-	if IsPodLevelResourcesSet(pod) {
-		return requirementsQOS(pod.Spec.Resources)
-	}
-	var q v1.PodQOSClass
-	for _, cs := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
-		for i := range cs {
-			cq := requirementsQOS(&cs[i].Resources)
-			if cq == v1.PodQOSBurstable {
-				return cq
-			}
-			if q == "" {
-				q = cq
-			} else if q != cq {
-				return v1.PodQOSBurstable
-			}
-		}
-	}
-	if q == "" {
-		q = v1.PodQOSBestEffort
-	}
-	return q
-}
-
-func requirementsQOS(r *v1.ResourceRequirements) v1.PodQOSClass {
-	if len(r.Requests) == 0 && len(r.Limits) == 0 {
-		return v1.PodQOSBestEffort
-	}
-	var q v1.PodQOSClass
-	for _, res := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory} {
-		req, lim := r.Requests[res], r.Limits[res]
-		var rq v1.PodQOSClass
-		switch {
-		case !req.Equal(lim):
-			rq = v1.PodQOSBurstable
-		case req.IsZero():
-			rq = v1.PodQOSBestEffort
-		default:
-			rq = v1.PodQOSGuaranteed
-		}
-		if rq == v1.PodQOSBurstable {
-			return rq
-		}
-		if q == "" {
-			q = rq
-		} else if q != rq {
-			return v1.PodQOSBurstable
-		}
-	}
-	return q
 }
 
 // PodRequests returns the pod's effective requests (or limits when useLimits)

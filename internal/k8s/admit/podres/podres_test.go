@@ -70,3 +70,33 @@ func TestPodRequests(t *testing.T) {
 		t.Errorf("cpu = %s, want 8 (app 5 + sidecars 3)", got.String())
 	}
 }
+
+func TestQOSPodLevelAndStatus(t *testing.T) {
+	g := map[string]string{"cpu": "2", "memory": "2Gi"}
+	guaranteedCtr := []v1.Container{ctr("a", false, g, g)}
+	list := func(m map[string]string) v1.ResourceList { return ctr("", false, m, nil).Resources.Requests }
+	for _, tc := range []struct {
+		name string
+		pod  v1.Pod
+		want v1.PodQOSClass
+	}{
+		{"status wins", v1.Pod{Spec: v1.PodSpec{Containers: guaranteedCtr}, Status: v1.PodStatus{QOSClass: v1.PodQOSBestEffort}}, v1.PodQOSBestEffort},
+		{"pod level burstable overrides guaranteed containers",
+			v1.Pod{Spec: v1.PodSpec{Containers: guaranteedCtr, Resources: &v1.ResourceRequirements{Requests: list(map[string]string{"cpu": "1"})}}}, v1.PodQOSBurstable},
+		{"pod level guaranteed",
+			v1.Pod{Spec: v1.PodSpec{Containers: []v1.Container{ctr("a", false, nil, nil)}, Resources: &v1.ResourceRequirements{Requests: list(g), Limits: list(g)}}}, v1.PodQOSGuaranteed},
+		{"pod level huge pages only count as pod level (best effort)",
+			v1.Pod{Spec: v1.PodSpec{Containers: guaranteedCtr, Resources: &v1.ResourceRequirements{Limits: list(map[string]string{"hugepages-2Mi": "4Mi"})}}}, v1.PodQOSBestEffort},
+		{"pod level with only a GPU falls back to containers",
+			v1.Pod{Spec: v1.PodSpec{Containers: guaranteedCtr, Resources: &v1.ResourceRequirements{Limits: list(map[string]string{"nvidia.com/gpu": "1"})}}}, v1.PodQOSGuaranteed},
+		{"explicit zero request is unset",
+			v1.Pod{Spec: v1.PodSpec{Containers: []v1.Container{ctr("a", false, map[string]string{"cpu": "0", "memory": "0"}, nil)}}}, v1.PodQOSBestEffort},
+		{"sidecar counts", v1.Pod{Spec: v1.PodSpec{InitContainers: []v1.Container{ctr("s", true, nil, nil)}, Containers: guaranteedCtr}}, v1.PodQOSBurstable},
+		{"no containers", v1.Pod{}, v1.PodQOSBestEffort},
+	} {
+		p := tc.pod
+		if got := QOS(&p); got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
+		}
+	}
+}
