@@ -215,7 +215,7 @@ func (l *linter) validation() {
 
 // reservations mirrors cmd/kubelet/app/server.go: reservedSystemCPUs
 // overrides the CPU reservations, then kubeReserved and systemReserved are
-// parsed (parseResourceList).
+// parsed (ParseReserved).
 func (l *linter) reservations() (kube, system v1.ResourceList) {
 	kc := l.kc
 	kr := maps.Clone(kc.KubeReserved)
@@ -241,42 +241,57 @@ func (l *linter) reservations() (kube, system v1.ResourceList) {
 		}
 	}
 	var err error
-	if kube, err = parseResourceList(kr); err != nil {
-		l.add(SeverityError, "kubeReserved", StageStartup, "", "--kube-reserved value failed to parse: %v", err)
+	if kube, err = ParseReserved(kr); err != nil {
+		l.add(SeverityError, "kubeReserved", StageStartup, "", quoteKubeReservedFailed, err)
 	}
-	if system, err = parseResourceList(sr); err != nil {
-		l.add(SeverityError, "systemReserved", StageStartup, "", "--system-reserved value failed to parse: %v", err)
+	if system, err = ParseReserved(sr); err != nil {
+		l.add(SeverityError, "systemReserved", StageStartup, "", quoteSystemReservedFailed, err)
 	}
 	return kube, system
 }
 
-// parseResourceList is kubelet's (cmd/kubelet/app/server.go); keys are
-// visited in name order.
-func parseResourceList(m map[string]string) (v1.ResourceList, error) {
-	if len(m) == 0 {
+// ParseReserved reads a kubeReserved or systemReserved map the way kubelet
+// does at startup. Only cpu, memory, ephemeral-storage and pid may be
+// reserved; each value must be a non-negative quantity, and cpu is rounded
+// half up to whole millicores. An empty map gives a nil list. Entries are
+// checked in key order, so of several bad entries the first by name is the
+// one reported (kubelet reports whichever its map walk meets first).
+func ParseReserved(entries map[string]string) (v1.ResourceList, error) {
+	if len(entries) == 0 {
 		return nil, nil
 	}
-	rl := make(v1.ResourceList)
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		v := m[k]
-		switch v1.ResourceName(k) {
-		case v1.ResourceCPU, v1.ResourceMemory, v1.ResourceEphemeralStorage, "pid":
-			q, err := resource.ParseQuantity(v)
-			if err != nil {
-				return nil, fmt.Errorf("failed to parse quantity %q for %q resource: %w", v, k, err)
-			}
-			if q.Sign() == -1 {
-				return nil, fmt.Errorf("resource quantity for %q cannot be negative: %v", k, v)
-			}
-			if v1.ResourceName(k) == v1.ResourceCPU {
-				q.SetMilli((q.ScaledValue(resource.Micro) + 500) / 1000)
-			}
-			rl[v1.ResourceName(k)] = q
-		default:
-			return nil, fmt.Errorf("cannot reserve %q resource", k)
+	out := make(v1.ResourceList, len(entries))
+	for _, key := range slices.Sorted(maps.Keys(entries)) {
+		q, err := reservedQuantity(key, entries[key])
+		if err != nil {
+			return nil, err
 		}
+		out[v1.ResourceName(key)] = q
 	}
-	return rl, nil
+	return out, nil
+}
+
+// reservedQuantity checks one entry and returns the quantity kubelet keeps.
+func reservedQuantity(key, text string) (resource.Quantity, error) {
+	switch v1.ResourceName(key) {
+	case v1.ResourceCPU, v1.ResourceMemory, v1.ResourceEphemeralStorage, "pid":
+	default:
+		return resource.Quantity{}, fmt.Errorf(quoteReserveUnknown, key)
+	}
+	q, err := resource.ParseQuantity(text)
+	if err != nil {
+		return resource.Quantity{}, fmt.Errorf(quoteReserveBadQuantity, text, key, err)
+	}
+	if q.Sign() < 0 {
+		return resource.Quantity{}, fmt.Errorf(quoteReserveNegative, key, text)
+	}
+	if key != string(v1.ResourceCPU) {
+		return q, nil
+	}
+	// Half-up to millicores, done in int64 micro-units like kubelet (so a
+	// value too large for them wraps the same way).
+	micro := q.ScaledValue(resource.Micro)
+	return *resource.NewMilliQuantity((micro+500)/1000, q.Format), nil
 }
 
 // validSignal reports kubelet's eviction signals (eviction/helpers.go).
