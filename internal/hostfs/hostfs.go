@@ -37,6 +37,7 @@ type FS struct {
 	root   string
 	rootFD int // O_PATH descriptor of root for openat2(RESOLVE_IN_ROOT); -1 when unused
 	rec    *recorder
+	faults *Faults // fault injection for tests (see WithFaults); nil counts nothing
 }
 
 // Access kinds recorded by an FS.
@@ -433,24 +434,6 @@ func (f *FS) Stat(p string) (fs.FileInfo, error) {
 func (f *FS) Exists(p string) bool {
 	_, err := f.Stat(p)
 	return err == nil
-}
-
-// WriteString writes s to an existing kernel file (sysfs/procfs semantics:
-// open for writing, truncate, one write). It does not create files.
-func (f *FS) WriteString(p, s string) error {
-	p = clean(p)
-	fh, err := f.open(p, os.O_WRONLY|os.O_TRUNC)
-	if err != nil {
-		return err
-	}
-	if _, err := fh.WriteString(s); err != nil {
-		fh.Close()
-		return &fs.PathError{Op: "write", Path: p, Err: unwrapPath(err)}
-	}
-	if err := fh.Close(); err != nil {
-		return &fs.PathError{Op: "close", Path: p, Err: unwrapPath(err)}
-	}
-	return nil
 }
 
 // Proc returns a prometheus/procfs view of <root>/proc.

@@ -9,8 +9,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // This file holds the FS methods that create, replace and remove ordinary
@@ -48,51 +51,103 @@ func (f *FS) Lstat(p string) (fs.FileInfo, error) {
 	return fi, nil
 }
 
+// TempName is the host path of the temporary file that WriteFileVia and
+// Symlink use to replace p: ".NAME.gpunode-tmp-TAG" in p's directory. The
+// journal names it (with a tag of its own) before it is created, so that a
+// rollback, or the next run, removes one left behind by a killed process.
+func TempName(p, tag string) string {
+	p = clean(p)
+	return path.Join(path.Dir(p), "."+path.Base(p)+".gpunode-tmp-"+tag)
+}
+
+// IsTempName reports whether base name n is a temporary file name made by
+// TempName.
+func IsTempName(n string) bool {
+	return strings.HasPrefix(n, ".") && strings.Contains(n, ".gpunode-tmp-")
+}
+
 // WriteFileAtomic replaces (or creates) the regular file p with data and mode
 // perm: it writes a temporary file in the same directory, fsyncs it, renames
 // it over p and fsyncs the directory, so a reader (or a crash) sees either the
 // old or the new contents, never a mix. perm is applied exactly (the umask
 // does not apply). The parent directory must exist.
 func (f *FS) WriteFileAtomic(p string, data []byte, perm fs.FileMode) error {
-	p = clean(p)
+	tag := strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	return f.WriteFileVia(p, TempName(p, tag), data, perm)
+}
+
+// WriteFileVia is WriteFileAtomic through the temporary file tmp (a host
+// path in p's directory, normally TempName(p, tag)). A file already at tmp
+// (left by a killed process) is replaced.
+func (f *FS) WriteFileVia(p, tmp string, data []byte, perm fs.FileMode) error {
+	p, tmp = clean(p), clean(tmp)
+	if path.Dir(tmp) != path.Dir(p) || tmp == p {
+		return &fs.PathError{Op: "write", Path: p, Err: fmt.Errorf("temporary file %s is not a sibling", tmp)}
+	}
 	lp, err := f.parentPath(p)
 	if err != nil {
 		return err
 	}
 	dir := filepath.Dir(lp)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(lp)+".gpunode-tmp-*")
-	if err != nil {
-		return rename(err, p)
+	ltmp := filepath.Join(dir, path.Base(tmp))
+	if _, err := os.Lstat(ltmp); err == nil {
+		if err := f.op(OpUnlink, tmp); err != nil {
+			return &fs.PathError{Op: "unlink", Path: tmp, Err: err}
+		}
+		if err := os.Remove(ltmp); err != nil {
+			return rename(err, tmp)
+		}
 	}
-	tmpName := tmp.Name()
+	if err := f.op(OpOpenWrite, tmp); err != nil {
+		return &fs.PathError{Op: "open", Path: tmp, Err: err}
+	}
+	fh, err := os.OpenFile(ltmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return rename(err, tmp)
+	}
 	ok := false
 	defer func() {
 		if !ok {
-			tmp.Close()
-			os.Remove(tmpName)
+			fh.Close()
+			os.Remove(ltmp)
 		}
 	}()
-	if _, err := tmp.Write(data); err != nil {
+	if err := f.op(OpWrite, tmp); err != nil {
+		return &fs.PathError{Op: "write", Path: p, Err: err}
+	}
+	if _, err := fh.Write(data); err != nil {
 		return &fs.PathError{Op: "write", Path: p, Err: unwrapPath(err)}
 	}
-	if err := tmp.Chmod(perm.Perm() | perm&(fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky)); err != nil {
+	if err := f.op(OpChmod, tmp); err != nil {
+		return &fs.PathError{Op: "chmod", Path: p, Err: err}
+	}
+	if err := fh.Chmod(perm.Perm() | perm&(fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky)); err != nil {
 		return &fs.PathError{Op: "chmod", Path: p, Err: unwrapPath(err)}
 	}
-	if err := tmp.Sync(); err != nil {
+	if err := f.op(OpFsync, tmp); err != nil {
+		return &fs.PathError{Op: "fsync", Path: p, Err: err}
+	}
+	if err := fh.Sync(); err != nil {
 		return &fs.PathError{Op: "fsync", Path: p, Err: unwrapPath(err)}
 	}
-	if err := tmp.Close(); err != nil {
+	if err := fh.Close(); err != nil {
 		return &fs.PathError{Op: "close", Path: p, Err: unwrapPath(err)}
 	}
-	if err := os.Rename(tmpName, lp); err != nil {
+	if err := f.op(OpRename, p); err != nil {
+		return &fs.PathError{Op: "rename", Path: p, Err: err}
+	}
+	if err := os.Rename(ltmp, lp); err != nil {
 		return &fs.PathError{Op: "rename", Path: p, Err: unwrapPath(err)}
 	}
 	ok = true
-	return syncDir(dir, p)
+	return f.syncDir(dir, p)
 }
 
 // syncDir fsyncs a directory so that a rename or removal in it is durable.
-func syncDir(dir, p string) error {
+func (f *FS) syncDir(dir, p string) error {
+	if err := f.op(OpFsync, path.Dir(p)); err != nil {
+		return &fs.PathError{Op: "fsync dir", Path: p, Err: err}
+	}
 	d, err := os.Open(dir)
 	if err != nil {
 		return &fs.PathError{Op: "open dir", Path: p, Err: unwrapPath(err)}
@@ -109,6 +164,31 @@ func syncDir(dir, p string) error {
 	return nil
 }
 
+// WriteString writes s to an existing kernel file (sysfs/procfs semantics:
+// open for writing, truncate, one write). It does not create files.
+func (f *FS) WriteString(p, s string) error {
+	p = clean(p)
+	if err := f.op(OpOpenWrite, p); err != nil {
+		return &fs.PathError{Op: "open", Path: p, Err: err}
+	}
+	fh, err := f.open(p, os.O_WRONLY|os.O_TRUNC)
+	if err != nil {
+		return err
+	}
+	if err := f.op(OpWrite, p); err != nil {
+		fh.Close()
+		return &fs.PathError{Op: "write", Path: p, Err: err}
+	}
+	if _, err := fh.WriteString(s); err != nil {
+		fh.Close()
+		return &fs.PathError{Op: "write", Path: p, Err: unwrapPath(err)}
+	}
+	if err := fh.Close(); err != nil {
+		return &fs.PathError{Op: "close", Path: p, Err: unwrapPath(err)}
+	}
+	return nil
+}
+
 // Remove removes the file, link or empty directory p (a final symlink is
 // removed, not followed). Removing a path that does not exist is not an error.
 func (f *FS) Remove(p string) error {
@@ -117,23 +197,44 @@ func (f *FS) Remove(p string) error {
 	if err != nil {
 		return err
 	}
+	if _, err := os.Lstat(lp); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err := f.op(OpUnlink, p); err != nil {
+		return &fs.PathError{Op: "remove", Path: p, Err: err}
+	}
 	if err := os.Remove(lp); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil
 		}
 		return rename(err, p)
 	}
-	return syncDir(filepath.Dir(lp), p)
+	return f.syncDir(filepath.Dir(lp), p)
 }
 
 // MissingDirs returns the host paths of directory p and of its parents that
-// do not exist, outermost first (none when p exists). It fails when the
-// nearest existing one is not a directory.
+// do not exist, outermost first (none when p exists). It looks at each path
+// itself (Lstat): a symlink to a directory counts as an existing directory,
+// and a dangling symlink (or a link to a non-directory) is an error, never a
+// missing directory - so that a caller that journals the list as "created"
+// can never remove an administrator's link on rollback.
 func (f *FS) MissingDirs(p string) ([]string, error) {
 	var missing []string
 	for cur := clean(p); cur != "/"; cur = path.Dir(cur) {
-		fi, err := f.Stat(cur)
+		fi, err := f.Lstat(cur)
 		if err == nil {
+			if fi.Mode()&fs.ModeSymlink != 0 {
+				t, terr := f.Stat(cur)
+				switch {
+				case errors.Is(terr, fs.ErrNotExist):
+					return nil, &fs.PathError{Op: "mkdir", Path: cur, Err: errors.New("is a symlink to a missing directory (create its target, or remove the link)")}
+				case terr != nil:
+					return nil, terr
+				case !t.IsDir():
+					return nil, &fs.PathError{Op: "mkdir", Path: cur, Err: errors.New("is a symlink to something that is not a directory")}
+				}
+				break
+			}
 			if !fi.IsDir() {
 				return nil, &fs.PathError{Op: "mkdir", Path: cur, Err: errors.New("not a directory")}
 			}
@@ -158,38 +259,79 @@ func (f *FS) MkdirAll(p string, perm fs.FileMode) ([]string, error) {
 	}
 	created := make([]string, 0, len(missing))
 	for _, d := range missing {
-		lp, err := f.parentPath(d)
-		if err != nil {
+		if err := f.Mkdir(d, perm); err != nil {
 			return created, err
-		}
-		if err := os.Mkdir(lp, perm.Perm()); err != nil {
-			return created, rename(err, d)
-		}
-		if err := os.Chmod(lp, perm.Perm()); err != nil {
-			return created, rename(err, d)
 		}
 		created = append(created, d)
 	}
 	return created, nil
 }
 
-// Symlink creates a symbolic link at p pointing to target (written as given).
-// An existing file or link at p is replaced atomically.
-func (f *FS) Symlink(target, p string) error {
+// Mkdir creates the single directory p with mode perm exactly (the umask
+// does not apply); its parent must exist.
+func (f *FS) Mkdir(p string, perm fs.FileMode) error {
 	p = clean(p)
 	lp, err := f.parentPath(p)
 	if err != nil {
 		return err
 	}
-	tmp := filepath.Join(filepath.Dir(lp), "."+filepath.Base(lp)+".gpunode-tmp-"+strconv.FormatInt(time.Now().UnixNano(), 36))
-	if err := os.Symlink(target, tmp); err != nil {
+	if err := f.op(OpMkdir, p); err != nil {
+		return &fs.PathError{Op: "mkdir", Path: p, Err: err}
+	}
+	if err := os.Mkdir(lp, perm.Perm()); err != nil {
 		return rename(err, p)
 	}
-	if err := os.Rename(tmp, lp); err != nil {
-		os.Remove(tmp)
+	if err := f.op(OpChmod, p); err != nil {
+		return &fs.PathError{Op: "chmod", Path: p, Err: err}
+	}
+	if err := os.Chmod(lp, perm.Perm()); err != nil {
+		return rename(err, p)
+	}
+	return nil
+}
+
+// Symlink creates a symbolic link at p pointing to target (written as given).
+// An existing file or link at p is replaced atomically.
+func (f *FS) Symlink(target, p string) error {
+	tag := strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	return f.SymlinkVia(target, p, TempName(p, tag))
+}
+
+// SymlinkVia is Symlink through the temporary link tmp (a sibling of p,
+// normally TempName(p, tag)); a file already at tmp is replaced.
+func (f *FS) SymlinkVia(target, p, tmp string) error {
+	p, tmp = clean(p), clean(tmp)
+	if path.Dir(tmp) != path.Dir(p) || tmp == p {
+		return &fs.PathError{Op: "symlink", Path: p, Err: fmt.Errorf("temporary file %s is not a sibling", tmp)}
+	}
+	lp, err := f.parentPath(p)
+	if err != nil {
+		return err
+	}
+	ltmp := filepath.Join(filepath.Dir(lp), path.Base(tmp))
+	if _, err := os.Lstat(ltmp); err == nil {
+		if err := f.op(OpUnlink, tmp); err != nil {
+			return &fs.PathError{Op: "unlink", Path: tmp, Err: err}
+		}
+		if err := os.Remove(ltmp); err != nil {
+			return rename(err, tmp)
+		}
+	}
+	if err := f.op(OpSymlink, tmp); err != nil {
+		return &fs.PathError{Op: "symlink", Path: p, Err: err}
+	}
+	if err := os.Symlink(target, ltmp); err != nil {
+		return rename(err, p)
+	}
+	if err := f.op(OpRename, p); err != nil {
+		os.Remove(ltmp)
+		return &fs.PathError{Op: "rename", Path: p, Err: err}
+	}
+	if err := os.Rename(ltmp, lp); err != nil {
+		os.Remove(ltmp)
 		return &fs.PathError{Op: "rename", Path: p, Err: unwrapPath(err)}
 	}
-	return syncDir(filepath.Dir(lp), p)
+	return f.syncDir(filepath.Dir(lp), p)
 }
 
 // Lchown changes the owner of p without following a final symlink.
@@ -198,6 +340,9 @@ func (f *FS) Lchown(p string, uid, gid int) error {
 	lp, err := f.parentPath(p)
 	if err != nil {
 		return err
+	}
+	if err := f.op(OpChown, p); err != nil {
+		return &fs.PathError{Op: "lchown", Path: p, Err: err}
 	}
 	if err := os.Lchown(lp, uid, gid); err != nil {
 		return rename(err, p)
@@ -212,10 +357,49 @@ func (f *FS) Chmod(p string, perm fs.FileMode) error {
 	if err != nil {
 		return err
 	}
+	if err := f.op(OpChmod, p); err != nil {
+		return &fs.PathError{Op: "chmod", Path: p, Err: err}
+	}
 	if err := os.Chmod(hp, perm); err != nil {
 		return rename(err, p)
 	}
 	return nil
+}
+
+// OpenLock opens (creating it, mode 0600) the lock file p for flock(2). The
+// parent directory is resolved inside the root and the file is opened
+// relative to it without following a final link; when the parent cannot be
+// resolved the open fails (it never falls back to the unresolved path, which
+// could lie outside the root). Anything but a regular file is refused.
+func (f *FS) OpenLock(p string) (*os.File, error) {
+	p = clean(p)
+	if p == "/" {
+		return nil, &fs.PathError{Op: "open", Path: p, Err: errors.New("is the root")}
+	}
+	dfd, err := f.openFD(path.Dir(p), unix.O_PATH|unix.O_DIRECTORY)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(dfd)
+	if err := f.op(OpOpenWrite, p); err != nil {
+		return nil, &fs.PathError{Op: "open", Path: p, Err: err}
+	}
+	fd, err := retryEINTR(func() (int, error) {
+		return unix.Openat(dfd, path.Base(p), unix.O_RDWR|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0o600)
+	}, p)
+	if err != nil {
+		return nil, err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return nil, &fs.PathError{Op: "stat", Path: p, Err: err}
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		unix.Close(fd)
+		return nil, &fs.PathError{Op: "open", Path: p, Err: errors.New("not a regular file")}
+	}
+	return os.NewFile(uintptr(fd), p), nil
 }
 
 // ReadFileNoFollow reads the regular file p without following a final link

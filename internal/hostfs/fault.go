@@ -1,0 +1,116 @@
+package hostfs
+
+import (
+	"fmt"
+	"sync"
+	"syscall"
+)
+
+// Op is a write-side operation an FS counts for fault injection.
+type Op string
+
+// The counted operations. Every write-side system call the FS makes on a
+// host path is one of these and is counted once, before it is made.
+const (
+	OpOpenWrite Op = "open-for-write" // open(2) with O_WRONLY/O_RDWR/O_CREAT
+	OpWrite     Op = "write"
+	OpFsync     Op = "fsync"
+	OpRename    Op = "rename"
+	OpMkdir     Op = "mkdir"
+	OpChmod     Op = "chmod"
+	OpChown     Op = "chown"
+	OpUnlink    Op = "unlink" // unlink(2) and rmdir(2)
+	OpSymlink   Op = "symlink"
+)
+
+// Faults makes an FS fail (or die) at one counted write-side operation. It
+// is an option on an FS value (see WithFaults), never package state: tests
+// build one FS with faults and hand it to the code under test.
+//
+// Operations are numbered from 1 in the order the FS makes them, over every
+// FS that shares the Faults value.
+type Faults struct {
+	// At is the number of the operation to fault; 0 faults none (counting
+	// only, to size a sweep).
+	At int
+	// Err is returned (wrapped in a *fs.PathError by the caller) instead of
+	// making operation At. When nil and Kill is false, syscall.EIO is used.
+	Err syscall.Errno
+	// Kill sends SIGKILL to the process at operation At instead, so that a
+	// test can re-exec itself and kill the child at an exact point.
+	Kill bool
+	// Only, when set, counts only operations of these kinds.
+	Only []Op
+	// Hook, when set, runs before every counted operation (with its number)
+	// and may return an error to fail it; racing tests use it to slow an
+	// apply down. It runs without any FS lock held.
+	Hook func(n int, op Op, p string) error
+
+	mu  sync.Mutex
+	n   int
+	log []string
+}
+
+// Count returns the number of counted operations so far.
+func (fl *Faults) Count() int {
+	fl.mu.Lock()
+	defer fl.mu.Unlock()
+	return fl.n
+}
+
+// Log returns "N op path" for every counted operation so far (at most the
+// first 100 000).
+func (fl *Faults) Log() []string {
+	fl.mu.Lock()
+	defer fl.mu.Unlock()
+	return append([]string(nil), fl.log...)
+}
+
+// WithFaults returns a copy of f that counts its write-side operations in
+// fl and faults the one fl selects. The copy shares f's root.
+func (f *FS) WithFaults(fl *Faults) *FS {
+	c := *f
+	c.faults = fl
+	return &c
+}
+
+// op counts write-side operation op on host path p and returns the injected
+// error when it is the faulted one.
+func (f *FS) op(op Op, p string) error {
+	fl := f.faults
+	if fl == nil {
+		return nil
+	}
+	if len(fl.Only) > 0 {
+		ok := false
+		for _, o := range fl.Only {
+			ok = ok || o == op
+		}
+		if !ok {
+			return nil
+		}
+	}
+	fl.mu.Lock()
+	fl.n++
+	n := fl.n
+	if len(fl.log) < 100000 {
+		fl.log = append(fl.log, fmt.Sprintf("%d %s %s", n, op, p))
+	}
+	fl.mu.Unlock()
+	if fl.Hook != nil {
+		if err := fl.Hook(n, op, p); err != nil {
+			return err
+		}
+	}
+	if n != fl.At {
+		return nil
+	}
+	if fl.Kill {
+		_ = syscall.Kill(syscall.Getpid(), syscall.SIGKILL)
+		select {} // the signal is delivered before this returns
+	}
+	if fl.Err != 0 {
+		return fl.Err
+	}
+	return syscall.EIO
+}
