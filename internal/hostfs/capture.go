@@ -3,27 +3,56 @@ package hostfs
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
-// CopyRecorded copies every path f recorded (see Record) into the directory
-// dst, so that New(dst) reads back exactly what f read: file contents,
-// directory listings (entries as empty placeholders unless their contents
-// were read too) and symbolic links, which are recreated as links with their
-// original targets. Paths that vanished since they were read are skipped.
+// CopyOptions tune CopyRecordedWith.
+type CopyOptions struct {
+	// Force accepts a non-empty output directory. Whatever is in the way of
+	// the capture (a file, a link, even a link planted to redirect it) is
+	// replaced, never followed or written through.
+	Force bool
+}
+
+// ErrOutputDir marks a capture output directory refused before anything was
+// written: a symbolic link, or not empty without Force.
+var ErrOutputDir = errors.New("unusable capture directory")
+
+// CopyRecorded is CopyRecordedWith without options: dst must be missing or
+// an empty directory.
 func (f *FS) CopyRecorded(dst string) error {
+	return f.CopyRecordedWith(dst, CopyOptions{})
+}
+
+// CopyRecordedWith copies every path f recorded (see Record) into the
+// directory dst, so that New(dst) reads back exactly what f read: file
+// contents, directory listings (entries as empty placeholders unless their
+// contents were read too) and symbolic links, which are recreated as links
+// with their original targets. Paths that vanished since they were read are
+// skipped.
+//
+// dst is opened like any other root: it is created when missing and must not
+// itself be a symbolic link; unless o.Force it must be empty. Below it every
+// directory is created with mkdirat and entered with O_NOFOLLOW, every file
+// is created afresh with O_CREAT|O_EXCL|O_NOFOLLOW (an existing entry is
+// unlinked first, never opened), so no link or hard link already present in
+// dst, or planted while the capture runs, is ever written through.
+func (f *FS) CopyRecordedWith(dst string, o CopyOptions) error {
 	if f.rec == nil {
 		return errors.New("copy recorded: the FS was not recording")
 	}
-	if err := os.MkdirAll(dst, 0o755); err != nil {
+	out, err := openOutRoot(dst, o.Force)
+	if err != nil {
 		return err
 	}
-	c := &copier{src: f, dst: dst}
+	defer out.close()
+	c := &copier{src: f, out: out}
 	acc := f.Recorded()
 	var files []string
 	var errs []error
@@ -57,12 +86,250 @@ func (f *FS) CopyRecorded(dst string) error {
 	return errors.Join(errs...)
 }
 
-type copier struct {
-	src *FS
-	dst string
+// outRoot is a capture's output directory, held open by descriptor. Host
+// paths below it are created component by component relative to that
+// descriptor, none of them followed if it is a link.
+type outRoot struct {
+	dir   string // as the user named it, for messages
+	fd    int
+	force bool
 }
 
-func (c *copier) d(p string) string { return filepath.Join(c.dst, filepath.FromSlash(p)) }
+func openOutRoot(dst string, force bool) (*outRoot, error) {
+	abs, err := filepath.Abs(dst)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", dst, err)
+	}
+	if abs == "/" {
+		return nil, fmt.Errorf("%s: refusing to capture into /", dst)
+	}
+	parent, base := filepath.Dir(abs), filepath.Base(abs)
+	// The directories above dst are the caller's choice of place and are
+	// resolved like any path on the command line; dst itself is not.
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return nil, err
+	}
+	pfd, err := unix.Open(parent, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: parent, Err: err}
+	}
+	defer unix.Close(pfd)
+	created := true
+	if err := unix.Mkdirat(pfd, base, 0o755); err != nil {
+		if err != unix.EEXIST {
+			return nil, &fs.PathError{Op: "mkdir", Path: dst, Err: err}
+		}
+		created = false
+	}
+	fd, err := unix.Openat(pfd, base, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		if err == unix.ELOOP || isLink(pfd, base) {
+			return nil, fmt.Errorf("%w: %s is a symbolic link: give the directory itself (a capture never writes through links)", ErrOutputDir, dst)
+		}
+		return nil, &fs.PathError{Op: "open", Path: dst, Err: err}
+	}
+	o := &outRoot{dir: dst, fd: fd, force: force}
+	if !created && !force {
+		empty, err := dirEmpty(fd)
+		if err != nil {
+			o.close()
+			return nil, &fs.PathError{Op: "readdir", Path: dst, Err: err}
+		}
+		if !empty {
+			o.close()
+			return nil, fmt.Errorf("%w: %s: directory not empty: capture into a new or empty directory, or add --force to replace what is in the way", ErrOutputDir, dst)
+		}
+	}
+	return o, nil
+}
+
+func isLink(dirfd int, name string) bool {
+	var st unix.Stat_t
+	return unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK
+}
+
+// dirEmpty reports whether the directory open at fd has no entries. It
+// reads through a duplicate so fd's offset is untouched.
+func dirEmpty(fd int) (bool, error) {
+	dup, err := unix.Openat(fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false, err
+	}
+	fh := os.NewFile(uintptr(dup), ".")
+	defer fh.Close()
+	names, err := fh.Readdirnames(1)
+	if errors.Is(err, os.ErrClosed) {
+		return false, err
+	}
+	return len(names) == 0, nil
+}
+
+func (o *outRoot) close() {
+	if o.fd >= 0 {
+		unix.Close(o.fd)
+		o.fd = -1
+	}
+}
+
+// name renders host path p as a path below the output directory.
+func (o *outRoot) name(p string) string { return filepath.Join(o.dir, filepath.FromSlash(clean(p))) }
+
+func (o *outRoot) pathErr(op, p string, err error) error {
+	return &fs.PathError{Op: op, Path: o.name(p), Err: err}
+}
+
+// openDir returns a descriptor of the directory at host path p below the
+// output root, creating missing directories on the way. Nothing on the way
+// is followed: a link (or a file) in place of a directory is an error, or
+// with force is replaced by a directory. The caller closes the descriptor.
+func (o *outRoot) openDir(p string) (int, error) {
+	cur, err := unix.Dup(o.fd)
+	if err != nil {
+		return -1, o.pathErr("open", "/", err)
+	}
+	at := "/"
+	for _, part := range splitPath(p) {
+		at = path.Join(at, part)
+		next, err := o.enter(cur, part, at)
+		unix.Close(cur)
+		if err != nil {
+			return -1, err
+		}
+		cur = next
+	}
+	return cur, nil
+}
+
+// enter creates (if missing) and opens the directory name in dirfd.
+func (o *outRoot) enter(dirfd int, name, at string) (int, error) {
+	for try := 0; ; try++ {
+		if err := unix.Mkdirat(dirfd, name, 0o755); err != nil && err != unix.EEXIST {
+			return -1, o.pathErr("mkdir", at, err)
+		}
+		fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err == nil {
+			return fd, nil
+		}
+		if (err != unix.ELOOP && err != unix.ENOTDIR) || try > 0 {
+			return -1, o.pathErr("open", at, err)
+		}
+		if !o.force {
+			return -1, fmt.Errorf("%s: not a directory (a link or file is in the way; a capture never follows links, --force replaces it)", o.name(at))
+		}
+		if err := unix.Unlinkat(dirfd, name, 0); err != nil {
+			return -1, o.pathErr("unlink", at, err)
+		}
+	}
+}
+
+// clear removes a non-directory entry name from dirfd so that it can be
+// created afresh. A directory in the way is an error.
+func (o *outRoot) clear(dirfd int, name, at string) error {
+	var st unix.Stat_t
+	if err := unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		if err == unix.ENOENT {
+			return nil
+		}
+		return o.pathErr("lstat", at, err)
+	}
+	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+		return o.pathErr("replace", at, unix.EISDIR)
+	}
+	if err := unix.Unlinkat(dirfd, name, 0); err != nil && err != unix.ENOENT {
+		return o.pathErr("unlink", at, err)
+	}
+	return nil
+}
+
+// writeFile creates the regular file at host path p with data. An existing
+// entry (ours from a placeholder, or anything planted) is unlinked first: the
+// file is always a new inode created with O_EXCL, so nothing that was there
+// is written through.
+func (o *outRoot) writeFile(p string, data []byte) error {
+	p = clean(p)
+	dfd, err := o.openDir(path.Dir(p))
+	if err != nil {
+		return err
+	}
+	defer unix.Close(dfd)
+	name := path.Base(p)
+	if err := o.clear(dfd, name, p); err != nil {
+		return err
+	}
+	fd, err := unix.Openat(dfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
+	if err != nil {
+		return o.pathErr("create", p, err)
+	}
+	fh := os.NewFile(uintptr(fd), o.name(p))
+	if _, err := fh.Write(data); err != nil {
+		fh.Close()
+		return o.pathErr("write", p, unwrapPath(err))
+	}
+	if err := fh.Close(); err != nil {
+		return o.pathErr("close", p, unwrapPath(err))
+	}
+	return nil
+}
+
+// touch creates an empty placeholder file at host path p unless a regular
+// file is already there (an earlier placeholder of this capture).
+func (o *outRoot) touch(p string) error {
+	p = clean(p)
+	dfd, err := o.openDir(path.Dir(p))
+	if err != nil {
+		return err
+	}
+	defer unix.Close(dfd)
+	name := path.Base(p)
+	var st unix.Stat_t
+	if err := unix.Fstatat(dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err == nil && st.Mode&unix.S_IFMT == unix.S_IFREG && !o.force {
+		return nil
+	}
+	if err := o.clear(dfd, name, p); err != nil {
+		return err
+	}
+	fd, err := unix.Openat(dfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
+	if err != nil {
+		return o.pathErr("create", p, err)
+	}
+	return unix.Close(fd)
+}
+
+// symlink creates a link at host path p with target (never followed).
+func (o *outRoot) symlink(p, target string) error {
+	p = clean(p)
+	dfd, err := o.openDir(path.Dir(p))
+	if err != nil {
+		return err
+	}
+	defer unix.Close(dfd)
+	name := path.Base(p)
+	buf := make([]byte, len(target)+1)
+	if n, err := unix.Readlinkat(dfd, name, buf); err == nil && n == len(target) && string(buf[:n]) == target {
+		return nil
+	}
+	if err := o.clear(dfd, name, p); err != nil {
+		return err
+	}
+	if err := unix.Symlinkat(target, dfd, name); err != nil {
+		return o.pathErr("symlink", p, err)
+	}
+	return nil
+}
+
+// mkdir creates the directory at host path p (and its parents).
+func (o *outRoot) mkdir(p string) error {
+	fd, err := o.openDir(p)
+	if err != nil {
+		return err
+	}
+	return unix.Close(fd)
+}
+
+type copier struct {
+	src *FS
+	out *outRoot
+}
 
 // walk recreates every directory and symlink on the way to host path p and
 // returns p's resolved host path.
@@ -87,10 +354,7 @@ func (c *copier) walk(p string, depth int) (string, error) {
 			if err != nil {
 				return "", err
 			}
-			if err := os.MkdirAll(c.d(cur), 0o755); err != nil {
-				return "", err
-			}
-			if err := os.Symlink(target, c.d(next)); err != nil && !errors.Is(err, fs.ErrExist) {
+			if err := c.out.symlink(next, target); err != nil {
 				return "", err
 			}
 			if !path.IsAbs(target) {
@@ -100,7 +364,7 @@ func (c *copier) walk(p string, depth int) (string, error) {
 				return "", err
 			}
 		case fi.IsDir():
-			if err := os.MkdirAll(c.d(next), 0o755); err != nil {
+			if err := c.out.mkdir(next); err != nil {
 				return "", err
 			}
 			cur = next
@@ -118,32 +382,36 @@ func (c *copier) placeholders(dir string) error {
 	if err != nil {
 		return err
 	}
+	if len(ents) > maxDirEntries {
+		return fmt.Errorf("%s: %d entries, more than a capture copies (%d)", dir, len(ents), maxDirEntries)
+	}
 	for _, e := range ents {
-		src := c.src.Path(path.Join(dir, e.Name()))
-		dst := c.d(path.Join(dir, e.Name()))
+		p := path.Join(dir, e.Name())
 		switch {
 		case e.Type()&fs.ModeSymlink != 0:
-			t, err := os.Readlink(src)
+			t, err := os.Readlink(c.src.Path(p))
 			if err != nil {
 				return err
 			}
-			if err := os.Symlink(t, dst); err != nil && !errors.Is(err, fs.ErrExist) {
+			if err := c.out.symlink(p, t); err != nil {
 				return err
 			}
 		case e.IsDir():
-			if err := os.MkdirAll(dst, 0o755); err != nil {
+			if err := c.out.mkdir(p); err != nil {
 				return err
 			}
 		default:
-			fh, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY, 0o644)
-			if err != nil {
+			if err := c.out.touch(p); err != nil {
 				return err
 			}
-			fh.Close()
 		}
 	}
 	return nil
 }
+
+// maxDirEntries bounds one listed directory in a capture (the biggest real
+// ones, /proc/irq and /sys/bus/pci/devices, hold a few thousand).
+const maxDirEntries = 1 << 20
 
 func (c *copier) copyFile(p string, data map[string][]byte) error {
 	fi, err := os.Lstat(c.src.Path(p))
@@ -152,34 +420,20 @@ func (c *copier) copyFile(p string, data map[string][]byte) error {
 	}
 	if !fi.Mode().IsRegular() {
 		if fi.IsDir() {
-			return os.MkdirAll(c.d(p), 0o755)
+			return c.out.mkdir(p)
 		}
 		return nil
 	}
 	b, ok := data[p]
 	if !ok {
 		// Stat-only paths: copy current contents. Unreadable files
-		// (write-only attributes, permissions) are captured empty.
-		var err error
-		if b, err = readLocal(c.src.Path(p)); err != nil {
+		// (write-only attributes, permissions, non-regular files) are
+		// captured empty.
+		if b, err = c.src.readResolved(p); err != nil {
 			b = nil
 		}
 	}
-	if err := os.MkdirAll(path.Dir(c.d(p)), 0o755); err != nil {
-		return err
-	}
-	return os.WriteFile(c.d(p), b, 0o644)
-}
-
-// readLocal reads a local file (a resolved path, no links left) with the
-// same bound as ReadFile, without recording it.
-func readLocal(p string) ([]byte, error) {
-	fh, err := os.Open(p)
-	if err != nil {
-		return nil, err
-	}
-	defer fh.Close()
-	return io.ReadAll(io.LimitReader(fh, MaxFileSize))
+	return c.out.writeFile(p, b)
 }
 
 // splitPath returns the elements of a host path, without empty ones.

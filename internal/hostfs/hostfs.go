@@ -110,10 +110,16 @@ func (f *FS) openFD(p string, flag int) (int, error) {
 	return retryEINTR(func() (int, error) { return unix.Open(hp, flag, 0) }, p)
 }
 
+// maxEINTR bounds the retries of a system call interrupted by a signal. The
+// opens and reads here never block (O_NONBLOCK, regular files only), so an
+// EINTR is rare; a bound keeps a storm of signals from looping forever, and a
+// cancelled command learns of SIGINT through its context, not through EINTR.
+const maxEINTR = 64
+
 func retryEINTR(open func() (int, error), p string) (int, error) {
-	for {
+	for try := 0; ; try++ {
 		fd, err := open()
-		if err == unix.EINTR {
+		if err == unix.EINTR && try < maxEINTR {
 			continue
 		}
 		if err != nil {
@@ -132,37 +138,97 @@ func (f *FS) open(p string, flag int) (*os.File, error) {
 	return os.NewFile(uintptr(fd), p), nil
 }
 
+// ErrNotRegular is the error (inside a *fs.PathError naming the path) for a
+// host file that gpunode refuses to read because it is not a regular file: a
+// FIFO, socket or device in place of a sysfs/procfs attribute or a journal
+// would block a read forever or return unbounded data. sysfs and procfs
+// attributes are regular files (of size 4096 and 0).
+var ErrNotRegular = errors.New("not a regular file")
+
 // ReadFile reads a whole file (at most MaxFileSize bytes). sysfs files report
-// a size of 4096 whatever they hold, so the read never trusts Stat.
+// a size of 4096 whatever they hold, so the read never trusts Stat for the
+// size; but it does for the type: the file is opened with O_NONBLOCK (a FIFO
+// opens without waiting for a writer) and anything but a regular file is
+// refused with ErrNotRegular before a byte is read.
 func (f *FS) ReadFile(p string) ([]byte, error) {
 	p = clean(p)
 	f.note(p, AccessFile)
-	fd, err := f.openFD(p, unix.O_RDONLY)
+	b, err := f.read(p)
+	if err != nil {
+		return nil, err
+	}
+	f.keep(p, b)
+	return b, nil
+}
+
+// readResolved reads host path p like ReadFile without recording it.
+func (f *FS) readResolved(p string) ([]byte, error) {
+	return f.read(clean(p))
+}
+
+// read opens p without blocking, checks it is a regular file and reads at
+// most MaxFileSize bytes of it.
+func (f *FS) read(p string) ([]byte, error) {
+	fd, err := f.openFD(p, unix.O_RDONLY|unix.O_NONBLOCK)
 	if err != nil {
 		return nil, err
 	}
 	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, &fs.PathError{Op: "fstat", Path: p, Err: err}
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil, &fs.PathError{Op: "open", Path: p, Err: fmt.Errorf("%w (%s): refusing to read it", ErrNotRegular, fileType(st.Mode))}
+	}
+	if st.Size > MaxFileSize {
+		return nil, &fs.PathError{Op: "read", Path: p, Err: errTooLarge}
+	}
 	buf := make([]byte, 0, 512)
-	for {
+	for try := 0; ; {
 		if len(buf) == cap(buf) {
 			if len(buf) > MaxFileSize {
-				return nil, &fs.PathError{Op: "read", Path: p, Err: errors.New("file larger than 64 MiB")}
+				return nil, &fs.PathError{Op: "read", Path: p, Err: errTooLarge}
 			}
-			buf = append(buf, 0)[:len(buf)]
+			// Grow by doubling, but never past one byte more than the
+			// bound: that byte is how an oversized file is detected.
+			grow := min(cap(buf), MaxFileSize+1-len(buf))
+			buf = append(buf[:cap(buf)], make([]byte, grow)...)[:len(buf)]
 		}
 		n, err := unix.Read(fd, buf[len(buf):cap(buf)])
-		if err == unix.EINTR {
+		if err == unix.EINTR && try < maxEINTR {
+			try++
 			continue
 		}
 		if err != nil {
 			return nil, &fs.PathError{Op: "read", Path: p, Err: err}
 		}
 		if n == 0 {
-			f.keep(p, buf)
 			return buf, nil
 		}
 		buf = buf[:len(buf)+n]
 	}
+}
+
+var errTooLarge = errors.New("file larger than 64 MiB")
+
+// fileType names a non-regular file type for messages.
+func fileType(mode uint32) string {
+	switch mode & unix.S_IFMT {
+	case unix.S_IFIFO:
+		return "FIFO"
+	case unix.S_IFSOCK:
+		return "socket"
+	case unix.S_IFCHR:
+		return "character device"
+	case unix.S_IFBLK:
+		return "block device"
+	case unix.S_IFDIR:
+		return "directory"
+	case unix.S_IFLNK:
+		return "symbolic link"
+	}
+	return fmt.Sprintf("mode %#o", mode&unix.S_IFMT)
 }
 
 // Root returns the absolute host root.
@@ -355,7 +421,7 @@ func (f *FS) ReadInt(p string) (int64, error) {
 func (f *FS) ReadDir(p string) ([]fs.DirEntry, error) {
 	p = clean(p)
 	f.note(p, AccessDir)
-	fh, err := f.open(p, os.O_RDONLY|unix.O_DIRECTORY)
+	fh, err := f.open(p, os.O_RDONLY|unix.O_DIRECTORY|unix.O_NONBLOCK)
 	if err != nil {
 		return nil, err
 	}
