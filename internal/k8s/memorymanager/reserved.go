@@ -1,0 +1,101 @@
+package memorymanager
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/gpunode/gpunode/internal/k8s/node"
+)
+
+// MemoryReservation is one reservedMemory entry of a KubeletConfiguration.
+type MemoryReservation struct {
+	NumaNode int32
+	Limits   v1.ResourceList
+}
+
+// SystemReserved checks reservedMemory the way kubelet does when it starts
+// the Static policy and returns it per NUMA node in bytes. The rules:
+//   - every entry names a NUMA node of the machine;
+//   - for memory and each hugepages size named on either side, the entries
+//     add up to the node allocatable reservation (kubeReserved +
+//     systemReserved + hard eviction) of that type;
+//   - some memory (not hugepages) is reserved somewhere.
+//
+// Types are checked in name order (kubelet walks a map, so with several
+// mismatches the one it names may differ). A later entry for the same node
+// and type replaces an earlier one in the result, as in kubelet.
+func SystemReserved(n *node.Node, nodeAllocatableReservation v1.ResourceList, reserved []MemoryReservation) (Reserved, error) {
+	out := make(Reserved, len(n.NUMANodes))
+	for _, nn := range n.NUMANodes {
+		out[nn.ID] = map[v1.ResourceName]uint64{}
+	}
+	sums := map[v1.ResourceName]resource.Quantity{}
+	for _, r := range reserved {
+		if _, known := out[int(r.NumaNode)]; !known {
+			return nil, fmt.Errorf(quoteReservedNoSuchNUMA, r.NumaNode)
+		}
+		for name, q := range r.Limits {
+			total := q.DeepCopy()
+			if prev, seen := sums[name]; seen {
+				// The newest entry is the receiver: the total keeps its
+				// format (the one kubelet prints), unless it is zero.
+				total.Add(prev)
+			}
+			sums[name] = total
+		}
+	}
+	if err := matchAllocatable(sums, nodeAllocatableReservation); err != nil {
+		return nil, err
+	}
+	for _, r := range reserved {
+		for name, q := range r.Limits {
+			b, ok := q.AsInt64()
+			if !ok {
+				return nil, errors.New(quoteReservedNotInt64)
+			}
+			out[int(r.NumaNode)][name] = uint64(b)
+		}
+	}
+	var memory uint64
+	for _, perType := range out {
+		memory += perType[v1.ResourceMemory]
+	}
+	if memory == 0 {
+		return nil, errors.New(quoteReservedMissing)
+	}
+	return out, nil
+}
+
+// matchAllocatable compares the reservedMemory totals with the node
+// allocatable reservation for every memory type either side names.
+func matchAllocatable(sums map[v1.ResourceName]resource.Quantity, want v1.ResourceList) error {
+	var kinds []v1.ResourceName
+	for name := range sums {
+		kinds = append(kinds, name)
+	}
+	for name := range want {
+		if _, dup := sums[name]; !dup && isMemoryKind(name) {
+			kinds = append(kinds, name)
+		}
+	}
+	slices.Sort(kinds)
+	for _, name := range kinds {
+		// Both sides are printed as zero plus the value, as kubelet does,
+		// so an absent side reads "0" and a present one keeps its format.
+		got, exp := resource.Quantity{Format: resource.DecimalSI}, resource.Quantity{Format: resource.DecimalSI}
+		if q, ok := sums[name]; ok {
+			got.Add(q)
+		}
+		if q, ok := want[name]; ok {
+			exp.Add(q)
+		}
+		if got.Cmp(exp) != 0 {
+			return fmt.Errorf(quoteReservedTotal, got.String(), name, exp.String())
+		}
+	}
+	return nil
+}
