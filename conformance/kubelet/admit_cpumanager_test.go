@@ -60,11 +60,11 @@ func TestAdmitCPUManagerDifferential(t *testing.T) {
 	_ = uptm.TopologyHint{}
 }
 
-// namedMachines loads kubelet's named test machines (cpumanager
-// policy_test.go), kept as node files by the product's cpumanager tests.
+// namedMachines loads the named machine shapes (real CPUs: Xeon, EPYC,
+// Grace, ...) that the product's cpumanager tests generate as node files.
 func namedMachines(t *testing.T) map[string]*node.Node {
 	t.Helper()
-	files, err := filepath.Glob("../../internal/k8s/cpumanager/testdata/named/*.yaml")
+	files, err := filepath.Glob("../../internal/k8s/cpumanager/testdata/shapes/*.yaml")
 	if err != nil || len(files) < 20 {
 		t.Fatalf("named topologies: %v (%d files)", err, len(files))
 	}
@@ -80,7 +80,7 @@ func namedMachines(t *testing.T) map[string]*node.Node {
 }
 
 // TestAdmitCPUManagerNamedTopologies runs the differential cases on each of
-// kubelet's named test machines with every option set.
+// the named machine shapes with every option set.
 func TestAdmitCPUManagerNamedTopologies(t *testing.T) {
 	featuregatetesting.SetFeatureGateDuringTest(t, utilfeature.DefaultFeatureGate, features.CPUManagerPolicyAlphaOptions, true)
 	per := max(1, admitCases(t, 10000)/2000)

@@ -32,6 +32,9 @@ func hintsString(hs []node.Hint) string {
 }
 
 func TestStaticHintsAndAllocate(t *testing.T) {
+	// Two sockets of 3 SMT2 cores, sockets interleaved in the numbering:
+	// socket 0 holds CPUs 0,2,4 and their siblings 6,8,10.
+	twoSocketSMT := hwNamed(t, "tiny-2s-3c-smt2-interleaved").topology(t, nil)
 	for _, tc := range []struct {
 		name      string
 		topo      *CPUTopology
@@ -44,19 +47,19 @@ func TestStaticHintsAndAllocate(t *testing.T) {
 		wantCPUs  string
 		wantErr   string
 	}{
-		{name: "dual socket HT, 2 cpus", topo: topoDualSocketHT, numRes: 1, request: "2",
+		{name: "dual socket HT, 2 cpus", topo: twoSocketSMT, numRes: 1, request: "2",
 			wantHints: "{0} preferred {1} preferred {0,1}", wantCPUs: "2,8"},
-		{name: "dual socket HT, 6 cpus, affinity 1", topo: topoDualSocketHT, numRes: 1, request: "6", affinity: ptr(node.MaskOf(1)),
+		{name: "dual socket HT, 6 cpus, affinity 1", topo: twoSocketSMT, numRes: 1, request: "6", affinity: ptr(node.MaskOf(1)),
 			wantHints: "{1} preferred {0,1}", wantCPUs: "1,3,5,7,9,11"},
-		{name: "dual socket HT, 7 cpus", topo: topoDualSocketHT, numRes: 1, request: "7",
+		{name: "dual socket HT, 7 cpus", topo: twoSocketSMT, numRes: 1, request: "7",
 			wantHints: "{0,1} preferred", wantCPUs: "1,3,5-7,9,11"},
-		{name: "reserved explicit", topo: topoDualSocketHT, reserved: cpuset.New(0, 6), numRes: 2, request: "6",
+		{name: "reserved explicit", topo: twoSocketSMT, reserved: cpuset.New(0, 6), numRes: 2, request: "6",
 			wantHints: "{1} preferred {0,1}", wantCPUs: "1,3,5,7,9,11"},
-		{name: "fragmented node yields non-preferred", topo: topoDualSocketHT, reserved: cpuset.New(0, 1), numRes: 2, request: "6",
+		{name: "fragmented node yields non-preferred", topo: twoSocketSMT, reserved: cpuset.New(0, 1), numRes: 2, request: "6",
 			wantHints: "{0,1}", wantCPUs: "2-4,8-10"},
-		{name: "full-pcpus-only odd request", topo: topoDualSocketHT, numRes: 1, opts: Options{FullPhysicalCPUsOnly: true}, request: "3",
+		{name: "full-pcpus-only odd request", topo: twoSocketSMT, numRes: 1, opts: Options{FullPhysicalCPUsOnly: true}, request: "3",
 			wantHints: "{0} preferred {1} preferred {0,1}", wantErr: "SMT Alignment Error: requested 3 cpus not multiple cpus per core = 2"},
-		{name: "fractional cpu is shared", topo: topoDualSocketHT, numRes: 1, request: "1500m", wantHints: "", wantCPUs: ""},
+		{name: "fractional cpu is shared", topo: twoSocketSMT, numRes: 1, request: "1500m", wantHints: "", wantCPUs: ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, err := NewStatic(tc.topo, tc.numRes, tc.reserved, tc.opts, "best-effort")
@@ -124,7 +127,7 @@ func TestNumReservedAndOptions(t *testing.T) {
 			t.Errorf("%v: err = %v, want %q", tc.opts, err, tc.want)
 		}
 	}
-	if err := ValidateOptions(Options{AlignBySocket: true}, topoDualSocketHT, "single-numa-node"); err == nil {
+	if err := ValidateOptions(Options{AlignBySocket: true}, hwNamed(t, "tiny-2s-3c-smt2-interleaved").topology(t, nil), "single-numa-node"); err == nil {
 		t.Error("align-by-socket with single-numa-node accepted")
 	}
 }
