@@ -3,6 +3,7 @@ package memorymanager
 import (
 	"cmp"
 	"errors"
+	"math/bits"
 	"slices"
 
 	v1 "k8s.io/api/core/v1"
@@ -117,30 +118,17 @@ func strongest(hs []node.Hint) node.Hint {
 // holds reports whether the free memory on the nodes of m covers every ask.
 func (p *Static) holds(m node.Mask, asks map[v1.ResourceName]uint64) bool {
 	for name, want := range asks {
-		if p.freeOn(m, name) < want {
+		var free uint64
+		for v := uint64(m); v != 0 && free < want; v &= v - 1 {
+			if st := p.state[bits.TrailingZeros64(v)]; st != nil && st.Memory[name] != nil {
+				free += st.Memory[name].Free
+			}
+		}
+		if free < want {
 			return false
 		}
 	}
 	return true
-}
-
-func (p *Static) freeOn(m node.Mask, name v1.ResourceName) uint64 {
-	var sum uint64
-	for _, id := range m.Bits() {
-		if t := p.table(id, name); t != nil {
-			sum += t.Free
-		}
-	}
-	return sum
-}
-
-// table is the memory table of type name on NUMA node id, nil when the node
-// or the type is unknown.
-func (p *Static) table(id int, name v1.ResourceName) *Table {
-	if st := p.state[id]; st != nil {
-		return st.Memory[name]
-	}
-	return nil
 }
 
 // breaksGroups reports whether memory on m would break kubelet's rule for
@@ -152,8 +140,8 @@ func (p *Static) breaksGroups(m node.Mask) bool {
 	if m.Count() < 2 {
 		return false
 	}
-	for _, id := range m.Bits() {
-		if st := p.state[id]; st != nil && st.NumberOfAssignments > 0 && node.MaskOf(st.Cells...) != m {
+	for v := uint64(m); v != 0; v &= v - 1 {
+		if st := p.state[bits.TrailingZeros64(v)]; st != nil && st.NumberOfAssignments > 0 && node.MaskOf(st.Cells...) != m {
 			return true
 		}
 	}
@@ -186,35 +174,42 @@ func (p *Static) book(pod *v1.Pod, c *v1.Container, m node.Mask, asks map[v1.Res
 // What the nodes cannot give is dropped, as kubelet does.
 func (p *Static) take(ids []int, name v1.ResourceName, size uint64) {
 	for _, id := range ids {
-		st := p.state[id]
-		if st == nil {
-			continue
-		}
-		st.NumberOfAssignments++
-		st.Cells = ids
-		if t := st.Memory[name]; t != nil {
-			n := min(size, t.Free)
-			t.Free -= n
-			t.Reserved += n
-			size -= n
+		if st := p.state[id]; st != nil {
+			st.NumberOfAssignments++
+			st.Cells = ids
+			size -= st.Memory[name].shift(size, true)
 		}
 	}
 }
 
-// RemoveContainer releases the container's memory, the inverse of take
-// block by block. Like kubelet it does not know which node of a
-// multi-NUMA block gave how much, so it hands the size back to the
-// block's nodes in order, each up to what it has reserved; after a rejected
-// multi-NUMA pod the per-node free memory can therefore differ from before
-// (the total is the same). A node left without assignments leaves its group.
+// shift moves up to n bytes from free to reserved (toReserved) or back and
+// returns how many it moved; a nil table moves nothing.
+func (t *Table) shift(n uint64, toReserved bool) uint64 {
+	if t == nil {
+		return 0
+	}
+	from, to := &t.Reserved, &t.Free
+	if toReserved {
+		from, to = to, from
+	}
+	n = min(n, *from)
+	*from -= n
+	*to += n
+	return n
+}
+
+// RemoveContainer releases the container's memory, block by block. Like
+// kubelet it does not know which node of a multi-NUMA block gave how much,
+// so it hands the size back to the block's nodes in order, each up to what
+// it has reserved; after a rejected multi-NUMA pod the per-node free memory
+// can therefore differ from before (the total is the same). A node left
+// without assignments leaves its group.
 func (p *Static) RemoveContainer(podUID, container string) {
-	byName := p.owned[podUID]
-	blocks, ok := byName[container]
+	blocks, ok := p.owned[podUID][container]
 	if !ok {
 		return
 	}
-	delete(byName, container)
-	if len(byName) == 0 {
+	if delete(p.owned[podUID], container); len(p.owned[podUID]) == 0 {
 		delete(p.owned, podUID)
 	}
 	for _, b := range blocks {
@@ -224,14 +219,9 @@ func (p *Static) RemoveContainer(podUID, container string) {
 			if st == nil {
 				continue
 			}
+			back -= st.Memory[b.Type].shift(back, false)
 			if st.NumberOfAssignments--; st.NumberOfAssignments == 0 {
 				st.Cells = []int{id}
-			}
-			if t := st.Memory[b.Type]; t != nil {
-				n := min(back, t.Reserved)
-				t.Reserved -= n
-				t.Free += n
-				back -= n
 			}
 		}
 	}

@@ -17,6 +17,8 @@
 package memorymanager
 
 import (
+	"maps"
+	"slices"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
@@ -117,22 +119,25 @@ func (p *Static) Clone() *Static {
 	c := &Static{MaxMasks: p.MaxMasks, ids: p.ids, reuse: p.reuse.clone()}
 	c.state = make(map[int]*NUMAState, len(p.state))
 	for id, s := range p.state {
-		tables := make(map[v1.ResourceName]*Table, len(s.Memory))
-		for name, t := range s.Memory {
-			cp := *t
-			tables[name] = &cp
-		}
-		c.state[id] = &NUMAState{NumberOfAssignments: s.NumberOfAssignments, Memory: tables, Cells: append([]int(nil), s.Cells...)}
+		c.state[id] = s.clone()
 	}
 	c.owned = make(map[string]map[string][]Block, len(p.owned))
 	for uid, byName := range p.owned {
-		dup := make(map[string][]Block, len(byName))
+		c.owned[uid] = maps.Clone(byName)
 		for name, bs := range byName {
-			dup[name] = append([]Block(nil), bs...)
+			c.owned[uid][name] = slices.Clone(bs)
 		}
-		c.owned[uid] = dup
 	}
 	return c
+}
+
+func (s *NUMAState) clone() *NUMAState {
+	out := &NUMAState{NumberOfAssignments: s.NumberOfAssignments, Cells: slices.Clone(s.Cells), Memory: maps.Clone(s.Memory)}
+	for name, t := range out.Memory {
+		dup := *t
+		out.Memory[name] = &dup
+	}
+	return out
 }
 
 // State returns the state of NUMA node id (read-only use).

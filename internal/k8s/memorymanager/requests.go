@@ -2,30 +2,66 @@ package memorymanager
 
 import (
 	"errors"
+	"iter"
 
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/gpunode/gpunode/internal/k8s/admit/podres"
 )
 
+// role is how a container of a pod runs.
+type role int
+
+const (
+	roleInit    role = iota // regular init container: runs to completion, alone
+	roleSidecar             // restartable init container: runs until the pod ends
+	roleApp                 // app container
+)
+
+// containersOf yields the pod's containers in start order with their role.
+func containersOf(pod *v1.Pod) iter.Seq2[role, *v1.Container] {
+	return func(yield func(role, *v1.Container) bool) {
+		for i := range pod.Spec.InitContainers {
+			c := &pod.Spec.InitContainers[i]
+			r := roleInit
+			if podres.IsRestartableInitContainer(c) {
+				r = roleSidecar
+			}
+			if !yield(r, c) {
+				return
+			}
+		}
+		for i := range pod.Spec.Containers {
+			if !yield(roleApp, &pod.Spec.Containers[i]) {
+				return
+			}
+		}
+	}
+}
+
 // ContainerRequests returns the container's memory and hugepages requests in
 // bytes (other resources left out). A quantity beyond int64 is kubelet's
 // error.
 func ContainerRequests(c *v1.Container) (map[v1.ResourceName]uint64, error) {
-	asks := make(map[v1.ResourceName]uint64, 2)
-	overflow := false
-	for name, q := range c.Resources.Requests {
-		if !isMemoryKind(name) {
+	return inBytes(c.Resources.Requests, isMemoryKind, quoteNotInt64)
+}
+
+// inBytes converts the entries of rl that keep accepts; a value that is no
+// int64 fails with message.
+func inBytes(rl v1.ResourceList, keep func(v1.ResourceName) bool, message string) (map[v1.ResourceName]uint64, error) {
+	out := make(map[v1.ResourceName]uint64, len(rl))
+	for name, q := range rl {
+		if !keep(name) {
 			continue
 		}
-		b, ok := q.AsInt64()
-		overflow = overflow || !ok
-		asks[name] = uint64(b)
+		switch b, exact := q.AsInt64(); {
+		case exact:
+			out[name] = uint64(b)
+		default:
+			return nil, errors.New(message)
+		}
 	}
-	if overflow {
-		return nil, errors.New(quoteNotInt64)
-	}
-	return asks, nil
+	return out, nil
 }
 
 // podNeed accumulates one memory type over a pod's containers.
@@ -43,39 +79,25 @@ type podNeed struct {
 // for are left out, as kubelet does.
 func PodRequests(pod *v1.Pod) (map[v1.ResourceName]uint64, error) {
 	need := map[v1.ResourceName]*podNeed{}
-	entry := func(name v1.ResourceName) *podNeed {
-		e := need[name]
-		if e == nil {
-			e = &podNeed{}
-			need[name] = e
-		}
-		return e
-	}
-	for i := range pod.Spec.InitContainers {
-		c := &pod.Spec.InitContainers[i]
+	for r, c := range containersOf(pod) {
 		asks, err := ContainerRequests(c)
 		if err != nil {
 			return nil, err
 		}
-		sidecar := podres.IsRestartableInitContainer(c)
 		for name, b := range asks {
-			e := entry(name)
-			if sidecar {
-				e.sidecars += b
-			} else {
-				e.initPeak = max(e.initPeak, e.sidecars+b)
+			e := need[name]
+			if e == nil {
+				e = &podNeed{}
+				need[name] = e
 			}
-		}
-	}
-	for i := range pod.Spec.Containers {
-		asks, err := ContainerRequests(&pod.Spec.Containers[i])
-		if err != nil {
-			return nil, err
-		}
-		for name, b := range asks {
-			e := entry(name)
-			e.apps += b
-			e.byApps = true
+			switch r {
+			case roleSidecar:
+				e.sidecars += b
+			case roleInit:
+				e.initPeak = max(e.initPeak, e.sidecars+b)
+			default:
+				e.apps, e.byApps = e.apps+b, true
+			}
 		}
 	}
 	total := make(map[v1.ResourceName]uint64, len(need))

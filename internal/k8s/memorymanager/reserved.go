@@ -3,6 +3,7 @@ package memorymanager
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
 	v1 "k8s.io/api/core/v1"
@@ -29,13 +30,37 @@ type MemoryReservation struct {
 // mismatches the one it names may differ). A later entry for the same node
 // and type replaces an earlier one in the result, as in kubelet.
 func SystemReserved(n *node.Node, nodeAllocatableReservation v1.ResourceList, reserved []MemoryReservation) (Reserved, error) {
-	out := make(Reserved, len(n.NUMANodes))
-	for _, nn := range n.NUMANodes {
-		out[nn.ID] = map[v1.ResourceName]uint64{}
+	sums, err := sumReservations(n, reserved)
+	if err != nil {
+		return nil, err
 	}
+	if err := matchAllocatable(sums, nodeAllocatableReservation); err != nil {
+		return nil, err
+	}
+	perNUMA := make(Reserved, len(n.NUMANodes))
+	for _, nn := range n.NUMANodes {
+		perNUMA[nn.ID] = map[v1.ResourceName]uint64{}
+	}
+	everyKind := func(v1.ResourceName) bool { return true }
+	for _, r := range reserved {
+		b, err := inBytes(r.Limits, everyKind, quoteReservedNotInt64)
+		if err != nil {
+			return nil, err
+		}
+		maps.Copy(perNUMA[int(r.NumaNode)], b)
+	}
+	if !slices.ContainsFunc(n.NUMANodes, func(nn node.NUMANode) bool { return perNUMA[nn.ID][v1.ResourceMemory] > 0 }) {
+		return nil, errors.New(quoteReservedMissing)
+	}
+	return perNUMA, nil
+}
+
+// sumReservations adds up the entries per memory type, failing on an entry
+// for a NUMA node the machine lacks.
+func sumReservations(n *node.Node, reserved []MemoryReservation) (map[v1.ResourceName]resource.Quantity, error) {
 	sums := map[v1.ResourceName]resource.Quantity{}
 	for _, r := range reserved {
-		if _, known := out[int(r.NumaNode)]; !known {
+		if n.NUMA(int(r.NumaNode)) == nil {
 			return nil, fmt.Errorf(quoteReservedNoSuchNUMA, r.NumaNode)
 		}
 		for name, q := range r.Limits {
@@ -48,26 +73,7 @@ func SystemReserved(n *node.Node, nodeAllocatableReservation v1.ResourceList, re
 			sums[name] = total
 		}
 	}
-	if err := matchAllocatable(sums, nodeAllocatableReservation); err != nil {
-		return nil, err
-	}
-	for _, r := range reserved {
-		for name, q := range r.Limits {
-			b, ok := q.AsInt64()
-			if !ok {
-				return nil, errors.New(quoteReservedNotInt64)
-			}
-			out[int(r.NumaNode)][name] = uint64(b)
-		}
-	}
-	var memory uint64
-	for _, perType := range out {
-		memory += perType[v1.ResourceMemory]
-	}
-	if memory == 0 {
-		return nil, errors.New(quoteReservedMissing)
-	}
-	return out, nil
+	return sums, nil
 }
 
 // matchAllocatable compares the reservedMemory totals with the node

@@ -5,7 +5,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/gpunode/gpunode/internal/k8s/admit/podres"
 	"github.com/gpunode/gpunode/internal/k8s/node"
 )
 
@@ -41,7 +40,7 @@ func (r *initReuse) note(pod *v1.Pod, c *v1.Container, blocks []Block) {
 	if uid := string(pod.UID); r.pod != uid || r.left == nil {
 		r.pod, r.left = uid, map[reuseSlot]uint64{}
 	}
-	lends := runsToCompletion(pod, c.Name)
+	lends := roleIn(pod, c.Name) == roleInit
 	for _, b := range blocks {
 		slot := reuseSlot{node.MaskOf(b.NUMAAffinity...), b.Type}
 		have := r.left[slot]
@@ -58,15 +57,15 @@ func (r initReuse) clone() initReuse {
 	return initReuse{pod: r.pod, left: maps.Clone(r.left)}
 }
 
-// runsToCompletion reports whether name is a regular init container of pod
-// (not a sidecar, not an app container).
-func runsToCompletion(pod *v1.Pod, name string) bool {
-	for i := range pod.Spec.InitContainers {
-		if c := &pod.Spec.InitContainers[i]; c.Name == name {
-			return !podres.IsRestartableInitContainer(c)
+// roleIn is the role of the first container of pod called name (roleApp if
+// none is).
+func roleIn(pod *v1.Pod, name string) role {
+	for r, c := range containersOf(pod) {
+		if c.Name == name {
+			return r
 		}
 	}
-	return false
+	return roleApp
 }
 
 // settleInitBlocks lowers the blocks of the pod's regular init containers
@@ -79,21 +78,16 @@ func (p *Static) settleInitBlocks(pod *v1.Pod, c *v1.Container, blocks []Block) 
 	for _, nb := range blocks {
 		rest := nb.Size
 		where := node.MaskOf(nb.NUMAAffinity...)
-		for i := 0; i < len(pod.Spec.InitContainers) && rest > 0; i++ {
-			ic := &pod.Spec.InitContainers[i]
-			if ic.Name == c.Name {
+		for r, ic := range containersOf(pod) {
+			if rest == 0 || r == roleApp || ic.Name == c.Name {
 				break
 			}
-			if podres.IsRestartableInitContainer(ic) {
-				continue
-			}
-			for j, ib := range held[ic.Name] {
-				if ib.Type != nb.Type || node.MaskOf(ib.NUMAAffinity...) != where {
-					continue
+			lent := held[ic.Name]
+			for j := 0; r == roleInit && j < len(lent); j++ {
+				if lent[j].Type == nb.Type && node.MaskOf(lent[j].NUMAAffinity...) == where {
+					cut := min(lent[j].Size, rest)
+					lent[j].Size, rest = lent[j].Size-cut, rest-cut
 				}
-				cut := min(ib.Size, rest)
-				held[ic.Name][j].Size -= cut
-				rest -= cut
 			}
 		}
 	}
