@@ -3,6 +3,7 @@ package memorymanager
 import (
 	"cmp"
 	"errors"
+	"maps"
 	"math/bits"
 	"slices"
 
@@ -117,14 +118,20 @@ func strongest(hs []node.Hint) node.Hint {
 
 // holds reports whether the free memory on the nodes of m covers every ask.
 func (p *Static) holds(m node.Mask, asks map[v1.ResourceName]uint64) bool {
-	for name, want := range asks {
-		var free uint64
-		for v := uint64(m); v != 0 && free < want; v &= v - 1 {
-			if st := p.state[bits.TrailingZeros64(v)]; st != nil && st.Memory[name] != nil {
-				free += st.Memory[name].Free
+	short := maps.Clone(asks)
+	for _, id := range m.Bits() {
+		st := p.state[id]
+		for name, want := range short {
+			if st == nil {
+				break
+			}
+			if t := st.Memory[name]; t != nil {
+				short[name] = want - min(want, t.Free)
 			}
 		}
-		if free < want {
+	}
+	for _, v := range short {
+		if v > 0 {
 			return false
 		}
 	}
@@ -157,7 +164,7 @@ func (p *Static) book(pod *v1.Pod, c *v1.Container, m node.Mask, asks map[v1.Res
 	for _, name := range sortedNames(asks) {
 		size := asks[name]
 		blocks = append(blocks, Block{NUMAAffinity: ids, Type: name, Size: size})
-		p.take(ids, name, size-min(size, p.reuse.amount(uid, m, name)))
+		p.spread(ids, name, size-min(size, p.reuse.amount(uid, m, name)), true)
 	}
 	p.reuse.note(pod, c, blocks)
 	if p.owned[uid] == nil {
@@ -168,16 +175,30 @@ func (p *Static) book(pod *v1.Pod, c *v1.Container, m node.Mask, asks map[v1.Res
 	return blocks
 }
 
-// take moves size bytes of type name from free to reserved on the nodes of
-// ids, draining them in order, and counts one more assignment on every node
-// of ids (even when nothing is left to take), which joins them in one group.
-// What the nodes cannot give is dropped, as kubelet does.
-func (p *Static) take(ids []int, name v1.ResourceName, size uint64) {
+// spread books (book) or releases size bytes of type name on the nodes of
+// ids, in order, each node giving or taking back what it can. Booking
+// counts one more assignment on every node of ids, even when nothing is left
+// to take, and joins them in one group; releasing counts one less, and a
+// node left without assignments is a group of its own again. What the nodes
+// cannot give or take back is dropped, as kubelet does: kubelet does not
+// record which node of a multi-NUMA block gave how much either, so after a
+// rejected multi-NUMA pod the per-node free memory can differ from before
+// (the total is the same).
+func (p *Static) spread(ids []int, name v1.ResourceName, size uint64, book bool) {
 	for _, id := range ids {
-		if st := p.state[id]; st != nil {
+		st := p.state[id]
+		if st == nil {
+			continue
+		}
+		size -= st.Memory[name].shift(size, book)
+		switch {
+		case book:
 			st.NumberOfAssignments++
 			st.Cells = ids
-			size -= st.Memory[name].shift(size, true)
+		case st.NumberOfAssignments == 1:
+			st.NumberOfAssignments, st.Cells = 0, []int{id}
+		default:
+			st.NumberOfAssignments--
 		}
 	}
 }
@@ -198,12 +219,7 @@ func (t *Table) shift(n uint64, toReserved bool) uint64 {
 	return n
 }
 
-// RemoveContainer releases the container's memory, block by block. Like
-// kubelet it does not know which node of a multi-NUMA block gave how much,
-// so it hands the size back to the block's nodes in order, each up to what
-// it has reserved; after a rejected multi-NUMA pod the per-node free memory
-// can therefore differ from before (the total is the same). A node left
-// without assignments leaves its group.
+// RemoveContainer releases the container's memory (see spread).
 func (p *Static) RemoveContainer(podUID, container string) {
 	blocks, ok := p.owned[podUID][container]
 	if !ok {
@@ -213,16 +229,6 @@ func (p *Static) RemoveContainer(podUID, container string) {
 		delete(p.owned, podUID)
 	}
 	for _, b := range blocks {
-		back := b.Size
-		for _, id := range b.NUMAAffinity {
-			st := p.state[id]
-			if st == nil {
-				continue
-			}
-			back -= st.Memory[b.Type].shift(back, false)
-			if st.NumberOfAssignments--; st.NumberOfAssignments == 0 {
-				st.Cells = []int{id}
-			}
-		}
+		p.spread(b.NUMAAffinity, b.Type, b.Size, false)
 	}
 }

@@ -55,22 +55,26 @@ func SystemReserved(n *node.Node, nodeAllocatableReservation v1.ResourceList, re
 	return perNUMA, nil
 }
 
-// sumReservations adds up the entries per memory type, failing on an entry
-// for a NUMA node the machine lacks.
+// sumReservations adds up the entries per memory type, failing on the
+// first entry for a NUMA node the machine lacks.
 func sumReservations(n *node.Node, reserved []MemoryReservation) (map[v1.ResourceName]resource.Quantity, error) {
+	stray := slices.IndexFunc(reserved, func(r MemoryReservation) bool { return n.NUMA(int(r.NumaNode)) == nil })
+	if stray >= 0 {
+		return nil, fmt.Errorf(quoteReservedNoSuchNUMA, reserved[stray].NumaNode)
+	}
 	sums := map[v1.ResourceName]resource.Quantity{}
-	for _, r := range reserved {
-		if n.NUMA(int(r.NumaNode)) == nil {
-			return nil, fmt.Errorf(quoteReservedNoSuchNUMA, r.NumaNode)
+	add := func(name v1.ResourceName, q resource.Quantity) {
+		next := q.DeepCopy()
+		// The newest entry is the receiver: the total keeps its format
+		// (the one kubelet prints), unless it is zero.
+		if prev, seen := sums[name]; seen {
+			next.Add(prev)
 		}
+		sums[name] = next
+	}
+	for _, r := range reserved {
 		for name, q := range r.Limits {
-			total := q.DeepCopy()
-			if prev, seen := sums[name]; seen {
-				// The newest entry is the receiver: the total keeps its
-				// format (the one kubelet prints), unless it is zero.
-				total.Add(prev)
-			}
-			sums[name] = total
+			add(name, q)
 		}
 	}
 	return sums, nil
