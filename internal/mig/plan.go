@@ -3,6 +3,7 @@ package mig
 import (
 	"context"
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,6 +18,9 @@ type PlanOptions struct {
 	GPUs int
 	// ComputeInstances adds each GI's compute-instance options.
 	ComputeInstances bool
+	// MaxStates bounds the exact search of the feasibility decision
+	// (default planBudget); a plan that needs more fails with ErrGaveUp.
+	MaxStates int
 }
 
 // Instance is one GPU instance of a planned layout.
@@ -114,13 +118,20 @@ func (c *Catalogue) Plan(ctx context.Context, p *Product, wants []Want, opts Pla
 			pl.Notes = append(pl.Notes, pr.Name+": "+pr.Note)
 		}
 	}
-	cfgs, ok, complete := s.search(d, n, func(nodes int) bool { return nodes%1024 == 0 && ctx.Err() != nil })
-	if !complete {
-		return nil, fmt.Errorf("mig plan: %w", ctx.Err())
+	budget := opts.MaxStates
+	if budget <= 0 {
+		budget = planBudget
 	}
-	if ok {
+	dec := s.decide(d, n, budget, func() bool { return ctx.Err() != nil })
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("mig plan: %w", err)
+	}
+	if !dec.decided {
+		return nil, fmt.Errorf("mig plan: %w after %d states: neither a layout nor a proof that none exists was found", ErrGaveUp, dec.states)
+	}
+	if dec.fits {
 		pl.Feasible = true
-		pl.Layouts = s.layouts(cfgs, n, opts.ComputeInstances, bins)
+		pl.Layouts = s.layouts(dec.cfgs, n, opts.ComputeInstances, bins)
 		return pl, nil
 	}
 	mp := s.newMaxPlaced(d, n)
@@ -533,14 +544,10 @@ func (s *space) alternatives(d demand, n int, mp func() (int, demand, bool)) ([]
 	// share one node budget, and a check cut short counts as "does not fit".
 	spent, incomplete := 0, false
 	check := func(x demand, m int) bool {
-		last := 0
-		_, ok, complete := s.search(x, m, func(nodes int) bool {
-			last = nodes
-			return spent+nodes > altSearchNodes
-		})
-		spent += last
-		incomplete = incomplete || !complete
-		return ok
+		dec := s.decide(x, m, max(0, altSearchNodes-spent), nil)
+		spent += dec.states
+		incomplete = incomplete || !dec.decided
+		return dec.fits
 	}
 	feasible := func(x demand) bool {
 		checks++
@@ -642,8 +649,9 @@ func (s *space) alternatives(d demand, n int, mp func() (int, demand, bool)) ([]
 			Change: fmt.Sprintf("shrink one %s to %s", p.Profiles[sh.from].Name, p.Profiles[sh.to].Name),
 			Want:   FormatWant(wantsOf(p, x)), GPUs: n})
 	}
-	// More GPUs.
-	for m := n + 1; m <= n+64; m++ {
+	// More GPUs: none fewer than the configuration LP's bound can do.
+	first := max(n+1, int(math.Ceil(s.solveLP(d).value-1e-7)))
+	for m := first; m <= first+64; m++ {
 		if s.bounded(d, m) {
 			if check(d, m) {
 				out = append(out, Alternative{Kind: "more-gpus", Change: fmt.Sprintf("use %d GPUs", m), Want: FormatWant(wantsOf(p, d)), GPUs: m})
