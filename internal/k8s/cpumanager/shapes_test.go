@@ -283,7 +283,7 @@ func hwRandomShape(r *rand.Rand, i int) hwShape {
 			s.coresPerL3 = divs[r.IntN(len(divs))]
 		}
 		s.name = fmt.Sprintf("random-%d-%ds%dc%dt-nps%d-l3x%d-%d", i, s.sockets, s.coresPerSocket, s.threadsPerCore, s.numaPerSocket, s.coresPerL3, s.numbering)
-		if s.check() == nil && s.cpus() <= 128 {
+		if s.check() == nil && s.cpus() <= 128 && s.numas() <= 8 {
 			return s
 		}
 	}
