@@ -1,0 +1,133 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/gpunode/gpunode/internal/k8s/objects"
+	"github.com/gpunode/gpunode/internal/k8s/place"
+)
+
+func (a *App) newK8sPlaceCommand() *cobra.Command {
+	var nodesFile, podsFile, topoFile, levels, workFile string
+	cmd := &cobra.Command{
+		Use:   "place --nodes NODES --workload WORKLOAD [--pods PODS] [--topology TOPOLOGY | --levels KEY,...]",
+		Short: "Say whether a gang fits inside one network domain now, where, and if not, why",
+		Long: `Place a distributed job's pods (a gang: all or none) inside one network
+performance domain, the way topology-aware schedulers do (seed 5.7), before
+you submit it.
+
+Inputs, as kubectl exports them (-o yaml or -o json; several documents or a List):
+  --nodes     v1 Nodes (labels, status.allocatable, taints, spec.unschedulable, Ready)
+  --pods      v1 Pods already bound (spec.nodeName); their effective requests
+              (init/sidecar rules as in 'k8s admit') are in use; Succeeded/Failed pods are not
+  --topology  Volcano HyperNodes, a KAI Topology (kai.scheduler/v1alpha1) or a
+              Kueue Topology (kueue.x-k8s.io/v1beta1, v1beta2)
+  --levels    node label keys, outermost first (instead of --topology)
+  --workload  a PodGroup (scheduling.k8s.io/v1alpha2|v1alpha3) + the Job naming it
+              (schedulingGroup.podGroupName), a Job with KAI annotations
+              (kai.scheduler/topology-required-placement, -preferred-placement), a Job
+              with Kueue annotations (kueue.x-k8s.io/podset-required-topology,
+              podset-preferred-topology), or a Volcano Job (batch.volcano.sh/v1alpha1)
+
+gpunode takes the tightest answer: the innermost level at which one domain
+holds the whole gang (up to the required level), the best-fit domain there
+(least capacity left), filling its nodes fullest-first. Fit is decided exactly.
+
+Exit codes: 0 fits, 1 does not fit, 2 bad input.`,
+		Example: `  gpunode k8s place --nodes nodes.json --pods pods.json --topology kai-topology.yaml --workload job.yaml
+  gpunode k8s place --nodes nodes.yaml --levels topology.kubernetes.io/zone,topology.kubernetes.io/rack --workload podgroup-job.yaml -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if nodesFile == "" || workFile == "" {
+				return Usagef("place: --nodes and --workload are required")
+			}
+			if topoFile != "" && levels != "" {
+				return Usagef("place: give --topology or --levels, not both")
+			}
+			in, err := loadPlaceInput(nodesFile, podsFile, topoFile, levels, workFile)
+			if err != nil {
+				return wrapUsage(err)
+			}
+			rep, err := place.Run(cmd.Context(), in)
+			if err != nil {
+				return wrapUsage(err)
+			}
+			return a.renderFindings(rep, !rep.Fits)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&nodesFile, "nodes", "", "v1 Nodes (YAML or JSON, documents or a List)")
+	f.StringVar(&podsFile, "pods", "", "v1 Pods already bound to nodes (optional)")
+	f.StringVar(&topoFile, "topology", "", "Volcano HyperNodes, a KAI Topology or a Kueue Topology (optional)")
+	f.StringVar(&levels, "levels", "", "node label keys, outermost first, comma-separated (instead of --topology)")
+	f.StringVar(&workFile, "workload", "", "PodGroup + Job, Job with KAI or Kueue annotations, or Volcano Job")
+	return cmd
+}
+
+// loadPlaceInput reads and decodes the input files; nodes and pods (the big
+// ones) are decoded concurrently.
+func loadPlaceInput(nodesFile, podsFile, topoFile, levels, workFile string) (place.Input, error) {
+	var in place.Input
+	type res struct {
+		nodes any
+		err   error
+	}
+	load := func(file string, fn func(string, []byte) (any, error)) chan res {
+		ch := make(chan res, 1)
+		go func() {
+			b, err := objects.ReadFile(file)
+			if err != nil {
+				ch <- res{err: err}
+				return
+			}
+			v, err := fn(file, b)
+			ch <- res{v, err}
+		}()
+		return ch
+	}
+	nodesCh := load(nodesFile, func(f string, b []byte) (any, error) { return objects.LoadNodes(f, b) })
+	var podsCh chan res
+	if podsFile != "" {
+		podsCh = load(podsFile, func(f string, b []byte) (any, error) { return objects.LoadPods(f, b) })
+	}
+	wb, err := objects.ReadFile(workFile)
+	if err == nil {
+		in.Workload, err = objects.LoadWorkload(workFile, wb)
+	}
+	var topoErr error
+	if topoFile != "" {
+		tb, e := objects.ReadFile(topoFile)
+		if e == nil {
+			in.Topology, e = objects.LoadTopology(topoFile, tb)
+		}
+		topoErr = e
+	}
+	nr := <-nodesCh
+	var pr res
+	if podsCh != nil {
+		pr = <-podsCh
+	}
+	for _, e := range []error{nr.err, pr.err, topoErr, err} {
+		if e != nil {
+			return in, e
+		}
+	}
+	in.Nodes = nr.nodes.([]*v1.Node)
+	if podsCh != nil {
+		in.Pods = pr.nodes.([]*v1.Pod)
+	}
+	if levels != "" {
+		for _, k := range strings.Split(levels, ",") {
+			k = strings.TrimSpace(k)
+			if k == "" {
+				return in, fmt.Errorf("--levels: empty label key in %q", levels)
+			}
+			in.Levels = append(in.Levels, k)
+		}
+	}
+	return in, nil
+}

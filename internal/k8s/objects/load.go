@@ -1,0 +1,412 @@
+package objects
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	batchv1 "k8s.io/api/batch/v1"
+	v1 "k8s.io/api/core/v1"
+	schedv1alpha3 "k8s.io/api/scheduling/v1alpha3"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// MaxFileBytes bounds one input file (a 50,000-node cluster export is a few
+// hundred MiB at most).
+const MaxFileBytes = 2 << 30
+
+// ReadFile reads a whole input file ("-" is not special here), bounded.
+func ReadFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(b) > MaxFileBytes {
+		return nil, fmt.Errorf("%s: larger than %d bytes", path, MaxFileBytes)
+	}
+	return b, nil
+}
+
+// Source is where an object came from.
+type Source struct {
+	File string
+	Doc  int
+	Item int // -1 when the document is the object itself
+}
+
+// Errorf returns a bad-input error located at s.
+func (s Source) Errorf(object, field, format string, args ...any) *Error {
+	return &Error{File: s.File, Doc: s.Doc, Item: s.Item, Object: object, Field: field, Reason: fmt.Sprintf(format, args...)}
+}
+
+// listMeta accepts both an object's and a List's metadata.
+type listMeta struct {
+	metav1.ObjectMeta  `json:",inline"`
+	Continue           string `json:"continue,omitempty"`
+	RemainingItemCount *int64 `json:"remainingItemCount,omitempty"`
+}
+
+// nodeDoc is a Node or a List of Nodes: one strict typed pass decodes both.
+type nodeDoc struct {
+	metav1.TypeMeta `json:",inline"`
+	Metadata        listMeta      `json:"metadata"`
+	Spec            v1.NodeSpec   `json:"spec"`
+	Status          v1.NodeStatus `json:"status"`
+	Items           []v1.Node     `json:"items"`
+}
+
+// podDoc is a Pod or a List of Pods.
+type podDoc struct {
+	metav1.TypeMeta `json:",inline"`
+	Metadata        listMeta     `json:"metadata"`
+	Spec            v1.PodSpec   `json:"spec"`
+	Status          v1.PodStatus `json:"status"`
+	Items           []v1.Pod     `json:"items"`
+}
+
+func isList(kind, want string) bool { return kind == "List" || kind == want+"List" }
+
+// LoadNodes decodes v1 Nodes (documents or Lists) from data.
+func LoadNodes(file string, data []byte) ([]*v1.Node, error) {
+	docs, err := Documents(file, data)
+	if err != nil {
+		return nil, err
+	}
+	var out []*v1.Node
+	for _, d := range docs {
+		var nd nodeDoc
+		if field, reason, bad := strict(d.JSON, &nd); bad {
+			return nil, locateItemError(d, "Node", field, reason, func(b []byte) (string, string, bool) {
+				var n v1.Node
+				return strict(b, &n)
+			})
+		}
+		switch {
+		case isList(nd.Kind, "Node"):
+			if nd.APIVersion != "v1" {
+				return nil, d.errorf(-1, "", "apiVersion", "Unsupported value: %q: supported values: \"v1\"", nd.APIVersion)
+			}
+			for i := range nd.Items {
+				n := &nd.Items[i]
+				if err := checkItem(d, i, n.Kind, n.APIVersion, "Node", n.Name); err != nil {
+					return nil, err
+				}
+				out = append(out, n)
+			}
+		case nd.Kind == "Node":
+			n := &v1.Node{TypeMeta: nd.TypeMeta, ObjectMeta: nd.Metadata.ObjectMeta, Spec: nd.Spec, Status: nd.Status}
+			if err := checkObject(d, nd.TypeMeta, nd.Items != nil, "Node", n.Name); err != nil {
+				return nil, err
+			}
+			out = append(out, n)
+		default:
+			return nil, d.errorf(-1, "", "kind", "Unsupported value: %q: supported values: \"Node\", \"List\", \"NodeList\"", nd.Kind)
+		}
+	}
+	if err := uniqueNames(file, len(out), func(i int) (string, string) { return out[i].Name, "Node" }); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// LoadPods decodes v1 Pods (documents or Lists) from data.
+func LoadPods(file string, data []byte) ([]*v1.Pod, error) {
+	docs, err := Documents(file, data)
+	if err != nil {
+		return nil, err
+	}
+	var out []*v1.Pod
+	for _, d := range docs {
+		var pd podDoc
+		if field, reason, bad := strict(d.JSON, &pd); bad {
+			return nil, locateItemError(d, "Pod", field, reason, func(b []byte) (string, string, bool) {
+				var p v1.Pod
+				return strict(b, &p)
+			})
+		}
+		switch {
+		case isList(pd.Kind, "Pod"):
+			if pd.APIVersion != "v1" {
+				return nil, d.errorf(-1, "", "apiVersion", "Unsupported value: %q: supported values: \"v1\"", pd.APIVersion)
+			}
+			for i := range pd.Items {
+				p := &pd.Items[i]
+				if err := checkItem(d, i, p.Kind, p.APIVersion, "Pod", p.Name); err != nil {
+					return nil, err
+				}
+				out = append(out, p)
+			}
+		case pd.Kind == "Pod":
+			p := &v1.Pod{TypeMeta: pd.TypeMeta, ObjectMeta: pd.Metadata.ObjectMeta, Spec: pd.Spec, Status: pd.Status}
+			if err := checkObject(d, pd.TypeMeta, pd.Items != nil, "Pod", p.Name); err != nil {
+				return nil, err
+			}
+			out = append(out, p)
+		default:
+			return nil, d.errorf(-1, "", "kind", "Unsupported value: %q: supported values: \"Pod\", \"List\", \"PodList\"", pd.Kind)
+		}
+	}
+	if err := uniqueNames(file, len(out), func(i int) (string, string) { return out[i].Namespace + "/" + out[i].Name, "Pod" }); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func checkItem(d Document, i int, kind, apiVersion, want, name string) error {
+	obj := fmt.Sprintf("%s %q", want, name)
+	if kind != "" && kind != want {
+		return d.errorf(i, obj, "kind", "Unsupported value: %q: supported values: %q", kind, want)
+	}
+	if apiVersion != "" && apiVersion != "v1" {
+		return d.errorf(i, obj, "apiVersion", "Unsupported value: %q: supported values: \"v1\"", apiVersion)
+	}
+	if name == "" {
+		return d.errorf(i, obj, "metadata.name", "Required value: name is required")
+	}
+	return nil
+}
+
+func checkObject(d Document, tm metav1.TypeMeta, hasItems bool, want, name string) error {
+	obj := fmt.Sprintf("%s %q", want, name)
+	if tm.APIVersion != "v1" {
+		return d.errorf(-1, obj, "apiVersion", "Unsupported value: %q: supported values: \"v1\"", tm.APIVersion)
+	}
+	if hasItems {
+		return d.errorf(-1, obj, "items", "Forbidden: only a List has items")
+	}
+	if name == "" {
+		return d.errorf(-1, obj, "metadata.name", "Required value: name is required")
+	}
+	return nil
+}
+
+func uniqueNames(file string, n int, at func(int) (string, string)) error {
+	seen := make(map[string]int, n)
+	for i := 0; i < n; i++ {
+		key, kind := at(i)
+		if j, ok := seen[key]; ok {
+			return &Error{File: file, Item: -1, Object: fmt.Sprintf("%s %q", kind, key), Field: "metadata.name",
+				Reason: fmt.Sprintf("Duplicate value: %q (objects %d and %d of the file)", key, j+1, i+1)}
+		}
+		seen[key] = i
+	}
+	return nil
+}
+
+// locateItemError turns a failed decode of a whole document into an error
+// naming the List item when the document is a List (decoding the items one
+// by one; this runs only when the input is bad).
+func locateItemError(d Document, kind, field, reason string, one func([]byte) (string, string, bool)) error {
+	var l struct {
+		Kind  string            `json:"kind"`
+		Items []json.RawMessage `json:"items"`
+	}
+	if json.Unmarshal(d.JSON, &l) == nil && len(l.Items) > 0 {
+		for i, raw := range l.Items {
+			if f, r, bad := one(raw); bad {
+				var m TypeMeta
+				_ = json.Unmarshal(raw, &m)
+				return d.errorf(i, fmt.Sprintf("%s %q", kind, m.Metadata.Name), f, "%s", r)
+			}
+		}
+	}
+	field = strings.TrimPrefix(field, "items.")
+	var m TypeMeta
+	_ = json.Unmarshal(d.JSON, &m)
+	obj := ""
+	if m.Metadata.Name != "" {
+		k := m.Kind
+		if k == "" {
+			k = kind
+		}
+		obj = fmt.Sprintf("%s %q", k, m.Metadata.Name)
+	}
+	return d.errorf(-1, obj, field, "%s", reason)
+}
+
+// Object is one object of a small file (a List's items expanded), not yet
+// decoded into its type.
+type Object struct {
+	Source
+	TypeMeta
+	JSON []byte
+}
+
+// Label is "Kind \"name\"".
+func (o Object) Label() string { return fmt.Sprintf("%s %q", o.Kind, o.Metadata.Name) }
+
+// Objects splits data into objects, expanding Lists.
+func Objects(file string, data []byte) ([]Object, error) {
+	docs, err := Documents(file, data)
+	if err != nil {
+		return nil, err
+	}
+	var out []Object
+	for _, d := range docs {
+		m, err := Peek(d)
+		if err != nil {
+			return nil, err
+		}
+		if !strings.HasSuffix(m.Kind, "List") {
+			out = append(out, Object{Source: Source{File: file, Doc: d.Index, Item: -1}, TypeMeta: m, JSON: d.JSON})
+			continue
+		}
+		var l struct {
+			APIVersion string            `json:"apiVersion"`
+			Kind       string            `json:"kind"`
+			Metadata   listMeta          `json:"metadata"`
+			Items      []json.RawMessage `json:"items"`
+		}
+		if field, reason, bad := strict(d.JSON, &l); bad {
+			return nil, d.errorf(-1, "", field, "%s", reason)
+		}
+		for i, raw := range l.Items {
+			im, err := Peek(Document{File: file, Index: d.Index, JSON: raw})
+			if err != nil {
+				return nil, d.errorf(i, "", "", "%s", err.(*Error).Reason)
+			}
+			out = append(out, Object{Source: Source{File: file, Doc: d.Index, Item: i}, TypeMeta: im, JSON: raw})
+		}
+	}
+	return out, nil
+}
+
+// Decode decodes o strictly into v (a pointer to o's type).
+func (o Object) Decode(v any) error {
+	if field, reason, bad := strict(o.JSON, v); bad {
+		return o.Errorf(o.Label(), field, "%s", reason)
+	}
+	if o.Metadata.Name == "" {
+		return o.Errorf(o.Label(), "metadata.name", "Required value: name is required")
+	}
+	return nil
+}
+
+// PodGroup is a PodGroup (scheduling.k8s.io v1alpha2 or v1alpha3, decoded
+// into the v1alpha3 types they share) and where it came from.
+type PodGroup struct {
+	Source
+	*schedv1alpha3.PodGroup
+}
+
+// Job is a batch/v1 Job and where it came from.
+type Job struct {
+	Source
+	*batchv1.Job
+}
+
+// VolcanoJobObject is a Volcano Job and where it came from.
+type VolcanoJobObject struct {
+	Source
+	*VolcanoJob
+}
+
+// Workload is what a --workload file holds.
+type Workload struct {
+	PodGroups   []PodGroup
+	Jobs        []Job
+	VolcanoJobs []VolcanoJobObject
+}
+
+// LoadWorkload decodes PodGroups, batch/v1 Jobs and Volcano Jobs.
+func LoadWorkload(file string, data []byte) (*Workload, error) {
+	objs, err := Objects(file, data)
+	if err != nil {
+		return nil, err
+	}
+	w := &Workload{}
+	for _, o := range objs {
+		switch {
+		case o.Kind == "PodGroup" && (o.APIVersion == GroupVersionPodGroupAlpha2 || o.APIVersion == GroupVersionPodGroupAlpha3):
+			pg := &schedv1alpha3.PodGroup{}
+			if err := o.Decode(pg); err != nil {
+				return nil, err
+			}
+			w.PodGroups = append(w.PodGroups, PodGroup{o.Source, pg})
+		case o.Kind == "Job" && o.APIVersion == "batch/v1":
+			j := &batchv1.Job{}
+			if err := o.Decode(j); err != nil {
+				return nil, err
+			}
+			w.Jobs = append(w.Jobs, Job{o.Source, j})
+		case o.Kind == "Job" && o.APIVersion == GroupVersionVolcanoBatch:
+			j := &VolcanoJob{}
+			if err := o.Decode(j); err != nil {
+				return nil, err
+			}
+			w.VolcanoJobs = append(w.VolcanoJobs, VolcanoJobObject{o.Source, j})
+		default:
+			return nil, o.Errorf(o.Label(), "kind", "Unsupported value: %q (apiVersion %q): supported: PodGroup (%s, %s), Job (batch/v1, %s)",
+				o.Kind, o.APIVersion, GroupVersionPodGroupAlpha2, GroupVersionPodGroupAlpha3, GroupVersionVolcanoBatch)
+		}
+	}
+	return w, nil
+}
+
+// HyperNodeObject is a HyperNode and where it came from.
+type HyperNodeObject struct {
+	Source
+	*HyperNode
+}
+
+// LevelTopologyObject is a KAI or Kueue Topology and where it came from.
+type LevelTopologyObject struct {
+	Source
+	*LevelTopology
+}
+
+// Topology is what a --topology file holds.
+type Topology struct {
+	HyperNodes []HyperNodeObject
+	KAI        []LevelTopologyObject
+	Kueue      []LevelTopologyObject
+}
+
+// LoadTopology decodes Volcano HyperNodes, KAI Topologies and Kueue
+// Topologies.
+func LoadTopology(file string, data []byte) (*Topology, error) {
+	objs, err := Objects(file, data)
+	if err != nil {
+		return nil, err
+	}
+	t := &Topology{}
+	for _, o := range objs {
+		switch {
+		case o.Kind == "HyperNode" && o.APIVersion == GroupVersionHyperNode:
+			h := &HyperNode{}
+			if err := o.Decode(h); err != nil {
+				return nil, err
+			}
+			t.HyperNodes = append(t.HyperNodes, HyperNodeObject{o.Source, h})
+		case o.Kind == "Topology" && (o.APIVersion == GroupVersionKAI || o.APIVersion == GroupVersionKueueV1beta1 || o.APIVersion == GroupVersionKueueV1beta2):
+			lt := &LevelTopology{}
+			if err := o.Decode(lt); err != nil {
+				return nil, err
+			}
+			for i, l := range lt.Spec.Levels {
+				if l.NodeLabel == "" {
+					return nil, o.Errorf(o.Label(), fmt.Sprintf("spec.levels[%d].nodeLabel", i), "Required value")
+				}
+			}
+			if len(lt.Spec.Levels) == 0 {
+				return nil, o.Errorf(o.Label(), "spec.levels", "Required value: at least one level")
+			}
+			if o.APIVersion == GroupVersionKAI {
+				t.KAI = append(t.KAI, LevelTopologyObject{o.Source, lt})
+			} else {
+				t.Kueue = append(t.Kueue, LevelTopologyObject{o.Source, lt})
+			}
+		default:
+			return nil, o.Errorf(o.Label(), "kind", "Unsupported value: %q (apiVersion %q): supported: HyperNode (%s), Topology (%s, %s, %s)",
+				o.Kind, o.APIVersion, GroupVersionHyperNode, GroupVersionKAI, GroupVersionKueueV1beta1, GroupVersionKueueV1beta2)
+		}
+	}
+	return t, nil
+}

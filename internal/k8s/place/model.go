@@ -1,0 +1,321 @@
+// Package place answers "will this gang fit inside one network domain right
+// now, where, and if not, why" for the four ways users express
+// topology-aware gang scheduling (seed 5.7): a Kubernetes PodGroup with a
+// schedulingConstraints.topology key, a Job with KAI Scheduler annotations
+// and a KAI Topology, a Volcano Job with networkTopology and HyperNodes, and
+// a Job with Kueue pod-set annotations and a Kueue Topology (or plain
+// --levels label keys).
+//
+// The model: nodes with free resources (allocatable minus the effective
+// requests of the pods bound to them, computed as internal/k8s/admit/podres
+// does), a topology of levels (outermost first) whose domains are sets of
+// nodes, and a gang of tasks (identical pods each). A node can take a pod
+// when it is schedulable (not cordoned, Ready, every NoSchedule/NoExecute
+// taint tolerated, nodeSelector and required node affinity matched) and its
+// free resources cover the pod's requests (and a pod slot). Place searches
+// from the innermost level up to the required one (the whole cluster when
+// none is required) and takes the first level at which one domain holds the
+// whole gang, the best-fit domain there (least pod capacity left, then least
+// primary resource left, then name), filled fullest-first. Fit is exact: for
+// a single task a domain holds the gang iff the sum over its nodes of the
+// pods each can take covers it; for several tasks an exact search over
+// per-node count vectors with Pareto pruning decides it.
+package place
+
+import (
+	"fmt"
+	"sort"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/klog/v2"
+
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+
+	"github.com/gpunode/gpunode/internal/k8s/admit/podres"
+)
+
+// ResourceGPU is the NVIDIA device plugin's resource name.
+const ResourceGPU v1.ResourceName = "nvidia.com/gpu"
+
+// Resources indexes the resource names a gang requests; node and pod
+// vectors hold their amounts in the same order (cpu in millicores, the rest
+// in units).
+type Resources []v1.ResourceName
+
+func (rs Resources) amount(name v1.ResourceName, q resource.Quantity) int64 {
+	if name == v1.ResourceCPU {
+		return q.MilliValue()
+	}
+	return q.Value()
+}
+
+func (rs Resources) vector(list v1.ResourceList) []int64 {
+	out := make([]int64, len(rs))
+	for i, name := range rs {
+		if q, ok := list[name]; ok {
+			out[i] = rs.amount(name, q)
+		}
+	}
+	return out
+}
+
+// Format renders amount of resource i.
+func (rs Resources) Format(i int, amount int64) string {
+	if rs[i] == v1.ResourceCPU {
+		return resource.NewMilliQuantity(amount, resource.DecimalSI).String()
+	}
+	if rs[i] == v1.ResourceMemory || rs[i] == v1.ResourceEphemeralStorage || len(rs[i]) > 9 && rs[i][:9] == "hugepages" {
+		return resource.NewQuantity(amount, resource.BinarySI).String()
+	}
+	return resource.NewQuantity(amount, resource.DecimalSI).String()
+}
+
+// BoundPod is a pod already running on a node.
+type BoundPod struct {
+	Namespace, Name string
+	Req             []int64
+}
+
+// Node is a node with what is free on it.
+type Node struct {
+	Name          string
+	Obj           *v1.Node
+	Alloc         []int64
+	Free          []int64
+	FreePods      int64
+	Unschedulable bool
+	NotReady      bool
+	Pods          []BoundPod
+}
+
+// Cluster is the nodes with their free resources for one set of resources.
+type Cluster struct {
+	Res   Resources
+	Nodes []Node
+	index map[string]int
+	// Ignored counts bound pods on nodes that are not in the node list.
+	Ignored int
+}
+
+// NodeIndex returns the index of the named node, or -1.
+func (c *Cluster) NodeIndex(name string) int {
+	if i, ok := c.index[name]; ok {
+		return i
+	}
+	return -1
+}
+
+// EffectiveRequests is a pod's requests as the scheduler counts them:
+// API-server defaulting (limits as requests), init/sidecar/app containers
+// (podres.PodRequests), pod-level cpu/memory requests when set, plus the
+// pod overhead. pod is not modified.
+func EffectiveRequests(pod *v1.Pod) v1.ResourceList {
+	p := &v1.Pod{Spec: v1.PodSpec{InitContainers: pod.Spec.InitContainers, Containers: pod.Spec.Containers}}
+	if needsDefault(pod) {
+		p.Spec = *pod.Spec.DeepCopy()
+		podres.Default(p)
+	}
+	req := podres.PodRequests(p, false)
+	if r := pod.Spec.Resources; r != nil {
+		for _, name := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory} {
+			if q, ok := r.Requests[name]; ok {
+				req[name] = q.DeepCopy()
+			} else if q, ok := r.Limits[name]; ok {
+				req[name] = q.DeepCopy()
+			}
+		}
+	}
+	for name, q := range pod.Spec.Overhead {
+		sum := req[name]
+		sum.Add(q)
+		req[name] = sum
+	}
+	return req
+}
+
+// needsDefault reports whether some container has a limit without a request.
+func needsDefault(pod *v1.Pod) bool {
+	for _, cs := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range cs {
+			for name := range cs[i].Resources.Limits {
+				if _, ok := cs[i].Resources.Requests[name]; !ok {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// NewCluster computes each node's free resources for res: allocatable minus
+// the effective requests of every pod bound to it (spec.nodeName set, not
+// Succeeded or Failed).
+func NewCluster(nodes []*v1.Node, pods []*v1.Pod, res Resources) *Cluster {
+	c := &Cluster{Res: res, Nodes: make([]Node, len(nodes)), index: make(map[string]int, len(nodes))}
+	for i, n := range nodes {
+		nd := &c.Nodes[i]
+		nd.Name = n.Name
+		nd.Obj = n
+		nd.Alloc = res.vector(n.Status.Allocatable)
+		nd.Free = append([]int64(nil), nd.Alloc...)
+		nd.FreePods = 110
+		if q, ok := n.Status.Allocatable[v1.ResourcePods]; ok {
+			nd.FreePods = q.Value()
+		}
+		nd.Unschedulable = n.Spec.Unschedulable
+		nd.NotReady = true
+		for _, cond := range n.Status.Conditions {
+			if cond.Type == v1.NodeReady {
+				nd.NotReady = cond.Status != v1.ConditionTrue
+			}
+		}
+		c.index[n.Name] = i
+	}
+	for _, p := range pods {
+		if p.Spec.NodeName == "" || p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed {
+			continue
+		}
+		i, ok := c.index[p.Spec.NodeName]
+		if !ok {
+			c.Ignored++
+			continue
+		}
+		nd := &c.Nodes[i]
+		req := res.vector(EffectiveRequests(p))
+		for r := range req {
+			nd.Free[r] -= req[r]
+		}
+		nd.FreePods--
+		nd.Pods = append(nd.Pods, BoundPod{Namespace: p.Namespace, Name: p.Name, Req: req})
+	}
+	return c
+}
+
+// Task is one kind of pod of the gang: Count identical pods.
+type Task struct {
+	Name     string // Volcano task name; "" for a Job
+	Count    int
+	PodNames []string
+	Template *v1.Pod
+	Requests v1.ResourceList
+	req      []int64
+	affinity nodeaffinity.RequiredNodeAffinity
+}
+
+// Exclusion reasons, in the order they are checked.
+const (
+	ReasonCordoned = "cordoned"
+	ReasonNotReady = "not Ready"
+	ReasonTainted  = "tainted"
+	ReasonAffinity = "node selector/affinity"
+	ReasonTooFull  = "too full"
+)
+
+// fit returns how many pods of t node n can take, and when none, why.
+func (t *Task) fit(n *Node) (int, string, string) {
+	if n.Unschedulable {
+		return 0, ReasonCordoned, "spec.unschedulable"
+	}
+	if n.NotReady {
+		return 0, ReasonNotReady, "Ready condition is not True"
+	}
+	if taint, bad := corev1helpers.FindMatchingUntoleratedTaint(klog.Background(), n.Obj.Spec.Taints, t.Template.Spec.Tolerations, func(tt *v1.Taint) bool {
+		return tt.Effect == v1.TaintEffectNoSchedule || tt.Effect == v1.TaintEffectNoExecute
+	}, false); bad {
+		return 0, ReasonTainted, taint.ToString()
+	}
+	if ok, err := t.affinity.Match(n.Obj); err != nil || !ok {
+		return 0, ReasonAffinity, "does not match the pod's nodeSelector/required node affinity"
+	}
+	k := n.FreePods
+	for r, want := range t.req {
+		if want <= 0 {
+			continue
+		}
+		m := int64(0)
+		if n.Free[r] > 0 {
+			m = n.Free[r] / want
+		}
+		if m < k {
+			k = m
+		}
+	}
+	if k <= 0 {
+		return 0, ReasonTooFull, ""
+	}
+	return int(k), "", ""
+}
+
+// shortOf describes the first resource of n that cannot hold one pod of t.
+func (t *Task) shortOf(c *Cluster, n *Node) string {
+	if n.FreePods <= 0 {
+		return "no pod slot left"
+	}
+	for r, want := range t.req {
+		if want > 0 && n.Free[r] < want {
+			free := n.Free[r]
+			if free < 0 {
+				free = 0
+			}
+			return fmt.Sprintf("%s: %s free, pod wants %s", c.Res[r], c.Res.Format(r, free), c.Res.Format(r, want))
+		}
+	}
+	return ""
+}
+
+// GangResources returns the resource names the tasks request, sorted with
+// cpu and memory first.
+func GangResources(tasks []*Task) Resources {
+	seen := map[v1.ResourceName]bool{}
+	var rs Resources
+	for _, t := range tasks {
+		for name, q := range t.Requests {
+			if !seen[name] && !q.IsZero() && name != v1.ResourcePods {
+				seen[name] = true
+				rs = append(rs, name)
+			}
+		}
+	}
+	rank := func(n v1.ResourceName) int {
+		switch n {
+		case v1.ResourceCPU:
+			return 0
+		case v1.ResourceMemory:
+			return 1
+		}
+		return 2
+	}
+	sort.Slice(rs, func(i, j int) bool {
+		if rank(rs[i]) != rank(rs[j]) {
+			return rank(rs[i]) < rank(rs[j])
+		}
+		return rs[i] < rs[j]
+	})
+	return rs
+}
+
+// primary is the index of the resource best fit and fullest-first compare
+// after pod capacity: nvidia.com/gpu, else the first extended resource, else
+// cpu, else -1.
+func (rs Resources) primary() int {
+	best := -1
+	for i, n := range rs {
+		if n == ResourceGPU {
+			return i
+		}
+		if best < 0 && n != v1.ResourceCPU && n != v1.ResourceMemory {
+			best = i
+		}
+	}
+	if best >= 0 {
+		return best
+	}
+	for i, n := range rs {
+		if n == v1.ResourceCPU {
+			return i
+		}
+	}
+	return -1
+}

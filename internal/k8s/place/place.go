@@ -1,0 +1,509 @@
+package place
+
+import (
+	"context"
+	"fmt"
+	"sort"
+)
+
+// SchemaVersion is the version of the JSON report.
+const SchemaVersion = "gpunode.k8s.place/v1"
+
+// ClusterLevel is the level reported when the gang is placed in (or measured
+// against) the whole cluster.
+const ClusterLevel = "cluster"
+
+// Gang is the workload to place: its tasks and topology constraint.
+type Gang struct {
+	Workload     string // e.g. `Job "training-workers"`
+	Style        string // PodGroup, KAI, Volcano, Kueue, levels, none
+	Tasks        []*Task
+	Required     int // level index the gang must stay inside; -1: none
+	RequiredKey  string
+	Preferred    int // -1: none
+	PreferredKey string
+	Mode         string // Volcano hard|soft; "" otherwise
+	Notes        []string
+}
+
+// Pods is the number of pods of the gang.
+func (g *Gang) Pods() int {
+	n := 0
+	for _, t := range g.Tasks {
+		n += t.Count
+	}
+	return n
+}
+
+// MaxSearchSteps bounds the exact multi-task search per domain.
+const MaxSearchSteps = 20_000_000
+
+type engine struct {
+	c        *Cluster
+	topo     *Topology
+	g        *Gang
+	fits     [][]int32 // [task][node]
+	reason   []string  // per node: why it takes no pod of the first task that cannot use it
+	detail   []string
+	prim     int
+	undec    int // domains the multi-task search gave up on
+	lastFits bool
+	steps    int
+}
+
+func newEngine(c *Cluster, topo *Topology, g *Gang) *engine {
+	e := &engine{c: c, topo: topo, g: g, prim: c.Res.primary()}
+	e.fits = make([][]int32, len(g.Tasks))
+	e.reason = make([]string, len(c.Nodes))
+	e.detail = make([]string, len(c.Nodes))
+	for ti, t := range g.Tasks {
+		t.req = c.Res.vector(t.Requests)
+		e.fits[ti] = make([]int32, len(c.Nodes))
+	}
+	for ni := range c.Nodes {
+		n := &c.Nodes[ni]
+		any := false
+		for ti, t := range g.Tasks {
+			k, why, det := t.fit(n)
+			if k > t.Count {
+				k = t.Count
+			}
+			e.fits[ti][ni] = int32(k)
+			if k > 0 {
+				any = true
+			} else if e.reason[ni] == "" {
+				e.reason[ni], e.detail[ni] = why, det
+				if why == ReasonTooFull {
+					e.detail[ni] = t.shortOf(c, n)
+				}
+			}
+		}
+		if any {
+			e.reason[ni], e.detail[ni] = "", ""
+		}
+	}
+	return e
+}
+
+// domainStats is what best fit ranks a domain by.
+type domainStats struct {
+	id      int // domain id, -1 for the whole cluster
+	caps    []int
+	total   int // sum of caps
+	free    int64
+	need    int64
+	nodes   []int
+	name    string
+	maybeOK bool // every task's capacity covers its count
+}
+
+func (e *engine) stats(id int, nodes []int, name string) domainStats {
+	s := domainStats{id: id, caps: make([]int, len(e.g.Tasks)), nodes: nodes, name: name, maybeOK: true}
+	for _, ni := range nodes {
+		usable := false
+		for ti := range e.g.Tasks {
+			if f := e.fits[ti][ni]; f > 0 {
+				s.caps[ti] += int(f)
+				usable = true
+			}
+		}
+		if usable && e.prim >= 0 && e.c.Nodes[ni].Free[e.prim] > 0 {
+			s.free += e.c.Nodes[ni].Free[e.prim]
+		}
+	}
+	for ti, t := range e.g.Tasks {
+		s.total += s.caps[ti]
+		if s.caps[ti] < t.Count {
+			s.maybeOK = false
+		}
+		if e.prim >= 0 {
+			s.need += int64(t.Count) * t.req[e.prim]
+		}
+	}
+	return s
+}
+
+// better is the best-fit order: least pod capacity left, then least primary
+// resource left, then name.
+func better(a, b domainStats) bool {
+	if a.total != b.total {
+		return a.total < b.total
+	}
+	if a.free-a.need != b.free-b.need {
+		return a.free-a.need < b.free-b.need
+	}
+	return a.name < b.name
+}
+
+// levelStats ranks the domains of a level, best fit first among those whose
+// capacities cover the gang.
+func (e *engine) levelStats(level int) []domainStats {
+	ids := e.topo.ByLevel[level]
+	out := make([]domainStats, 0, len(ids))
+	for _, id := range ids {
+		d := &e.topo.Domains[id]
+		out = append(out, e.stats(id, d.Nodes, d.Name))
+	}
+	return out
+}
+
+// assign returns a placement of the gang on s's nodes, or nil when none
+// exists. For one task the capacity test is exact; for several tasks it runs
+// the exact search.
+func (e *engine) assign(s domainStats) ([][2]int, bool) {
+	if !s.maybeOK {
+		return nil, false
+	}
+	order := e.fillOrder(s.nodes)
+	if len(e.g.Tasks) == 1 {
+		var out [][2]int // (node, count)
+		left := e.g.Tasks[0].Count
+		for _, ni := range order {
+			if left == 0 {
+				break
+			}
+			k := int(e.fits[0][ni])
+			if k > left {
+				k = left
+			}
+			if k > 0 {
+				out = append(out, [2]int{ni, k})
+				left -= k
+			}
+		}
+		return out, left == 0
+	}
+	return e.search(order)
+}
+
+// fillOrder sorts a domain's usable nodes fullest-first: fewest gang pods
+// they can take, then least primary resource free, then name.
+func (e *engine) fillOrder(nodes []int) []int {
+	type key struct {
+		ni, fit int
+		free    int64
+	}
+	ks := make([]key, 0, len(nodes))
+	for _, ni := range nodes {
+		f := 0
+		for ti := range e.g.Tasks {
+			f += int(e.fits[ti][ni])
+		}
+		if f == 0 {
+			continue
+		}
+		var free int64
+		if e.prim >= 0 {
+			free = e.c.Nodes[ni].Free[e.prim]
+		}
+		ks = append(ks, key{ni, f, free})
+	}
+	sort.Slice(ks, func(a, b int) bool {
+		if ks[a].fit != ks[b].fit {
+			return ks[a].fit < ks[b].fit
+		}
+		if ks[a].free != ks[b].free {
+			return ks[a].free < ks[b].free
+		}
+		return e.c.Nodes[ks[a].ni].Name < e.c.Nodes[ks[b].ni].Name
+	})
+	out := make([]int, len(ks))
+	for i, k := range ks {
+		out[i] = k.ni
+	}
+	return out
+}
+
+// Result of a placement.
+type Result struct {
+	Fits      bool
+	Level     int     // -1: the whole cluster
+	Domain    int     // domain id; -1: the whole cluster
+	PerNode   [][]int // [task] -> list of node indices, one per pod, in pod order
+	Best      *domainStats
+	Searched  []LevelSearch
+	Undecided int
+}
+
+// LevelSearch is what the search saw at one level.
+type LevelSearch struct {
+	Level   string `json:"level"`
+	Domains int    `json:"domains"`
+	Fitting int    `json:"fitting"` // domains whose per-task capacities cover the gang
+}
+
+func (e *engine) levelName(l int) string {
+	if l < 0 {
+		return ClusterLevel
+	}
+	return e.topo.Levels[l]
+}
+
+// place runs the search.
+func (e *engine) place(ctx context.Context) (*Result, error) {
+	r := &Result{Level: -1, Domain: -1}
+	lo := 0
+	if e.g.Required >= 0 {
+		lo = e.g.Required
+	}
+	for lvl := len(e.topo.Levels) - 1; lvl >= lo; lvl-- {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		all := e.levelStats(lvl)
+		cands := make([]domainStats, 0)
+		for _, s := range all {
+			if s.maybeOK {
+				cands = append(cands, s)
+			}
+		}
+		sort.Slice(cands, func(a, b int) bool { return better(cands[a], cands[b]) })
+		r.Searched = append(r.Searched, LevelSearch{Level: e.levelName(lvl), Domains: len(all), Fitting: len(cands)})
+		for i := range cands {
+			if a, ok := e.assign(cands[i]); ok {
+				r.Fits, r.Level, r.Domain = true, lvl, cands[i].id
+				s := cands[i]
+				r.Best = &s
+				r.PerNode = e.expand(a)
+				r.Undecided = e.undec
+				return r, nil
+			}
+		}
+	}
+	if e.g.Required < 0 {
+		all := make([]int, len(e.c.Nodes))
+		for i := range all {
+			all[i] = i
+		}
+		s := e.stats(-1, all, ClusterLevel)
+		fit := 0
+		if s.maybeOK {
+			fit = 1
+		}
+		r.Searched = append(r.Searched, LevelSearch{Level: ClusterLevel, Domains: 1, Fitting: fit})
+		if a, ok := e.assign(s); ok {
+			r.Fits, r.Level, r.Domain, r.Best = true, -1, -1, &s
+			r.PerNode = e.expand(a)
+		}
+	}
+	r.Undecided = e.undec
+	return r, nil
+}
+
+// expand turns an assignment into per-task node lists. For one task a is
+// (node, count) pairs; for several it is (node, task) pairs, one per pod.
+func (e *engine) expand(a [][2]int) [][]int {
+	out := make([][]int, len(e.g.Tasks))
+	if len(e.g.Tasks) == 1 {
+		for _, p := range a {
+			for k := 0; k < p[1]; k++ {
+				out[0] = append(out[0], p[0])
+			}
+		}
+		return out
+	}
+	for _, p := range a {
+		out[p[1]] = append(out[p[1]], p[0])
+	}
+	return out
+}
+
+// search decides exactly whether the tasks fit on nodes (in fill order) and
+// returns (node, task) pairs, one per pod. State: the demand still unplaced;
+// after each node only Pareto-minimal demands are kept (a smaller demand is
+// absorbable whenever a larger one is, since what a node can hold is closed
+// under taking fewer pods), so the frontier stays small.
+func (e *engine) search(order []int) ([][2]int, bool) {
+	T := len(e.g.Tasks)
+	demand := make([]int, T)
+	for ti, t := range e.g.Tasks {
+		demand[ti] = t.Count
+	}
+	type state struct {
+		rem    []int
+		parent int
+		take   []int
+	}
+	layers := [][]state{{{rem: demand, parent: -1}}}
+	isZero := func(v []int) bool {
+		for _, x := range v {
+			if x != 0 {
+				return false
+			}
+		}
+		return true
+	}
+	maxCache := map[string][][]int{}
+	finish := func(li, si int) [][2]int {
+		var out [][2]int
+		for l := li; l > 0; l-- {
+			st := layers[l][si]
+			ni := order[l-1]
+			for ti, k := range st.take {
+				for j := 0; j < k; j++ {
+					out = append(out, [2]int{ni, ti})
+				}
+			}
+			si = st.parent
+		}
+		// pods in node fill order
+		for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+			out[i], out[j] = out[j], out[i]
+		}
+		return out
+	}
+	if isZero(demand) {
+		return nil, true
+	}
+	for li, ni := range order {
+		cur := layers[li]
+		vecs := e.maximalCounts(ni, demand, maxCache)
+		var next []state
+		for si, st := range cur {
+			for _, c := range vecs {
+				e.steps++
+				if e.steps > MaxSearchSteps {
+					e.undec++
+					return nil, false
+				}
+				rem := make([]int, T)
+				take := make([]int, T)
+				for ti := range rem {
+					k := c[ti]
+					if k > st.rem[ti] {
+						k = st.rem[ti]
+					}
+					take[ti] = k
+					rem[ti] = st.rem[ti] - k
+				}
+				next = append(next, state{rem: rem, parent: si, take: take})
+			}
+		}
+		next = paretoMin(next, func(s state) []int { return s.rem })
+		layers = append(layers, next)
+		for si, st := range next {
+			if isZero(st.rem) {
+				return finish(li+1, si), true
+			}
+		}
+	}
+	return nil, false
+}
+
+// paretoMin keeps the states whose vectors no other state's vector is
+// componentwise <= (the first of equal vectors is kept).
+func paretoMin[S any](in []S, vec func(S) []int) []S {
+	sort.SliceStable(in, func(a, b int) bool {
+		sa, sb := 0, 0
+		for _, x := range vec(in[a]) {
+			sa += x
+		}
+		for _, x := range vec(in[b]) {
+			sb += x
+		}
+		return sa < sb
+	})
+	var out []S
+	for _, s := range in {
+		v := vec(s)
+		dominated := false
+		for _, o := range out {
+			w := vec(o)
+			le := true
+			for i := range v {
+				if w[i] > v[i] {
+					le = false
+					break
+				}
+			}
+			if le {
+				dominated = true
+				break
+			}
+		}
+		if !dominated {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// maximalCounts lists the maximal per-task pod counts node ni can hold
+// together (each at most the task's demand), cached by the node's free
+// resources and per-task fits.
+func (e *engine) maximalCounts(ni int, demand []int, cache map[string][][]int) [][]int {
+	n := &e.c.Nodes[ni]
+	T := len(e.g.Tasks)
+	lim := make([]int, T)
+	for ti := range lim {
+		lim[ti] = int(e.fits[ti][ni])
+		if lim[ti] > demand[ti] {
+			lim[ti] = demand[ti]
+		}
+	}
+	key := fmt.Sprint(n.Free, n.FreePods, lim)
+	if v, ok := cache[key]; ok {
+		return v
+	}
+	var all [][]int
+	cur := make([]int, T)
+	used := make([]int64, len(n.Free))
+	var pods int64
+	budget := 1 << 16
+	var rec func(ti int)
+	rec = func(ti int) {
+		if budget <= 0 {
+			return
+		}
+		if ti == T {
+			budget--
+			all = append(all, append([]int(nil), cur...))
+			return
+		}
+		t := e.g.Tasks[ti]
+		for k := 0; k <= lim[ti]; k++ {
+			ok := pods+int64(k) <= n.FreePods
+			for r := range used {
+				if used[r]+int64(k)*t.req[r] > n.Free[r] && t.req[r] > 0 {
+					ok = false
+					break
+				}
+			}
+			if !ok {
+				break
+			}
+			cur[ti] = k
+			for r := range used {
+				used[r] += int64(k) * t.req[r]
+			}
+			pods += int64(k)
+			rec(ti + 1)
+			for r := range used {
+				used[r] -= int64(k) * t.req[r]
+			}
+			pods -= int64(k)
+		}
+		cur[ti] = 0
+	}
+	rec(0)
+	// keep maximal vectors: negate and take Pareto-minimal
+	neg := make([][]int, len(all))
+	for i, v := range all {
+		w := make([]int, T)
+		for j := range v {
+			w[j] = -v[j]
+		}
+		neg[i] = w
+	}
+	neg = paretoMin(neg, func(v []int) []int { return v })
+	out := make([][]int, len(neg))
+	for i, w := range neg {
+		v := make([]int, T)
+		for j := range w {
+			v[j] = -w[j]
+		}
+		out[i] = v
+	}
+	cache[key] = out
+	return out
+}
