@@ -36,6 +36,7 @@
 //
 // Neither the Cartesian product nor the 2^N masks of a large machine are ever
 // enumerated. The conformance module conformance/kubelet compares Merge with
-// upstream's policies on randomized inputs; merge_oracle_test.go keeps a
-// straightforward port of the upstream algorithm as an in-package oracle.
+// upstream's policies on randomized inputs; merge_bruteforce_test.go checks
+// it in-package against a brute force over the Cartesian product written
+// from the documented rules.
 package topology

@@ -2,7 +2,9 @@ package topology
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"math/bits"
+	"slices"
 	"strconv"
 )
 
@@ -56,19 +58,21 @@ func OptionLevels() map[string]OptionLevel {
 	}
 }
 
-// CheckOptionAvailable mirrors kubelet's CheckPolicyOptionAvailable: gates
-// maps feature-gate names (TopologyManagerPolicyAlphaOptions,
-// TopologyManagerPolicyBetaOptions) to their values; it may be nil.
+// CheckOptionAvailable reports whether kubelet accepts option: it must be
+// known, and an alpha or beta option needs its feature gate
+// (TopologyManagerPolicyAlphaOptions, TopologyManagerPolicyBetaOptions) on in
+// gates, which may be nil.
 func CheckOptionAvailable(option string, gates map[string]bool) error {
-	lvl, ok := OptionLevels()[option]
-	if !ok {
-		return fmt.Errorf("unknown Topology Manager Policy option: %q", option)
+	gate := map[OptionLevel]struct{ name, msg string }{
+		Alpha: {"TopologyManagerPolicyAlphaOptions", quoteAlphaOptionsOff},
+		Beta:  {"TopologyManagerPolicyBetaOptions", quoteBetaOptionsOff},
 	}
-	if lvl == Alpha && !gates["TopologyManagerPolicyAlphaOptions"] {
-		return fmt.Errorf("topology manager policy alpha-level options not enabled, but option %q provided", option)
+	lvl, known := OptionLevels()[option]
+	if !known {
+		return fmt.Errorf(quoteUnknownOption, option)
 	}
-	if lvl == Beta && !gates["TopologyManagerPolicyBetaOptions"] {
-		return fmt.Errorf("topology manager policy beta-level options not enabled, but option %q provided", option)
+	if g, gated := gate[lvl]; gated && !gates[g.name] {
+		return fmt.Errorf(g.msg, option)
 	}
 	return nil
 }
@@ -79,40 +83,46 @@ type Options struct {
 	MaxAllowableNUMANodes int
 }
 
-// ParseOptions mirrors kubelet's NewPolicyOptions, error texts included.
-// Options are checked in name order (kubelet iterates a map, so with several
-// bad options the one it reports may differ).
+// ParseOptions turns topologyManagerPolicyOptions into Options the way
+// kubelet's NewPolicyOptions does, failing with kubelet's messages on an
+// unavailable option or a bad value. It visits the options in name order
+// (kubelet walks a map, so with several bad options it may name another).
+// On failure the options parsed so far are returned with the error.
 func ParseOptions(opts map[string]string) (Options, error) {
-	o := Options{MaxAllowableNUMANodes: DefaultMaxAllowableNUMANodes}
-	names := make([]string, 0, len(opts))
-	for n := range opts {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		value := opts[name]
-		if err := CheckOptionAvailable(name, nil); err != nil {
-			return o, err
+	parsed := Options{MaxAllowableNUMANodes: DefaultMaxAllowableNUMANodes}
+	for _, name := range slices.Sorted(maps.Keys(opts)) {
+		err := CheckOptionAvailable(name, nil)
+		if err == nil {
+			err = parsed.apply(name, opts[name])
 		}
-		switch name {
-		case OptionPreferClosestNUMANodes:
-			v, err := strconv.ParseBool(value)
-			if err != nil {
-				return o, fmt.Errorf("bad value for option %q: %w", name, err)
-			}
-			o.PreferClosestNUMA = v
-		case OptionMaxAllowableNUMANodes:
-			v, err := strconv.Atoi(value)
-			if err != nil {
-				return o, fmt.Errorf("unable to convert policy option to integer %q: %w", name, err)
-			}
-			if v < DefaultMaxAllowableNUMANodes {
-				return o, fmt.Errorf("the minimum value of %q should not be less than %v", name, DefaultMaxAllowableNUMANodes)
-			}
-			o.MaxAllowableNUMANodes = v
+		if err != nil {
+			return parsed, err
 		}
 	}
-	return o, nil
+	return parsed, nil
+}
+
+// apply sets the option called name (one CheckOptionAvailable accepts) from
+// its text.
+func (o *Options) apply(name, text string) error {
+	switch name {
+	case OptionPreferClosestNUMANodes:
+		on, err := strconv.ParseBool(text)
+		if err != nil {
+			return fmt.Errorf(quoteBadBool, name, err)
+		}
+		o.PreferClosestNUMA = on
+	case OptionMaxAllowableNUMANodes:
+		limit, err := strconv.Atoi(text)
+		if err != nil {
+			return fmt.Errorf(quoteNotInteger, name, err)
+		}
+		if limit < DefaultMaxAllowableNUMANodes {
+			return fmt.Errorf(quoteBelowMinimum, name, DefaultMaxAllowableNUMANodes)
+		}
+		o.MaxAllowableNUMANodes = limit
+	}
+	return nil
 }
 
 // Policy is a configured Topology Manager policy on a machine's NUMA nodes.
@@ -152,7 +162,7 @@ func newPolicy(name string, numaNodes []int, o Options, distances [][]uint64) (*
 	switch name {
 	case PolicyNone, PolicyBestEffort, PolicyRestricted, PolicySingleNUMANode:
 	default:
-		return nil, fmt.Errorf("unknown policy: \"%s\"", name)
+		return nil, fmt.Errorf(quoteUnknownPolicy, name)
 	}
 	p := &Policy{name: name, nodes: append([]int(nil), numaNodes...), opts: o}
 	for i, id := range numaNodes {
@@ -171,7 +181,7 @@ func newPolicy(name string, numaNodes []int, o Options, distances [][]uint64) (*
 		p.opts.MaxAllowableNUMANodes = DefaultMaxAllowableNUMANodes
 	}
 	if len(numaNodes) > p.opts.MaxAllowableNUMANodes {
-		return nil, fmt.Errorf("unsupported on machines with more than %v NUMA Nodes", p.opts.MaxAllowableNUMANodes)
+		return nil, fmt.Errorf(quoteTooManyNUMANodes, p.opts.MaxAllowableNUMANodes)
 	}
 	if distances != nil {
 		if len(distances) != len(numaNodes) {
@@ -185,7 +195,7 @@ func newPolicy(name string, numaNodes []int, o Options, distances [][]uint64) (*
 	}
 	if o.PreferClosestNUMA {
 		if distances == nil {
-			return nil, fmt.Errorf("the %q policy option needs the NUMA distances (kubelet: error getting NUMA distances from cadvisor)", OptionPreferClosestNUMANodes)
+			return nil, fmt.Errorf("the %q policy option needs the NUMA distances (kubelet: %s)", OptionPreferClosestNUMANodes, quoteNoDistances)
 		}
 		// Re-index by NUMA id, as kubelet's NUMADistances (map id -> row indexed by id).
 		for i, id := range numaNodes {
@@ -253,21 +263,24 @@ func Merge(p *Policy, providersHints []map[string][]Hint) (Hint, bool) {
 // affinity of the result is never nil.
 func (p *Policy) MergeLists(lists [][]Hint) Hint { return p.mergeLists(lists) }
 
-// averageDistance mirrors kubelet's NUMADistances.CalculateAverageFor
-// (same summation order, so the same float64).
-func (p *Policy) averageDistance(m Bitmask) float64 {
-	if m == 0 {
+// meanDistance is the mean NUMA distance over the ordered pairs of m's nodes,
+// a node with itself included (0 for an empty mask). The float64 sum runs in
+// ascending id order, pairs (i, j) by i then j, as kubelet's
+// NUMADistances.CalculateAverageFor, so equal means compare equal here
+// exactly when they do there.
+func (p *Policy) meanDistance(m Bitmask) float64 {
+	n := m.Count()
+	if n == 0 {
 		return 0
 	}
-	ids := m.Bits()
-	var count, sum float64
-	for _, a := range ids {
-		for _, b := range ids {
-			sum += float64(p.dist[a][b])
-			count++
+	var total float64
+	for from := uint64(m); from != 0; from &= from - 1 {
+		row := p.dist[bits.TrailingZeros64(from)]
+		for to := uint64(m); to != 0; to &= to - 1 {
+			total += float64(row[bits.TrailingZeros64(to)])
 		}
 	}
-	return sum / count
+	return total / float64(n*n)
 }
 
 // fitter reports whether a is strictly fitter than b (a != b): kubelet's
@@ -279,7 +292,7 @@ func (p *Policy) fitter(a, b Bitmask) bool {
 		return ca < cb
 	}
 	if p.closest {
-		da, db := p.averageDistance(a), p.averageDistance(b)
+		da, db := p.meanDistance(a), p.meanDistance(b)
 		if da != db {
 			return da < db
 		}
