@@ -30,6 +30,7 @@ package topology
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -71,17 +72,12 @@ func bruteLists(in bruteInput) [][]Hint {
 			}
 		}
 	}
-	if in.policy != PolicySingleNUMANode {
-		return lists
-	}
-	for i, l := range lists {
-		var kept []Hint
-		for _, h := range l {
-			if h.Preferred && (h.Affinity == nil || popcount(uint64(*h.Affinity)) == 1) {
-				kept = append(kept, h)
-			}
+	if in.policy == PolicySingleNUMANode {
+		for i := range lists {
+			lists[i] = slices.DeleteFunc(slices.Clone(lists[i]), func(h Hint) bool {
+				return !h.Preferred || (h.Affinity != nil && popcount(uint64(*h.Affinity)) != 1)
+			})
 		}
-		lists[i] = kept
 	}
 	return lists
 }

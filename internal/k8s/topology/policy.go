@@ -63,16 +63,13 @@ func OptionLevels() map[string]OptionLevel {
 // (TopologyManagerPolicyAlphaOptions, TopologyManagerPolicyBetaOptions) on in
 // gates, which may be nil.
 func CheckOptionAvailable(option string, gates map[string]bool) error {
-	gate := map[OptionLevel]struct{ name, msg string }{
-		Alpha: {"TopologyManagerPolicyAlphaOptions", quoteAlphaOptionsOff},
-		Beta:  {"TopologyManagerPolicyBetaOptions", quoteBetaOptionsOff},
-	}
-	lvl, known := OptionLevels()[option]
-	if !known {
+	switch lvl, known := OptionLevels()[option]; {
+	case !known:
 		return fmt.Errorf(quoteUnknownOption, option)
-	}
-	if g, gated := gate[lvl]; gated && !gates[g.name] {
-		return fmt.Errorf(g.msg, option)
+	case lvl == Alpha && !gates["TopologyManagerPolicyAlphaOptions"]:
+		return fmt.Errorf(quoteAlphaOptionsOff, option)
+	case lvl == Beta && !gates["TopologyManagerPolicyBetaOptions"]:
+		return fmt.Errorf(quoteBetaOptionsOff, option)
 	}
 	return nil
 }
@@ -107,20 +104,21 @@ func ParseOptions(opts map[string]string) (Options, error) {
 func (o *Options) apply(name, text string) error {
 	switch name {
 	case OptionPreferClosestNUMANodes:
-		on, err := strconv.ParseBool(text)
-		if err != nil {
+		switch on, err := strconv.ParseBool(text); {
+		case err != nil:
 			return fmt.Errorf(quoteBadBool, name, err)
+		default:
+			o.PreferClosestNUMA = on
 		}
-		o.PreferClosestNUMA = on
 	case OptionMaxAllowableNUMANodes:
-		limit, err := strconv.Atoi(text)
-		if err != nil {
+		switch limit, err := strconv.Atoi(text); {
+		case err != nil:
 			return fmt.Errorf(quoteNotInteger, name, err)
-		}
-		if limit < DefaultMaxAllowableNUMANodes {
+		case limit < DefaultMaxAllowableNUMANodes:
 			return fmt.Errorf(quoteBelowMinimum, name, DefaultMaxAllowableNUMANodes)
+		default:
+			o.MaxAllowableNUMANodes = limit
 		}
-		o.MaxAllowableNUMANodes = limit
 	}
 	return nil
 }
