@@ -249,10 +249,8 @@ func maxDeviceIndex(spec *mig.MigPartedSpec) int {
 	m := 0
 	for _, entries := range spec.MigConfigs {
 		for _, e := range entries {
-			if list, ok := e.Devices.([]int); ok {
-				for _, d := range list {
-					m = max(m, d)
-				}
+			for _, d := range e.Devices.Indices {
+				m = max(m, d)
 			}
 		}
 	}

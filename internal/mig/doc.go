@@ -36,8 +36,10 @@
 //
 // # mig-parted
 //
-// ParseMigParted reads NVIDIA mig-parted's v1 configuration format with the
-// same validation rules and error texts as mig-parted's api/spec/v1 package;
+// ParseMigParted reads NVIDIA mig-parted's v1 configuration format and
+// accepts what current mig-parted accepts, with MIG profile names checked by
+// go-nvlib's rules (not mig-parted's early-2023 ones); refusals name the
+// YAML line and field. migparted.go lists each rule with its source.
 // Validate checks every entry's feasibility offline for the GPUs it would
 // match.
 package mig

@@ -1,69 +1,130 @@
 package mig
 
-// This file reads NVIDIA mig-parted's v1 configuration format. The types,
-// validation rules and error texts follow mig-parted's api/spec/v1 and
-// pkg/types packages (Spec.UnmarshalJSON, MigConfigSpec.UnmarshalJSON,
-// MigConfig.AssertValid, ParseMigProfile, NewDeviceIDFromString) so that a
-// file gpunode accepts is one mig-parted accepts, with the same messages.
-// One deliberate difference: mig-parted walks JSON maps in Go's random
-// order, so with several problems its first error varies; gpunode walks keys
-// in sorted order.
+// Reading NVIDIA mig-parted's v1 configuration files.
+//
+// gpunode accepts exactly the files current mig-parted accepts and refuses
+// the rest; a refusal names the field (mig-configs.NAME[i].FIELD) and, when
+// it can be found, the YAML line, followed by mig-parted's or go-nvlib's
+// own words where they have some (migparted_quotes.go).
+//
+// The rules, and where each comes from:
+//
+//	rule                                                       source
+//	---------------------------------------------------------  ------------------------------------------
+//	YAML is read as mig-parted reads it: YAML 1.1 through      mig-parted pkg/... ParseConfigFile with
+//	  sigs.k8s.io/yaml into JSON (so "yes" is true); an         sigs.k8s.io/yaml.Unmarshal
+//	  empty or null document is an empty spec
+//	a non-empty document needs "version"; it must be "v1"       api/spec/v1 spec.go, Spec decoding
+//	top-level keys: version, mig-configs only                   api/spec/v1 spec.go
+//	mig-configs, when present, has a label, and every label     api/spec/v1 spec.go
+//	  a non-empty list of entries
+//	entry keys: device-filter, devices, mig-enabled,            api/spec/v1 spec.go, MigConfigSpec decoding
+//	  mig-devices; devices and mig-enabled are required
+//	devices: the string "all" or a list of integers             api/spec/v1 spec.go
+//	device-filter: a string or a list of strings; the items     api/spec/v1 spec.go; helpers.go
+//	  are not checked when reading (one that does not parse       MatchesDeviceFilter
+//	  selects no GPU)
+//	mig-enabled: a boolean; true needs mig-devices (null        api/spec/v1 spec.go
+//	  counts as absent), false allows only an empty one
+//	mig-devices: profile -> integer count; every profile        pkg/types mig_config.go AssertValid
+//	  well-formed, no count negative, and unless the map is
+//	  empty not every count 0
+//	profile spelling: "[<c>c.]<g>g.<gb>gb" then "+a,b" or       go-nvlib v0.13.0 pkg/nvlib/device
+//	  "-a,b"; any non-negative sizes; attributes start with a     mig_profile.go (AssertValidMigProfileFormat),
+//	  letter, hold ASCII letters, digits and inner dots, no      which current mig-parted calls through
+//	  repeats                                                     pkg/types ParseMigProfile
+//	device-filter item: "<devicevendor>[:<subdevicevendor>]",   pkg/types device.go NewDeviceIDFromString
+//	  each a signed 32-bit Go integer (0x233010DE)                and DeviceID.Matches (2026)
+//	a filter with a subsystem matches only that subsystem       pkg/types device.go DeviceID.Matches
+//
+// Current rules, not the early-2023 ones. An earlier version of this file
+// followed mig-parted's 2023 profile parser, which refused slice counts
+// other than 1, 2, 3, 4, 6, 7 and 8 ("unknown ... slice size"), every
+// attribute but "me" ("unknown MigProfile attribute"), dots in attributes
+// and "-" attributes, and spoke of "MigProfile string" in its errors.
+// Current mig-parted checks profiles with go-nvlib, which does none of that:
+// mig-parted's own default config (deployments/systemd/config-default.yaml)
+// now uses "1g.24gb+gfx", "1g.24gb+me.all" and "1g.24gb-me". gpunode
+// follows go-nvlib; conformance/nvlib compares the two on a corpus and
+// random strings.
+//
+// Three deliberate differences from mig-parted:
+//   - mig-parted also looks every profile up among the profiles the node's
+//     GPUs report through NVML (and so cannot read a file on a host without
+//     a GPU). gpunode checks only the spelling here; Validate and miglive
+//     look profiles up in the catalogue or the live GPU.
+//   - With several problems mig-parted reports whichever its random map
+//     walk meets first; gpunode walks keys in sorted order.
+//   - A value of the wrong YAML type (a list where a string belongs...) gets
+//     gpunode's wording rather than encoding/json's Go type names.
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"sort"
 	"strconv"
 	"strings"
 
+	yamlnode "go.yaml.in/yaml/v3"
 	"sigs.k8s.io/yaml"
 )
 
 // MigPartedVersion is the only spec version mig-parted knows.
 const MigPartedVersion = "v1"
 
-// MigPartedSpec is a mig-parted configuration file.
+// MigPartedSpec is a mig-parted configuration file: named configurations
+// ("labels"), each a list of entries.
 type MigPartedSpec struct {
 	Version    string                        `json:"version"`
 	MigConfigs map[string]MigConfigSpecSlice `json:"mig-configs,omitempty"`
 }
 
-// MigConfigSpec is one entry of a mig-config: the GPUs it selects and the
-// MIG layout each of them gets.
+// MigConfigSpec is one entry of a configuration: which GPUs it selects and
+// what they get.
 type MigConfigSpec struct {
-	// DeviceFilter is nil, a string or a []string of "0xDDDDVVVV" ids,
-	// optionally ":0xSSSSVVVV" subsystem-qualified.
-	DeviceFilter any `json:"device-filter,omitempty"`
-	// Devices is "all" or a []int of GPU indexes.
-	Devices    any       `json:"devices"`
-	MigEnabled bool      `json:"mig-enabled"`
-	MigDevices MigConfig `json:"mig-devices"`
+	DeviceFilter DeviceFilter
+	Devices      DeviceSelector
+	MigEnabled   bool
+	// MigDevices maps profile names to counts; nil when the file has none.
+	MigDevices MigConfig
 }
 
-// MigConfigSpecSlice is the list of entries of one mig-config label.
+// MigConfigSpecSlice is the list of entries of one label.
 type MigConfigSpecSlice []MigConfigSpec
 
-// MigConfig maps a MIG profile string to a count.
+// MigConfig maps a MIG profile name to a count.
 type MigConfig map[string]int
 
-// ParseMigParted parses a mig-parted v1 file (YAML or JSON) the way
-// mig-parted does (sigs.k8s.io/yaml into the v1 Spec).
-func ParseMigParted(data []byte) (*MigPartedSpec, error) {
-	var spec MigPartedSpec
-	if err := yaml.Unmarshal(data, &spec); err != nil {
-		return nil, fmt.Errorf("unmarshal error: %w", err)
+// MarshalJSON writes the entry in mig-parted's spelling.
+func (ms MigConfigSpec) MarshalJSON() ([]byte, error) {
+	var filter, devices any
+	switch f := ms.DeviceFilter; {
+	case f.Single && len(f.IDs) == 1:
+		filter = f.IDs[0]
+	case len(f.IDs) > 0:
+		filter = f.IDs
 	}
-	return &spec, nil
+	if ms.Devices.All {
+		devices = "all"
+	} else {
+		devices = append([]int{}, ms.Devices.Indices...)
+	}
+	return json.Marshal(struct {
+		DeviceFilter any       `json:"device-filter,omitempty"`
+		Devices      any       `json:"devices"`
+		MigEnabled   bool      `json:"mig-enabled"`
+		MigDevices   MigConfig `json:"mig-devices"`
+	}{filter, devices, ms.MigEnabled, ms.MigDevices})
 }
 
 // Config returns the entries of label, or an error wrapping ErrNoSuchConfig
-// with mig-parted's text.
+// in mig-parted's words plus the labels the file has.
 func (s *MigPartedSpec) Config(label string) (MigConfigSpecSlice, error) {
-	cfg, ok := s.MigConfigs[label]
-	if !ok {
-		return nil, fmt.Errorf("%w: selected mig-config not present: %v (labels: %s)", ErrNoSuchConfig, label, strings.Join(sortedKeys(s.MigConfigs), ", "))
+	if entries, ok := s.MigConfigs[label]; ok {
+		return entries, nil
 	}
-	return cfg, nil
+	return nil, fmt.Errorf("%w: "+quoteLabelMissing+" (labels: %s)", ErrNoSuchConfig, label, strings.Join(sortedKeys(s.MigConfigs), ", "))
 }
 
 func sortedKeys[V any](m map[string]V) []string {
@@ -75,381 +136,370 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-// UnmarshalJSON implements mig-parted's Spec rules.
-func (s *MigPartedSpec) UnmarshalJSON(b []byte) error {
-	raw := map[string]json.RawMessage{}
-	if err := json.Unmarshal(b, &raw); err != nil {
-		return err
+// SpecError is a problem in a mig-parted file.
+type SpecError struct {
+	// Path names the field: "mig-configs.balanced[1].mig-devices["1g.5gb"]";
+	// "" for the document itself.
+	Path string
+	// Line is the 1-based YAML line of that field, 0 when not known.
+	Line int
+	// Msg says what is wrong.
+	Msg string
+}
+
+func (e *SpecError) Error() string {
+	var b strings.Builder
+	if e.Line > 0 {
+		fmt.Fprintf(&b, "line %d: ", e.Line)
 	}
-	if _, ok := raw["version"]; !ok && len(raw) > 0 {
-		return fmt.Errorf("unable to parse with missing 'version' field")
+	if e.Path != "" {
+		b.WriteString(e.Path + ": ")
 	}
-	result := MigPartedSpec{}
-	if v, ok := raw["version"]; ok {
-		if err := json.Unmarshal(v, &result.Version); err != nil {
-			return err
-		}
+	b.WriteString(e.Msg)
+	return b.String()
+}
+
+// ParseMigParted reads a mig-parted v1 file (YAML or JSON) and checks it
+// with mig-parted's rules. A refusal is a *SpecError, or a YAML syntax
+// error.
+func ParseMigParted(data []byte) (*MigPartedSpec, error) {
+	doc, err := yaml.YAMLToJSON(data)
+	if err != nil {
+		return nil, fmt.Errorf("not YAML: %w", err)
 	}
-	if result.Version != MigPartedVersion {
-		return fmt.Errorf("unknown version: %v", result.Version)
-	}
-	delete(raw, "version")
-	for _, k := range sortedKeys(raw) {
-		switch k {
-		case "mig-configs":
-			configs := map[string]MigConfigSpecSlice{}
-			if err := json.Unmarshal(raw[k], &configs); err != nil {
-				return err
+	r := &specReader{src: data}
+	return r.document(doc)
+}
+
+// step is one element of a field path: a map key, or a list index when
+// key is "" and index >= 0.
+type step struct {
+	key   string
+	index int
+}
+
+type fieldPath []step
+
+func (p fieldPath) key(k string) fieldPath { return append(p[:len(p):len(p)], step{key: k, index: -1}) }
+func (p fieldPath) at(i int) fieldPath     { return append(p[:len(p):len(p)], step{index: i}) }
+
+func (p fieldPath) String() string {
+	var b strings.Builder
+	for _, s := range p {
+		switch {
+		case s.index >= 0:
+			fmt.Fprintf(&b, "[%d]", s.index)
+		case plainKey(s.key):
+			if b.Len() > 0 {
+				b.WriteByte('.')
 			}
-			if len(configs) == 0 {
-				return fmt.Errorf("at least one entry in '%v' is required", k)
-			}
-			for _, c := range sortedKeys(configs) {
-				if len(configs[c]) == 0 {
-					return fmt.Errorf("at least one entry in '%v' is required", c)
-				}
-			}
-			result.MigConfigs = configs
+			b.WriteString(s.key)
 		default:
-			return fmt.Errorf("unexpected field: %v", k)
+			b.WriteString("[" + strconv.Quote(s.key) + "]")
 		}
 	}
-	*s = result
-	return nil
+	return b.String()
 }
 
-// UnmarshalJSON implements mig-parted's MigConfigSpec rules.
-func (s *MigConfigSpec) UnmarshalJSON(b []byte) error {
-	raw := map[string]json.RawMessage{}
-	if err := json.Unmarshal(b, &raw); err != nil {
-		return err
-	}
-	for _, r := range []string{"devices", "mig-enabled"} {
-		if _, ok := raw[r]; !ok {
-			return fmt.Errorf("missing required field: %v", r)
-		}
-	}
-	result := MigConfigSpec{}
-	for _, k := range sortedKeys(raw) {
-		v := raw[k]
-		switch k {
-		case "device-filter":
-			var str string
-			err1 := json.Unmarshal(v, &str)
-			if err1 == nil {
-				result.DeviceFilter = str
-				break
-			}
-			var list []string
-			err2 := json.Unmarshal(v, &list)
-			if err2 == nil {
-				result.DeviceFilter = list
-				break
-			}
-			return fmt.Errorf("(%v, %v)", err1, err2)
-		case "devices":
-			var str string
-			err1 := json.Unmarshal(v, &str)
-			if err1 == nil {
-				if str != "all" {
-					return fmt.Errorf("invalid string input for '%v': %v", k, str)
-				}
-				result.Devices = str
-				break
-			}
-			var list []int
-			err2 := json.Unmarshal(v, &list)
-			if err2 == nil {
-				result.Devices = list
-				break
-			}
-			return fmt.Errorf("(%v, %v)", err1, err2)
-		case "mig-enabled":
-			var enabled bool
-			if err := json.Unmarshal(v, &enabled); err != nil {
-				return err
-			}
-			result.MigEnabled = enabled
-		case "mig-devices":
-			devices := MigConfig{}
-			if err := json.Unmarshal(v, &devices); err != nil {
-				return err
-			}
-			if err := devices.AssertValid(); err != nil {
-				return fmt.Errorf("error validating values in '%v' field: %v", k, err)
-			}
-			result.MigDevices = devices
-		default:
-			return fmt.Errorf("unexpected field: %v", k)
-		}
-	}
-	if result.MigEnabled && result.MigDevices == nil {
-		return fmt.Errorf("missing required field 'mig-devices' when 'mig-enabled' is true")
-	}
-	if !result.MigEnabled && len(result.MigDevices) != 0 {
-		return fmt.Errorf("MIG devices included when 'mig-enabled' is false")
-	}
-	*s = result
-	return nil
-}
-
-// AssertValid checks every profile string and count like mig-parted's
-// MigConfig.AssertValid (including its "invalid count" text, which prints
-// a nil error).
-func (m MigConfig) AssertValid() error {
-	if len(m) == 0 {
-		return nil
-	}
-	for _, k := range sortedKeys(m) {
-		if _, err := ParseMigProfile(k); err != nil {
-			return fmt.Errorf("invalid format for '%v': %v", k, err)
-		}
-		if v := m[k]; v < 0 {
-			return fmt.Errorf("invalid count for '%v': %v", v, error(nil))
-		}
-	}
-	for _, v := range m {
-		if v > 0 {
-			return nil
-		}
-	}
-	return fmt.Errorf("all counts for all MigProfiles are 0")
-}
-
-// MigProfile is a parsed mig-parted profile string: "<g>g.<gb>gb" or
-// "<c>c.<g>g.<gb>gb", optionally followed by "+me".
-type MigProfile struct {
-	C, G, GB        int
-	MediaExtensions bool
-}
-
-// GI returns the GPU-instance part of the profile ("3g.40gb", "1g.10gb+me").
-func (m MigProfile) GI() string {
-	s := fmt.Sprintf("%dg.%dgb", m.G, m.GB)
-	if m.MediaExtensions {
-		s += "+me"
-	}
-	return s
-}
-
-// String renders the profile the way mig-parted does.
-func (m MigProfile) String() string {
-	if m.C == m.G {
-		return m.GI()
-	}
-	return fmt.Sprintf("%dc.%s", m.C, m.GI())
-}
-
-// ParseMigProfile parses a profile string with mig-parted's rules and
-// error texts.
-func ParseMigProfile(profile string) (*MigProfile, error) {
-	if len(profile) == 0 {
-		return nil, fmt.Errorf("empty MigProfile string")
-	}
-	fields, attrs, hasAttrs := strings.Cut(profile, "+")
-	var attr []string
-	if hasAttrs {
-		var err error
-		if attr, err = parseMigProfileAttributes(attrs); err != nil {
-			return nil, fmt.Errorf("error parsing attributes following '+' in MigProfile string: %v", err)
-		}
-	}
-	c, g, gb, err := parseMigProfileFields(fields)
-	if err != nil {
-		return nil, fmt.Errorf("error parsing '.' separated fields in MigProfile string: %v", err)
-	}
-	valid := func(n int) bool { return n == 1 || n == 2 || n == 3 || n == 4 || n == 6 || n == 7 || n == 8 }
-	if !valid(c) {
-		return nil, fmt.Errorf("unknown Compute Instance slice size: %v", c)
-	}
-	if !valid(g) {
-		return nil, fmt.Errorf("unknown GPU Instance slice size: %v", g)
-	}
-	m := &MigProfile{C: c, G: g, GB: gb}
-	for _, a := range attr {
-		if a != "me" {
-			return nil, fmt.Errorf("unknown MigProfile attribute: %v", a)
-		}
-		m.MediaExtensions = true
-	}
-	return m, nil
-}
-
-func parseMigProfileField(s, field string) (int, error) {
-	if strings.TrimSpace(s) != s {
-		return -1, fmt.Errorf("leading or trailing spaces on '%%d%s'", field)
-	}
-	if !strings.HasSuffix(s, field) {
-		return -1, fmt.Errorf("missing '%s' from '%%d%s'", field, field)
-	}
-	v, err := strconv.Atoi(strings.TrimSuffix(s, field))
-	if err != nil {
-		return -1, fmt.Errorf("malformed number in '%%d%s'", field)
-	}
-	return v, nil
-}
-
-func parseMigProfileFields(s string) (c, g, gb int, err error) {
-	parts := strings.SplitN(s, ".", 3)
-	switch len(parts) {
-	case 3:
-		if c, err = parseMigProfileField(parts[0], "c"); err != nil {
-			return -1, -1, -1, err
-		}
-		if g, err = parseMigProfileField(parts[1], "g"); err != nil {
-			return -1, -1, -1, err
-		}
-		if gb, err = parseMigProfileField(parts[2], "gb"); err != nil {
-			return -1, -1, -1, err
-		}
-		return c, g, gb, nil
-	case 2:
-		if g, err = parseMigProfileField(parts[0], "g"); err != nil {
-			return -1, -1, -1, err
-		}
-		if gb, err = parseMigProfileField(parts[1], "gb"); err != nil {
-			return -1, -1, -1, err
-		}
-		return g, g, gb, nil
-	}
-	return -1, -1, -1, fmt.Errorf("parsed wrong number of fields, expected 2 or 3")
-}
-
-func parseMigProfileAttributes(s string) ([]string, error) {
-	attr := strings.Split(s, ",")
-	seen := map[string]bool{}
-	for _, a := range attr {
-		if seen[a] {
-			return nil, fmt.Errorf("non unique attribute in list")
-		}
-		if a == "" {
-			return nil, fmt.Errorf("empty attribute in list")
-		}
-		if strings.TrimSpace(a) != a {
-			return nil, fmt.Errorf("leading or trailing spaces in attribute")
-		}
-		if a[0] >= '0' && a[0] <= '9' {
-			return nil, fmt.Errorf("attribute begins with a number")
-		}
-		for _, r := range a {
-			if (r < 'a' || r > 'z') && (r < 'A' || r > 'Z') && (r < '0' || r > '9') {
-				return nil, fmt.Errorf("non alpha-numeric character or digit in attribute")
-			}
-		}
-		seen[a] = true
-	}
-	return attr, nil
-}
-
-// DeviceID is a PCI id as mig-parted's device filters spell it.
-type DeviceID struct {
-	Device, Vendor                   uint16
-	SubsystemDevice, SubsystemVendor uint16
-	HasSubsystem                     bool
-}
-
-// String renders "0xDDDDVVVV[:0xSSSSVVVV]".
-func (d DeviceID) String() string {
-	s := fmt.Sprintf("0x%04X%04X", d.Device, d.Vendor)
-	if d.HasSubsystem {
-		s += fmt.Sprintf(":0x%04X%04X", d.SubsystemDevice, d.SubsystemVendor)
-	}
-	return s
-}
-
-// ParseFilterDeviceID parses a device-filter item like mig-parted's
-// NewDeviceIDFromString (strconv base 0, so "0x" means hex; the value is
-// device<<16|vendor).
-func ParseFilterDeviceID(str string) (DeviceID, error) {
-	parts := strings.Split(str, ":")
-	if len(parts) > 2 {
-		return DeviceID{}, fmt.Errorf("invalid DeviceID format '%v': expected '<devicevendor>' or '<devicevendor>:<subdevicevendor>'", str)
-	}
-	raw, err := strconv.ParseUint(parts[0], 0, 32)
-	if err != nil {
-		return DeviceID{}, fmt.Errorf("unable to create DeviceID from string '%v': %v", str, err)
-	}
-	id := DeviceID{Device: uint16(raw >> 16), Vendor: uint16(raw & 0xffff)}
-	if len(parts) == 2 {
-		sub, err := strconv.ParseUint(parts[1], 0, 32)
-		if err != nil {
-			return DeviceID{}, fmt.Errorf("unable to create Subsystem from string '%v': %v", str, err)
-		}
-		id.SubsystemDevice, id.SubsystemVendor, id.HasSubsystem = uint16(sub>>16), uint16(sub&0xffff), true
-	}
-	return id, nil
-}
-
-// Matches reports whether the filter id selects hardware id hw: device and
-// vendor must match; a subsystem-qualified filter must match it too.
-func (d DeviceID) Matches(hw DeviceID) bool {
-	if d.Device != hw.Device || d.Vendor != hw.Vendor {
+// plainKey reports a key that reads unambiguously after a dot.
+func plainKey(k string) bool {
+	if k == "" {
 		return false
 	}
-	if d.HasSubsystem {
-		return hw.HasSubsystem && d.SubsystemDevice == hw.SubsystemDevice && d.SubsystemVendor == hw.SubsystemVendor
+	for _, r := range k {
+		if !(r == '-' || r == '_' || ('a' <= r && r <= 'z') || ('A' <= r && r <= 'Z') || ('0' <= r && r <= '9')) {
+			return false
+		}
 	}
 	return true
 }
 
-// Filters returns the entry's device-filter items.
-func (ms *MigConfigSpec) Filters() []string {
-	switch df := ms.DeviceFilter.(type) {
-	case string:
-		if df != "" {
-			return []string{df}
+// specReader walks the JSON form of a file. JSON is what sigs.k8s.io/yaml
+// makes of the YAML, the same conversion mig-parted reads; scalar values
+// are decoded with encoding/json as mig-parted's are (null into a string is
+// "", into a bool false, into a count 0). src is kept to find line numbers
+// when something is wrong.
+type specReader struct {
+	src  []byte
+	tree *yamlnode.Node
+	read bool
+}
+
+func (r *specReader) fail(p fieldPath, format string, args ...any) error {
+	return &SpecError{Path: p.String(), Line: r.line(p), Msg: fmt.Sprintf(format, args...)}
+}
+
+// jsonKind names a JSON value's type the way a YAML author thinks of it.
+func jsonKind(v json.RawMessage) string {
+	v = bytes.TrimSpace(v)
+	if len(v) == 0 {
+		return "nothing"
+	}
+	switch v[0] {
+	case '{':
+		return "a mapping"
+	case '[':
+		return "a list"
+	case '"':
+		return "a string"
+	case 'n':
+		return "null"
+	case 't', 'f':
+		return "a boolean"
+	}
+	return "the number " + string(v)
+}
+
+func isNull(v json.RawMessage) bool { return string(bytes.TrimSpace(v)) == "null" }
+
+// mapping decodes v as an object; null is an empty one.
+func (r *specReader) mapping(v json.RawMessage, p fieldPath) (map[string]json.RawMessage, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(v, &m); err != nil {
+		return nil, r.fail(p, "want a mapping, got %s", jsonKind(v))
+	}
+	return m, nil
+}
+
+func (r *specReader) document(v json.RawMessage) (*MigPartedSpec, error) {
+	spec := &MigPartedSpec{}
+	if isNull(v) {
+		return spec, nil
+	}
+	top, err := r.mapping(v, nil)
+	if err != nil {
+		return nil, err
+	}
+	version, hasVersion := top["version"]
+	if !hasVersion && len(top) > 0 {
+		return nil, r.fail(nil, quoteNoVersion)
+	}
+	if hasVersion && json.Unmarshal(version, &spec.Version) != nil {
+		return nil, r.fail(fieldPath{}.key("version"), "want a string, got %s", jsonKind(version))
+	}
+	if spec.Version != MigPartedVersion {
+		return nil, r.fail(fieldPath{}.key("version"), quoteBadVersion, spec.Version)
+	}
+	for _, k := range sortedKeys(top) {
+		switch k {
+		case "version":
+		case "mig-configs":
+			if spec.MigConfigs, err = r.labels(top[k], fieldPath{}.key(k)); err != nil {
+				return nil, err
+			}
+		default:
+			return nil, r.fail(fieldPath{}.key(k), quoteUnexpectedField, k)
 		}
-	case []string:
-		return df
 	}
-	return nil
+	return spec, nil
 }
 
-// MatchesDeviceFilter reports whether the entry selects a GPU with id hw.
-// Unparsable filter items match nothing (mig-parted ignores their error).
-func (ms *MigConfigSpec) MatchesDeviceFilter(hw DeviceID) bool {
-	f := ms.Filters()
-	if len(f) == 0 {
-		return true
+// labels reads mig-configs. Like mig-parted it reads every entry before it
+// looks for empty labels.
+func (r *specReader) labels(v json.RawMessage, p fieldPath) (map[string]MigConfigSpecSlice, error) {
+	raw, err := r.mapping(v, p)
+	if err != nil {
+		return nil, err
 	}
-	for _, s := range f {
-		id, err := ParseFilterDeviceID(s)
-		if err == nil && id.Matches(hw) {
-			return true
+	out := make(map[string]MigConfigSpecSlice, len(raw))
+	names := sortedKeys(raw)
+	for _, name := range names {
+		lp := p.key(name)
+		var items []json.RawMessage
+		if json.Unmarshal(raw[name], &items) != nil {
+			return nil, r.fail(lp, "want a list of entries, got %s", jsonKind(raw[name]))
 		}
-	}
-	return false
-}
-
-// MatchesAllDevices reports devices: all.
-func (ms *MigConfigSpec) MatchesAllDevices() bool {
-	s, ok := ms.Devices.(string)
-	return ok && s == "all"
-}
-
-// MatchesDevices reports whether the entry selects GPU index i.
-func (ms *MigConfigSpec) MatchesDevices(i int) bool {
-	if list, ok := ms.Devices.([]int); ok {
-		for _, d := range list {
-			if d == i {
-				return true
+		entries := make(MigConfigSpecSlice, len(items))
+		for i, item := range items {
+			if entries[i], err = r.entry(item, lp.at(i)); err != nil {
+				return nil, err
 			}
 		}
+		out[name] = entries
 	}
-	return ms.MatchesAllDevices()
+	if len(out) == 0 {
+		return nil, r.fail(p, quoteNeedsEntries, "mig-configs")
+	}
+	for _, name := range names {
+		if len(out[name]) == 0 {
+			return nil, r.fail(p.key(name), quoteNeedsEntries, name)
+		}
+	}
+	return out, nil
 }
 
-// DevicesString renders the devices field ("all" or "[0,1]").
-func (ms *MigConfigSpec) DevicesString() string {
-	if list, ok := ms.Devices.([]int); ok {
-		s := make([]string, len(list))
-		for i, d := range list {
-			s[i] = strconv.Itoa(d)
+func (r *specReader) entry(v json.RawMessage, p fieldPath) (MigConfigSpec, error) {
+	var e MigConfigSpec
+	fields, err := r.mapping(v, p)
+	if err != nil {
+		return e, err
+	}
+	for _, need := range [...]string{"devices", "mig-enabled"} {
+		if _, ok := fields[need]; !ok {
+			return e, r.fail(p, quoteMissingField, need)
 		}
-		return "[" + strings.Join(s, ",") + "]"
 	}
-	if s, ok := ms.Devices.(string); ok {
-		return s
+	for _, k := range sortedKeys(fields) {
+		fv, fp := fields[k], p.key(k)
+		switch k {
+		case "device-filter":
+			e.DeviceFilter, err = r.filter(fv, fp)
+		case "devices":
+			e.Devices, err = r.devices(fv, fp)
+		case "mig-enabled":
+			if json.Unmarshal(fv, &e.MigEnabled) != nil {
+				err = r.fail(fp, "want true or false, got %s", jsonKind(fv))
+			}
+		case "mig-devices":
+			e.MigDevices, err = r.counts(fv, fp)
+		default:
+			err = r.fail(fp, quoteUnexpectedField, k)
+		}
+		if err != nil {
+			return e, err
+		}
 	}
-	return ""
+	switch {
+	case e.MigEnabled && e.MigDevices == nil:
+		return e, r.fail(p, quoteEnabledWithoutList)
+	case !e.MigEnabled && len(e.MigDevices) > 0:
+		return e, r.fail(p.key("mig-devices"), quoteDisabledWithList)
+	}
+	return e, nil
+}
+
+// filter reads device-filter: one string (null and "" mean no filter) or a
+// list of strings.
+func (r *specReader) filter(v json.RawMessage, p fieldPath) (DeviceFilter, error) {
+	var one string
+	if json.Unmarshal(v, &one) == nil {
+		f := DeviceFilter{Single: true}
+		if one != "" {
+			f.IDs = []string{one}
+		}
+		return f, nil
+	}
+	var list []string
+	if json.Unmarshal(v, &list) == nil {
+		return DeviceFilter{IDs: list}, nil
+	}
+	return DeviceFilter{}, r.fail(p, "want a PCI device id or a list of them, got %s", jsonKind(v))
+}
+
+// devices reads devices: "all" or a list of GPU indices. A string is tried
+// first, so null is the empty string and refused as not "all".
+func (r *specReader) devices(v json.RawMessage, p fieldPath) (DeviceSelector, error) {
+	var word string
+	if json.Unmarshal(v, &word) == nil {
+		if word != "all" {
+			return DeviceSelector{}, r.fail(p, quoteDevicesNotAll, "devices", word)
+		}
+		return DeviceSelector{All: true}, nil
+	}
+	var idx []int
+	if json.Unmarshal(v, &idx) == nil {
+		if idx == nil {
+			idx = []int{}
+		}
+		return DeviceSelector{Indices: idx}, nil
+	}
+	return DeviceSelector{}, r.fail(p, `want "all" or a list of GPU indices, got %s`, jsonKind(v))
+}
+
+// counts reads mig-devices and checks it like mig-parted's AssertValid.
+// null gives nil (as if absent); {} gives an empty, non-nil map.
+func (r *specReader) counts(v json.RawMessage, p fieldPath) (MigConfig, error) {
+	if isNull(v) {
+		return nil, nil
+	}
+	raw, err := r.mapping(v, p)
+	if err != nil {
+		return nil, err
+	}
+	out := make(MigConfig, len(raw))
+	for _, name := range sortedKeys(raw) {
+		var n int
+		if json.Unmarshal(raw[name], &n) != nil {
+			return nil, r.fail(p.key(name), "want a whole number of instances, got %s", jsonKind(raw[name]))
+		}
+		out[name] = n
+	}
+	if key, err := out.check(); err != nil {
+		at := p
+		if key != "" {
+			at = p.key(key)
+		}
+		return nil, r.fail(at, quoteMigDevicesInvalid, "mig-devices", err)
+	}
+	return out, nil
+}
+
+// check applies mig-parted's rules to a profile -> count map and returns
+// the offending profile ("" when the map as a whole is wrong).
+func (m MigConfig) check() (string, error) {
+	if len(m) == 0 {
+		return "", nil
+	}
+	someNonZero := false
+	for _, name := range sortedKeys(m) {
+		if _, err := ParseMigProfile(name); err != nil {
+			return name, fmt.Errorf(quoteProfileFormat, name, err)
+		}
+		if m[name] < 0 {
+			return name, fmt.Errorf(quoteNegativeCount, m[name], error(nil))
+		}
+		someNonZero = someNonZero || m[name] > 0
+	}
+	if !someNonZero {
+		return "", fmt.Errorf(quoteAllCountsZero)
+	}
+	return "", nil
+}
+
+// AssertValid checks a profile -> count map with mig-parted's rules: every
+// profile well-formed, no negative count, not all counts zero (an empty map
+// is fine).
+func (m MigConfig) AssertValid() error {
+	_, err := m.check()
+	return err
+}
+
+// line finds the YAML line of the field at p, or of the nearest enclosing
+// field found. The YAML is parsed again for this (yaml.v3 keeps positions);
+// when it does not parse or the path leads through merge keys the answer is
+// the last line found, possibly 0.
+func (r *specReader) line(p fieldPath) int {
+	if !r.read {
+		r.read = true
+		var doc yamlnode.Node
+		if yamlnode.Unmarshal(r.src, &doc) == nil {
+			r.tree = &doc
+		}
+	}
+	n, line := r.tree, 0
+	for n != nil && n.Kind == yamlnode.DocumentNode && len(n.Content) > 0 {
+		n = n.Content[0]
+	}
+	for _, s := range p {
+		for n != nil && n.Kind == yamlnode.AliasNode {
+			n = n.Alias
+		}
+		if n == nil {
+			break
+		}
+		var next *yamlnode.Node
+		switch {
+		case s.index >= 0 && n.Kind == yamlnode.SequenceNode && s.index < len(n.Content):
+			next = n.Content[s.index]
+			line = next.Line
+		case s.index < 0 && n.Kind == yamlnode.MappingNode:
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				if n.Content[i].Value == s.key {
+					next, line = n.Content[i+1], n.Content[i].Line
+				}
+			}
+		}
+		n = next
+	}
+	return line
 }

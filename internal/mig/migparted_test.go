@@ -2,230 +2,416 @@ package mig
 
 import (
 	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+
+	yamlnode "go.yaml.in/yaml/v3"
+	"sigs.k8s.io/yaml"
 )
 
-func TestParseMigPartedErrors(t *testing.T) {
-	cases := []struct {
-		name, in, err string
-	}{
-		{"no version", "mig-configs:\n  a:\n    - devices: all\n      mig-enabled: false\n", "unable to parse with missing 'version' field"},
-		{"bad version", "version: v2\n", "unknown version: v2"},
-		{"empty configs", "version: v1\nmig-configs: {}\n", "at least one entry in 'mig-configs' is required"},
-		{"empty label", "version: v1\nmig-configs:\n  a: []\n", "at least one entry in 'a' is required"},
-		{"unexpected top", "version: v1\nfoo: 1\n", "unexpected field: foo"},
-		{"missing devices", "version: v1\nmig-configs:\n  a:\n    - mig-enabled: false\n", "missing required field: devices"},
-		{"missing enabled", "version: v1\nmig-configs:\n  a:\n    - devices: all\n", "missing required field: mig-enabled"},
-		{"devices string", "version: v1\nmig-configs:\n  a:\n    - devices: some\n      mig-enabled: false\n", "invalid string input for 'devices': some"},
-		{"devices type", "version: v1\nmig-configs:\n  a:\n    - devices: {x: 1}\n      mig-enabled: false\n", "(json: cannot unmarshal object into Go value of type string, json: cannot unmarshal object into Go value of type []int)"},
-		{"filter type", "version: v1\nmig-configs:\n  a:\n    - device-filter: 7\n      devices: all\n      mig-enabled: false\n", "(json: cannot unmarshal number into Go value of type string, json: cannot unmarshal number into Go value of type []string)"},
-		{"unexpected entry field", "version: v1\nmig-configs:\n  a:\n    - devices: all\n      mig-enabled: false\n      extra: 1\n", "unexpected field: extra"},
-		{"enabled no devices", "version: v1\nmig-configs:\n  a:\n    - devices: all\n      mig-enabled: true\n", "missing required field 'mig-devices' when 'mig-enabled' is true"},
-		{"disabled with devices", "version: v1\nmig-configs:\n  a:\n    - devices: all\n      mig-enabled: false\n      mig-devices: {\"1g.5gb\": 1}\n", "MIG devices included when 'mig-enabled' is false"},
-		{"all zero", "version: v1\nmig-configs:\n  a:\n    - devices: all\n      mig-enabled: true\n      mig-devices: {\"1g.5gb\": 0}\n", "error validating values in 'mig-devices' field: all counts for all MigProfiles are 0"},
-		{"negative", "version: v1\nmig-configs:\n  a:\n    - devices: all\n      mig-enabled: true\n      mig-devices: {\"1g.5gb\": -1}\n", "error validating values in 'mig-devices' field: invalid count for '-1': <nil>"},
-		{"bad profile", "version: v1\nmig-configs:\n  a:\n    - devices: all\n      mig-enabled: true\n      mig-devices: {\"1x.5gb\": 1}\n", "error validating values in 'mig-devices' field: invalid format for '1x.5gb': error parsing '.' separated fields in MigProfile string: missing 'g' from '%dg'"},
-		{"bad attr", "version: v1\nmig-configs:\n  a:\n    - devices: all\n      mig-enabled: true\n      mig-devices: {\"1g.5gb+gfx\": 1}\n", "invalid format for '1g.5gb+gfx': unknown MigProfile attribute: gfx"},
-		{"slice size", "version: v1\nmig-configs:\n  a:\n    - devices: all\n      mig-enabled: true\n      mig-devices: {\"5g.5gb\": 1}\n", "unknown Compute Instance slice size: 5"},
-		{"float count", "version: v1\nmig-configs:\n  a:\n    - devices: all\n      mig-enabled: true\n      mig-devices: {\"1g.5gb\": 1.5}\n", "cannot unmarshal number 1.5"},
-		{"yaml syntax", "version: v1\nmig-configs: [\n", "error converting YAML to JSON"},
+// examples are mig-parted's own published configs (see SOURCES.md there).
+func examples(t testing.TB) map[string][]byte {
+	t.Helper()
+	files, err := filepath.Glob("testdata/mig-parted-examples/*.yaml")
+	if err != nil || len(files) < 5 {
+		t.Fatalf("examples: %v %v", files, err)
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := ParseMigParted([]byte(tc.in))
-			if err == nil || !strings.Contains(err.Error(), tc.err) {
-				t.Fatalf("err = %v, want %q", err, tc.err)
+	out := map[string][]byte{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[filepath.Base(f)] = b
+	}
+	return out
+}
+
+// looseEntry is an entry decoded by a second, unrelated YAML library with
+// no rules at all, to cross-check what ParseMigParted kept.
+type looseEntry struct {
+	Filter  any            `yaml:"device-filter"`
+	Devices any            `yaml:"devices"`
+	Enabled bool           `yaml:"mig-enabled"`
+	Counts  map[string]int `yaml:"mig-devices"`
+}
+
+func TestPublishedExamplesParse(t *testing.T) {
+	for name, data := range examples(t) {
+		t.Run(name, func(t *testing.T) {
+			spec, err := ParseMigParted(data)
+			if err != nil {
+				t.Fatal(err)
 			}
-			if !strings.HasPrefix(err.Error(), "unmarshal error: ") {
-				t.Fatalf("err %q lacks mig-parted's prefix", err)
+			var loose struct {
+				Configs map[string][]looseEntry `yaml:"mig-configs"`
+			}
+			if err := yamlnode.Unmarshal(data, &loose); err != nil {
+				t.Fatal(err)
+			}
+			if len(spec.MigConfigs) != len(loose.Configs) || len(spec.MigConfigs) == 0 {
+				t.Fatalf("%d labels, the file has %d", len(spec.MigConfigs), len(loose.Configs))
+			}
+			for label, want := range loose.Configs {
+				got := spec.MigConfigs[label]
+				if len(got) != len(want) {
+					t.Fatalf("%s: %d entries, want %d", label, len(got), len(want))
+				}
+				for i, w := range want {
+					g := got[i]
+					if g.MigEnabled != w.Enabled || !reflect.DeepEqual(map[string]int(g.MigDevices), w.Counts) && len(w.Counts)+len(g.MigDevices) > 0 {
+						t.Errorf("%s[%d]: enabled %v devices %v, want %v %v", label, i, g.MigEnabled, g.MigDevices, w.Enabled, w.Counts)
+					}
+					switch d := w.Devices.(type) {
+					case string:
+						if !g.Devices.All || d != "all" {
+							t.Errorf("%s[%d]: devices %v, file says %v", label, i, g.Devices, d)
+						}
+					case []any:
+						if g.Devices.All || len(g.Devices.Indices) != len(d) {
+							t.Errorf("%s[%d]: devices %v, file says %v", label, i, g.Devices, d)
+						}
+						for j := range d {
+							if d[j] != g.Devices.Indices[j] {
+								t.Errorf("%s[%d]: index %d is %v, file says %v", label, i, j, g.Devices.Indices[j], d[j])
+							}
+						}
+					default:
+						t.Errorf("%s[%d]: file devices %T", label, i, d)
+					}
+					switch f := w.Filter.(type) {
+					case nil:
+						if len(g.Filters()) != 0 {
+							t.Errorf("%s[%d]: filter %v, file has none", label, i, g.Filters())
+						}
+					case string:
+						if !g.DeviceFilter.Single || len(g.Filters()) != 1 || g.Filters()[0] != f {
+							t.Errorf("%s[%d]: filter %+v, file says %q", label, i, g.DeviceFilter, f)
+						}
+					case []any:
+						if g.DeviceFilter.Single || len(g.Filters()) != len(f) {
+							t.Errorf("%s[%d]: filter %+v, file says %v", label, i, g.DeviceFilter, f)
+						}
+					}
+					// Every published filter item is a real PCI id.
+					for _, s := range g.Filters() {
+						id, err := ParseFilterDeviceID(s)
+						if err != nil || id.Vendor != 0x10DE || !strings.HasPrefix(s, "0x") || id.String() != "0x"+strings.ToUpper(s[2:]) {
+							t.Errorf("%s[%d]: filter %q -> %v %v", label, i, s, id, err)
+						}
+					}
+				}
+			}
+			// Writing the spec back and reading it again gives the same spec.
+			out, err := yaml.Marshal(spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			back, err := ParseMigParted(out)
+			if err != nil || !reflect.DeepEqual(back, spec) {
+				t.Fatalf("round trip: %v\n%s", err, out)
 			}
 		})
 	}
-	// An empty document is accepted (as by mig-parted) but Validate
-	// refuses it.
-	spec, err := ParseMigParted(nil)
-	if err != nil || len(spec.MigConfigs) != 0 {
-		t.Fatalf("empty file: %v %v", spec, err)
+}
+
+// The default config needs today's profile rules (attributes other than
+// "me", dotted attributes and "-" attributes).
+func TestDefaultConfigNeedsCurrentProfileRules(t *testing.T) {
+	spec, err := ParseMigParted(examples(t)["systemd-config-default.yaml"])
+	if err != nil {
+		t.Fatal(err)
 	}
-	if _, err := Builtin().Validate(context.Background(), spec, ValidateOptions{File: "e.yaml"}); err == nil || !strings.Contains(err.Error(), "no mig-configs") {
-		t.Fatalf("empty spec validated: %v", err)
+	want := map[string]MigProfile{
+		"all-1g.24gb.gfx":    {C: 1, G: 1, GB: 24, Attributes: []string{"gfx"}},
+		"all-1g.24gb.me.all": {C: 1, G: 1, GB: 24, Attributes: []string{"me.all"}},
+		"all-1g.24gb-me":     {C: 1, G: 1, GB: 24, NegAttributes: []string{"me"}},
+		"all-1g.10gb.me":     {C: 1, G: 1, GB: 10, Attributes: []string{"me"}},
+		"all-7g.189gb":       {C: 7, G: 7, GB: 189},
 	}
-	// The full text, as mig-parted prints it after "error parsing config file: ".
-	_, err = ParseMigParted([]byte("version: v1\nmig-configs:\n  a:\n    - mig-enabled: false\n"))
-	if want := "unmarshal error: error unmarshaling JSON: while decoding JSON: missing required field: devices"; err == nil || err.Error() != want {
-		t.Fatalf("err = %v, want %q", err, want)
+	for label, w := range want {
+		entries := spec.MigConfigs[label]
+		if len(entries) != 1 || len(entries[0].MigDevices) != 1 {
+			t.Fatalf("%s: %+v", label, entries)
+		}
+		for name := range entries[0].MigDevices {
+			p, err := ParseMigProfile(name)
+			if err != nil || !reflect.DeepEqual(*p, w) || p.String() != name {
+				t.Errorf("%s: %q -> %+v (%v), want %+v", label, name, p, err, w)
+			}
+		}
+	}
+}
+
+func TestParseMigPartedRefusals(t *testing.T) {
+	const head = "version: v1\nmig-configs:\n  a:\n"
+	cases := []struct {
+		name, yaml string
+		line       int
+		path, msg  string
+	}{
+		{"no version", "mig-configs:\n  a:\n  - devices: all\n    mig-enabled: false\n", 0, "", "unable to parse with missing 'version' field"},
+		{"v2", "version: v2\n", 1, "version", "unknown version: v2"},
+		{"empty mapping", "{}\n", 0, "version", "unknown version: "},
+		{"version list", "version: [v1]\n", 1, "version", "want a string, got a list"},
+		{"stray top key", "version: v1\nlabels: {}\n", 2, "labels", "unexpected field: labels"},
+		{"top list", "- version: v1\n", 0, "", "want a mapping, got a list"},
+		{"no labels", "version: v1\nmig-configs: {}\n", 2, "mig-configs", "at least one entry in 'mig-configs' is required"},
+		{"null labels", "version: v1\nmig-configs:\n", 2, "mig-configs", "at least one entry in 'mig-configs' is required"},
+		{"empty label", head + "  - devices: all\n    mig-enabled: false\n  b: []\n", 6, "mig-configs.b", "at least one entry in 'b' is required"},
+		{"label not list", head + "    devices: all\n", 3, "mig-configs.a", "want a list of entries, got a mapping"},
+		{"entry without devices", head + "  - mig-enabled: false\n", 4, "mig-configs.a[0]", "missing required field: devices"},
+		{"entry without enabled", head + "  - devices: all\n", 4, "mig-configs.a[0]", "missing required field: mig-enabled"},
+		{"null entry", head + "  - null\n", 4, "mig-configs.a[0]", "missing required field: devices"},
+		{"devices word", head + "  - devices: some\n    mig-enabled: false\n", 4, "mig-configs.a[0].devices", "invalid string input for 'devices': some"},
+		{"devices null", head + "  - devices: null\n    mig-enabled: false\n", 4, "mig-configs.a[0].devices", "invalid string input for 'devices': "},
+		{"devices mapping", head + "  - devices: {x: 1}\n    mig-enabled: false\n", 4, "mig-configs.a[0].devices", `want "all" or a list of GPU indices, got a mapping`},
+		{"devices fraction", head + "  - devices: [0, 1.5]\n    mig-enabled: false\n", 4, "mig-configs.a[0].devices", `got a list`},
+		{"filter number", head + "  - device-filter: 7\n    devices: all\n    mig-enabled: false\n", 4, "mig-configs.a[0].device-filter", "want a PCI device id or a list of them, got the number 7"},
+		{"enabled word", head + "  - devices: all\n    mig-enabled: \"true\"\n", 5, "mig-configs.a[0].mig-enabled", "want true or false, got a string"},
+		{"stray entry key", head + "  - devices: all\n    mig-enabled: false\n    gpus: 2\n", 6, "mig-configs.a[0].gpus", "unexpected field: gpus"},
+		{"enabled without list", head + "  - devices: all\n    mig-enabled: true\n", 4, "mig-configs.a[0]", "missing required field 'mig-devices' when 'mig-enabled' is true"},
+		{"enabled with null list", head + "  - devices: all\n    mig-enabled: true\n    mig-devices: ~\n", 4, "mig-configs.a[0]", "missing required field 'mig-devices' when 'mig-enabled' is true"},
+		{"disabled with list", head + "  - devices: all\n    mig-enabled: false\n    mig-devices: {1g.5gb: 1}\n", 6, "mig-configs.a[0].mig-devices", "MIG devices included when 'mig-enabled' is false"},
+		{"all zero", head + "  - devices: all\n    mig-enabled: true\n    mig-devices:\n      1g.5gb: 0\n      2g.10gb: 0\n", 6, "mig-configs.a[0].mig-devices", "error validating values in 'mig-devices' field: all counts for all MigProfiles are 0"},
+		{"negative", head + "  - devices: all\n    mig-enabled: true\n    mig-devices:\n      1g.5gb: 1\n      2g.10gb: -1\n", 8, `mig-configs.a[0].mig-devices["2g.10gb"]`, "error validating values in 'mig-devices' field: invalid count for '-1': <nil>"},
+		{"fraction", head + "  - devices: all\n    mig-enabled: true\n    mig-devices:\n      1g.5gb: 1.5\n", 7, `mig-configs.a[0].mig-devices["1g.5gb"]`, "want a whole number of instances, got the number 1.5"},
+		{"bad unit", head + "  - devices: all\n    mig-enabled: true\n    mig-devices:\n      1x.5gb: 1\n", 7, `mig-configs.a[0].mig-devices["1x.5gb"]`,
+			"error validating values in 'mig-devices' field: invalid format for '1x.5gb': cannot parse fields of '1x.5gb': missing 'g' from '%dg'"},
+		{"both signs", head + "  - devices: all\n    mig-enabled: true\n    mig-devices:\n      1g.5gb+me-x: 1\n", 7, `mig-configs.a[0].mig-devices["1g.5gb+me-x"]`,
+			"invalid format for '1g.5gb+me-x': profile '1g.5gb+me-x' contains both '+/-' attributes"},
+		{"list for counts", head + "  - devices: all\n    mig-enabled: true\n    mig-devices: [1g.5gb]\n", 6, "mig-configs.a[0].mig-devices", "want a mapping, got a list"},
+		{"json", `{"version": "v1", "mig-configs": {"a": [{"devices": "all"}]}}`, 1, "mig-configs.a[0]", "missing required field: mig-enabled"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseMigParted([]byte(tc.yaml))
+			var se *SpecError
+			if !errors.As(err, &se) {
+				t.Fatalf("err = %v (%T), want a *SpecError", err, err)
+			}
+			if se.Line != tc.line || se.Path != tc.path || !strings.Contains(se.Msg, tc.msg) {
+				t.Fatalf("got line %d path %q msg %q\nwant line %d path %q msg ~%q", se.Line, se.Path, se.Msg, tc.line, tc.path, tc.msg)
+			}
+		})
+	}
+	if _, err := ParseMigParted([]byte("version: v1\nmig-configs: [\n")); err == nil || !strings.Contains(err.Error(), "not YAML: yaml: line") {
+		t.Errorf("syntax error: %v", err)
+	}
+}
+
+func TestSpecErrorText(t *testing.T) {
+	_, err := ParseMigParted([]byte("version: v1\nmig-configs:\n  a:\n  - mig-enabled: false\n"))
+	if want := "line 4: mig-configs.a[0]: missing required field: devices"; err == nil || err.Error() != want {
+		t.Fatalf("%v, want %q", err, want)
+	}
+	if got := (&SpecError{Msg: "x"}).Error(); got != "x" {
+		t.Errorf("bare error %q", got)
+	}
+}
+
+func TestParseMigPartedAccepts(t *testing.T) {
+	cases := []struct {
+		name, yaml string
+		check      func(*MigPartedSpec) bool
+	}{
+		{"empty file", "", func(s *MigPartedSpec) bool { return s.Version == "" && s.MigConfigs == nil }},
+		{"null document", "~\n", func(s *MigPartedSpec) bool { return s.Version == "" && s.MigConfigs == nil }},
+		{"version only", "version: v1\n", func(s *MigPartedSpec) bool { return s.Version == "v1" && s.MigConfigs == nil }},
+		{"yaml 1.1 booleans", "version: v1\nmig-configs:\n  a:\n  - devices: all\n    mig-enabled: yes\n    mig-devices: {}\n", func(s *MigPartedSpec) bool {
+			e := s.MigConfigs["a"][0]
+			return e.MigEnabled && e.MigDevices != nil && len(e.MigDevices) == 0
+		}},
+		{"null filter and counts", "version: v1\nmig-configs:\n  a:\n  - device-filter: null\n    devices: []\n    mig-enabled: true\n    mig-devices: {1g.5gb: null, 2g.10gb: 1}\n", func(s *MigPartedSpec) bool {
+			e := s.MigConfigs["a"][0]
+			c, there := e.MigDevices["1g.5gb"]
+			return e.DeviceFilter.Single && len(e.Filters()) == 0 && !e.Devices.All && len(e.Devices.Indices) == 0 && there && c == 0
+		}},
+		{"zero counts beside one", "version: v1\nmig-configs:\n  a:\n  - devices: [0, 3]\n    device-filter: [\"0x233010DE:0x16C110DE\", junk]\n    mig-enabled: true\n    mig-devices: {1g.10gb: 0, 0g.0gb+x1.y: 2}\n", func(s *MigPartedSpec) bool {
+			e := s.MigConfigs["a"][0]
+			return !e.DeviceFilter.Single && len(e.Filters()) == 2 && e.MatchesDevices(3) && !e.MatchesDevices(1) && e.MigDevices["0g.0gb+x1.y"] == 2
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := ParseMigParted([]byte(tc.yaml))
+			if err != nil || !tc.check(s) {
+				t.Fatalf("%+v %v", s, err)
+			}
+		})
+	}
+	// An empty spec parses, but Validate has nothing to check.
+	s, _ := ParseMigParted(nil)
+	if _, err := Builtin().Validate(context.Background(), s, ValidateOptions{File: "e.yaml"}); !errors.Is(err, ErrNoSuchConfig) {
+		t.Errorf("empty spec validated: %v", err)
+	}
+}
+
+func TestMarshalSpelling(t *testing.T) {
+	spec := &MigPartedSpec{Version: MigPartedVersion, MigConfigs: map[string]MigConfigSpecSlice{"x": {
+		{DeviceFilter: DeviceFilter{IDs: []string{"0x233010DE"}, Single: true}, Devices: DeviceSelector{All: true}, MigEnabled: true, MigDevices: MigConfig{"1g.10gb": 7}},
+		{DeviceFilter: DeviceFilter{IDs: []string{"0x20B010DE", "0x20B210DE"}}, Devices: DeviceSelector{Indices: []int{1, 2}}},
+		{Devices: DeviceSelector{}, MigDevices: MigConfig{}},
+	}}}
+	b, err := yaml.Marshal(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `mig-configs:
+  x:
+  - device-filter: "0x233010DE"
+    devices: all
+    mig-devices:
+      1g.10gb: 7
+    mig-enabled: true
+  - device-filter:
+    - "0x20B010DE"
+    - "0x20B210DE"
+    devices:
+    - 1
+    - 2
+    mig-devices: null
+    mig-enabled: false
+  - devices: []
+    mig-devices: {}
+    mig-enabled: false
+version: v1
+`
+	if string(b) != want {
+		t.Fatalf("got\n%s\nwant\n%s", b, want)
 	}
 }
 
 func TestParseMigProfile(t *testing.T) {
-	ok := map[string]string{"1g.5gb": "1g.5gb", "1c.3g.40gb": "1c.3g.40gb", "1g.10gb+me": "1g.10gb+me", "3c.3g.20gb": "3g.20gb", "8g.96gb": "8g.96gb"}
-	for in, want := range ok {
-		m, err := ParseMigProfile(in)
-		if err != nil || m.String() != want {
-			t.Errorf("ParseMigProfile(%q) = %v, %v; want %s", in, m, err, want)
+	good := []struct {
+		in    string
+		want  MigProfile
+		canon string
+	}{
+		{"1g.5gb", MigProfile{C: 1, G: 1, GB: 5}, "1g.5gb"},
+		{"1c.3g.40gb", MigProfile{C: 1, G: 3, GB: 40}, "1c.3g.40gb"},
+		{"3c.3g.20gb", MigProfile{C: 3, G: 3, GB: 20}, "3g.20gb"},
+		{"07g.080gb", MigProfile{C: 7, G: 7, GB: 80}, "7g.80gb"},
+		{"5g.5gb", MigProfile{C: 5, G: 5, GB: 5}, "5g.5gb"},
+		{"0c.0g.0gb", MigProfile{}, "0g.0gb"},
+		{"1g.10gb+me", MigProfile{C: 1, G: 1, GB: 10, Attributes: []string{"me"}}, "1g.10gb+me"},
+		{"1g.24gb+me.all", MigProfile{C: 1, G: 1, GB: 24, Attributes: []string{"me.all"}}, "1g.24gb+me.all"},
+		{"1g.5gb+gfx,me", MigProfile{C: 1, G: 1, GB: 5, Attributes: []string{"gfx", "me"}}, "1g.5gb+gfx,me"},
+		{"2c.4g.96gb-me,gfx", MigProfile{C: 2, G: 4, GB: 96, NegAttributes: []string{"me", "gfx"}}, "2c.4g.96gb-me,gfx"},
+		{"1g.5gb+A9.b", MigProfile{C: 1, G: 1, GB: 5, Attributes: []string{"A9.b"}}, "1g.5gb+A9.b"},
+	}
+	for _, tc := range good {
+		p, err := ParseMigProfile(tc.in)
+		if err != nil || !reflect.DeepEqual(*p, tc.want) || p.String() != tc.canon {
+			t.Errorf("%q -> %+v %v; want %+v %q", tc.in, p, err, tc.want, tc.canon)
 		}
 	}
 	bad := map[string]string{
-		"":             "empty MigProfile string",
-		"1g":           "parsed wrong number of fields, expected 2 or 3",
-		" 1g.5gb":      "leading or trailing spaces on '%dg'",
-		"1g.5":         "missing 'gb' from '%dgb'",
-		"xg.5gb":       "malformed number in '%dg'",
-		"1g.5gb+":      "empty attribute in list",
-		"1g.5gb+me,me": "non unique attribute in list",
-		"1g.5gb+1me":   "attribute begins with a number",
-		"1g.5gb+m-e":   "non alpha-numeric character or digit in attribute",
-		"1g.5gb+ me":   "leading or trailing spaces in attribute",
-		"5c.1g.5gb":    "unknown Compute Instance slice size: 5",
-		"1c.5g.5gb":    "unknown GPU Instance slice size: 5",
+		"":                          "profile is the empty string",
+		"1g":                        "cannot parse fields of '1g': parsed wrong number of fields, expected 2 or 3",
+		"-1g.5gb":                   "cannot parse fields of '-1g.5gb': parsed wrong number of fields, expected 2 or 3",
+		"1g.5gb+me-":                "profile '1g.5gb+me-' contains both '+/-' attributes",
+		" 1g.5gb":                   "cannot parse fields of ' 1g.5gb': leading or trailing spaces on '%dg'",
+		"1g.5gb\u00a0":              "cannot parse fields of '1g.5gb\u00a0': leading or trailing spaces on '%dgb'",
+		"1g.5":                      "cannot parse fields of '1g.5': missing 'gb' from '%dgb'",
+		"1c.1g.5gb.x":               "cannot parse fields of '1c.1g.5gb.x': missing 'gb' from '%dgb'",
+		"1c.1x.5gb":                 "cannot parse fields of '1c.1x.5gb': missing 'g' from '%dg'",
+		"xg.5gb":                    "cannot parse fields of 'xg.5gb': malformed number in '%dg'",
+		"1g.99999999999999999999gb": "cannot parse fields of '1g.99999999999999999999gb': malformed number in '%dgb'",
+		"1g.5gb+":                   "cannot parse attributes of '1g.5gb+': empty attribute in list",
+		"1g.5gb-":                   "cannot parse attributes of '1g.5gb-': empty attribute in list",
+		"1g.5gb+me,me":              "cannot parse attributes of '1g.5gb+me,me': non unique attribute in list",
+		"1g.5gb+me, x":              "cannot parse attributes of '1g.5gb+me, x': leading or trailing spaces in attribute",
+		"1g.5gb+2me":                "cannot parse attributes of '1g.5gb+2me': attribute begins with a number",
+		"1g.5gb+me.":                "cannot parse attributes of '1g.5gb+me.': attribute begins/ends with a dot",
+		"1g.5gb+m_e":                "cannot parse attributes of '1g.5gb+m_e': non alpha-numeric character or digit in attribute",
+		"1g.5gb+mé":                 "cannot parse attributes of '1g.5gb+mé': non alpha-numeric character or digit in attribute",
+		"1g.5gb+me+x":               "cannot parse attributes of '1g.5gb+me+x': non alpha-numeric character or digit in attribute",
 	}
 	for in, want := range bad {
-		if _, err := ParseMigProfile(in); err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("ParseMigProfile(%q) err = %v, want %q", in, err, want)
+		if _, err := ParseMigProfile(in); err == nil || err.Error() != want {
+			t.Errorf("%q: %v\n  want %s", in, err, want)
 		}
 	}
 }
 
-func TestDeviceFilter(t *testing.T) {
-	hw := DeviceID{Device: 0x2330, Vendor: 0x10de, SubsystemDevice: 0x16c1, SubsystemVendor: 0x10de, HasSubsystem: true}
-	cases := []struct {
-		filter any
-		want   bool
+func TestFilterDeviceID(t *testing.T) {
+	ok := map[string]DeviceID{
+		"0x233010DE":            {Device: 0x2330, Vendor: 0x10DE},
+		"0x233010de":            {Device: 0x2330, Vendor: 0x10DE},
+		"590352606":             {Device: 0x2330, Vendor: 0x10DE},
+		"0x2330_10DE":           {Device: 0x2330, Vendor: 0x10DE},
+		"0x2330":                {Device: 0, Vendor: 0x2330},
+		"0x25B610DE:0x14A910DE": {Device: 0x25B6, Vendor: 0x10DE, SubsystemDevice: 0x14A9, SubsystemVendor: 0x10DE, HasSubsystem: true},
+		"-1":                    {Device: 0xFFFF, Vendor: 0xFFFF},
+	}
+	for in, want := range ok {
+		if got, err := ParseFilterDeviceID(in); err != nil || got != want {
+			t.Errorf("%q -> %+v %v, want %+v", in, got, err, want)
+		}
+	}
+	bad := map[string]string{
+		"1:2:3":        "invalid DeviceID format '1:2:3': expected '<devicevendor>' or '<devicevendor>:<subdevicevendor>'",
+		"garbage":      `unable to create DeviceID from string 'garbage': strconv.ParseInt: parsing "garbage": invalid syntax`,
+		"0x80000000":   `unable to create DeviceID from string '0x80000000': strconv.ParseInt: parsing "0x80000000": value out of range`,
+		"0x233010DE:x": `unable to create Subsystem from string '0x233010DE:x': strconv.ParseInt: parsing "x": invalid syntax`,
+		"":             `unable to create DeviceID from string '': strconv.ParseInt: parsing "": invalid syntax`,
+	}
+	for in, want := range bad {
+		if _, err := ParseFilterDeviceID(in); err == nil || err.Error() != want {
+			t.Errorf("%q: %v\n  want %s", in, err, want)
+		}
+	}
+
+	a16 := DeviceID{Device: 0x25B6, Vendor: 0x10DE, SubsystemDevice: 0x14A9, SubsystemVendor: 0x10DE, HasSubsystem: true}
+	a2 := DeviceID{Device: 0x25B6, Vendor: 0x10DE, SubsystemDevice: 0x157E, SubsystemVendor: 0x10DE, HasSubsystem: true}
+	filters := []struct {
+		f       DeviceFilter
+		a16, a2 bool
 	}{
-		{nil, true}, {"", true}, {"0x233010DE", true}, {"0x233010de", true}, {[]string{"0x20B010DE", "0x233010DE"}, true},
-		{"0x233010DE:0x16C110DE", true}, {"0x233010DE:0x16C210DE", false}, {"0x2330", false}, {"garbage", false},
-		{"0x233110DE", false}, {"1:2:3", false},
+		{DeviceFilter{}, true, true},
+		{DeviceFilter{IDs: []string{"0x25B610DE"}, Single: true}, true, true},
+		{DeviceFilter{IDs: []string{"0x25B610DE:0x14A910DE"}}, true, false},
+		{DeviceFilter{IDs: []string{"0x233010DE", "0x25B610DE:0x157E10DE"}}, false, true},
+		{DeviceFilter{IDs: []string{"junk"}}, false, false},
+		{DeviceFilter{IDs: []string{"0x25B6"}}, false, false},
 	}
-	for _, tc := range cases {
-		e := MigConfigSpec{DeviceFilter: tc.filter, Devices: "all"}
-		if got := e.MatchesDeviceFilter(hw); got != tc.want {
-			t.Errorf("filter %v: %v, want %v", tc.filter, got, tc.want)
+	for _, tc := range filters {
+		e := MigConfigSpec{DeviceFilter: tc.f, Devices: DeviceSelector{All: true}}
+		if e.MatchesDeviceFilter(a16) != tc.a16 || e.MatchesDeviceFilter(a2) != tc.a2 {
+			t.Errorf("filter %+v: %v %v, want %v %v", tc.f, e.MatchesDeviceFilter(a16), e.MatchesDeviceFilter(a2), tc.a16, tc.a2)
 		}
 	}
-	if _, err := ParseFilterDeviceID("1:2:3"); err == nil || !strings.Contains(err.Error(), "invalid DeviceID format '1:2:3'") {
-		t.Errorf("err %v", err)
+	if s := a16.String(); s != "0x25B610DE:0x14A910DE" {
+		t.Errorf("String %q", s)
 	}
-	e := MigConfigSpec{Devices: []int{0, 2}}
-	if !e.MatchesDevices(2) || e.MatchesDevices(1) || e.MatchesAllDevices() {
-		t.Error("devices list matching")
+	sel := DeviceSelector{Indices: []int{0, 2}}
+	if !sel.Selects(2) || sel.Selects(1) || sel.String() != "[0,2]" || (DeviceSelector{All: true}).String() != "all" {
+		t.Error("device selector")
 	}
 }
 
-const sampleConfig = `version: v1
-mig-configs:
-  all-disabled:
-    - devices: all
-      mig-enabled: false
-  balanced:
-    - device-filter: ["0x233010DE", "0x233110DE"]
-      devices: all
-      mig-enabled: true
-      mig-devices:
-        "1g.10gb": 2
-        "2g.20gb": 1
-        "3g.40gb": 1
-    - device-filter: "0x20B010DE"
-      devices: all
-      mig-enabled: true
-      mig-devices:
-        "1g.5gb": 2
-        "2g.10gb": 1
-        "3g.20gb": 1
-  too-much:
-    - devices: [0]
-      mig-enabled: true
-      mig-devices:
-        "3g.40gb": 2
-        "1g.10gb": 1
-    - devices: [1]
-      mig-enabled: false
-  wrong-model:
-    - device-filter: "0x233010DE"
-      devices: all
-      mig-enabled: true
-      mig-devices:
-        "3g.20gb": 2
-`
-
-func TestValidate(t *testing.T) {
-	spec, err := ParseMigParted([]byte(sampleConfig))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := Builtin()
-	ctx := context.Background()
-	node := NodeGPUs([]uint16{0x2330, 0x2330})
-	v, err := c.Validate(ctx, spec, ValidateOptions{File: "x.yaml", GPUs: node})
-	if err != nil {
-		t.Fatal(err)
-	}
-	okBy := map[string]bool{}
-	for _, cr := range v.Configs {
-		okBy[cr.Label] = cr.OK
-	}
-	want := map[string]bool{"all-disabled": true, "balanced": true, "too-much": false, "wrong-model": false}
-	for l, w := range want {
-		if okBy[l] != w {
-			t.Errorf("%s: ok=%v, want %v", l, okBy[l], w)
-		}
-	}
-	if v.OK {
-		t.Error("validation OK despite failing configs")
-	}
-	// balanced: entry 0 selects both H100s, entry 1 selects none.
-	bal := v.Configs[1]
-	if bal.Label != "balanced" || len(bal.Entries[0].Checks) != 1 || len(bal.Entries[0].Checks[0].GPUs) != 2 || bal.Entries[0].Checks[0].Layout == nil {
-		t.Errorf("balanced entry 0: %+v", bal.Entries[0])
-	}
-	if len(bal.Entries[1].Checks) != 0 || len(bal.Entries[1].Warnings) == 0 {
-		t.Errorf("balanced entry 1 should select nothing: %+v", bal.Entries[1])
-	}
-	tm := v.Configs[2].Entries[0].Checks[0]
-	if tm.OK || !strings.Contains(strings.Join(tm.Problems, ";"), "3g.40gb x2 uses all 8 memory slices; 1g.10gb needs 1 more") {
-		t.Errorf("too-much: %+v", tm)
-	}
-	wm := v.Configs[3].Entries[0].Checks[0]
-	if wm.OK || !strings.Contains(strings.Join(wm.Problems, ";"), `belongs to A100-40GB, not H100-80GB`) {
-		t.Errorf("wrong-model: %+v", wm)
-	}
-
-	// Without a node: each entry on the products its filter selects.
-	v, err = c.Validate(ctx, spec, ValidateOptions{Label: "balanced"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !v.OK || len(v.Configs) != 1 || len(v.Configs[0].Entries[0].Checks) != 1 || v.Configs[0].Entries[1].Checks[0].Model != "A100-40GB" {
-		t.Errorf("balanced without node: %+v", v.Configs)
-	}
-	// too-much has no filter: checked on every product having its profiles.
-	v, _ = c.Validate(ctx, spec, ValidateOptions{Label: "too-much"})
-	if v.OK || len(v.Configs[0].Entries[0].Checks) != 2 { // A100-80GB and H100-80GB
-		t.Errorf("too-much without node: %+v", v.Configs[0].Entries[0].Checks)
-	}
-	if _, err := c.Validate(ctx, spec, ValidateOptions{Label: "nope"}); err == nil || !strings.Contains(err.Error(), "selected mig-config not present: nope") {
-		t.Errorf("missing label err %v", err)
-	}
-	// Non-MIG GPU with MIG enabled.
-	v, _ = c.Validate(ctx, spec, ValidateOptions{Label: "too-much", GPUs: NodeGPUs([]uint16{0x1db6})})
-	if v.OK {
-		t.Error("MIG on a V100 accepted")
-	}
-}
-
-func FuzzParseMigParted(f *testing.F) {
-	f.Add([]byte(sampleConfig))
-	f.Add([]byte("version: v1\n"))
-	f.Add([]byte(`{"version":"v1","mig-configs":{"a":[{"devices":[0,1],"mig-enabled":true,"mig-devices":{"1c.3g.40gb+me":1}}]}}`))
-	c := Builtin()
+func FuzzParseMigPartedConfig(f *testing.F) {
+	f.Add(examples(f)["systemd-config.yaml"])
+	f.Add([]byte("version: v1\nmig-configs:\n  a:\n  - devices: [0, 1]\n    device-filter: \"0x233010DE\"\n    mig-enabled: true\n    mig-devices: {1c.3g.40gb-me: 1, 2g.20gb: 0}\n"))
+	f.Add([]byte(`{"version":"v1","mig-configs":{"a":[{"devices":"all","mig-enabled":false,"mig-devices":null}]}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		spec, err := ParseMigParted(data)
 		if err != nil {
+			var se *SpecError
+			if !errors.As(err, &se) && !strings.HasPrefix(err.Error(), "not YAML: ") {
+				t.Fatalf("unexpected error kind %T: %v", err, err)
+			}
+			if se != nil && (se.Msg == "" || se.Line < 0) {
+				t.Fatalf("empty refusal %+v", se)
+			}
 			return
 		}
-		// Like mig-parted, an empty (null) document parses to an empty
-		// spec; anything else must be v1.
-		if spec.Version != "v1" && (spec.Version != "" || len(spec.MigConfigs) != 0) {
+		if spec.Version != MigPartedVersion && (spec.Version != "" || spec.MigConfigs != nil) {
 			t.Fatalf("accepted version %q", spec.Version)
 		}
 		for label, entries := range spec.MigConfigs {
@@ -233,33 +419,55 @@ func FuzzParseMigParted(f *testing.F) {
 				t.Fatalf("accepted empty label %q", label)
 			}
 			for _, e := range entries {
-				if e.MigEnabled && e.MigDevices == nil {
-					t.Fatal("enabled entry without mig-devices accepted")
+				if e.MigEnabled && e.MigDevices == nil || !e.MigEnabled && len(e.MigDevices) > 0 {
+					t.Fatalf("accepted %+v", e)
 				}
 				if err := e.MigDevices.AssertValid(); err != nil {
 					t.Fatalf("accepted invalid mig-devices: %v", err)
 				}
 			}
 		}
-		if _, err := c.Validate(context.Background(), spec, ValidateOptions{GPUs: NodeGPUs([]uint16{0x2330, 0x20b7})}); err != nil && len(spec.MigConfigs) > 0 {
-			t.Fatalf("validate: %v", err)
+		if spec.Version == "" {
+			return // an empty document: nothing to write back
+		}
+		// What was accepted writes back to a file that reads the same.
+		out, err := yaml.Marshal(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := ParseMigParted(out)
+		if err != nil || !reflect.DeepEqual(back.MigConfigs, spec.MigConfigs) {
+			t.Fatalf("round trip: %v\n%s", err, out)
 		}
 	})
 }
 
 func FuzzParseMigProfile(f *testing.F) {
-	for _, s := range []string{"1g.5gb", "1c.3g.40gb+me", "7g.80gb", "1g.5gb+me,x", ""} {
+	for _, s := range []string{"1g.5gb", "1c.3g.40gb+me", "7g.80gb", "1g.24gb-me", "1g.24gb+me.all,gfx", "1g.5gb+me,x,", ""} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		m, err := ParseMigProfile(s)
+		p, err := ParseMigProfile(s)
 		if err != nil {
+			if !strings.Contains(err.Error(), "'"+s+"'") && s != "" {
+				t.Fatalf("%q: error does not quote the profile: %v", s, err)
+			}
 			return
 		}
-		// A parsed profile re-parses to itself.
-		m2, err := ParseMigProfile(m.String())
-		if err != nil || *m2 != *m {
-			t.Fatalf("%q -> %q -> %v, %v", s, m.String(), m2, err)
+		if p.C < 0 || p.G < 0 || p.GB < 0 || len(p.Attributes) > 0 && len(p.NegAttributes) > 0 {
+			t.Fatalf("%q -> %+v", s, p)
+		}
+		// The canonical name reads back to the same parts.
+		q, err := ParseMigProfile(p.String())
+		if err != nil || !reflect.DeepEqual(p, q) {
+			t.Fatalf("%q -> %q -> %+v, %v", s, p.String(), q, err)
+		}
+		// Attributes are exactly the text after the sign, in order.
+		if i := strings.IndexAny(s, "+-"); i >= 0 {
+			got := strings.Join(append(p.Attributes, p.NegAttributes...), ",")
+			if got != s[i+1:] {
+				t.Fatalf("%q: attributes %q", s, got)
+			}
 		}
 	})
 }

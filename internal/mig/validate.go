@@ -174,11 +174,9 @@ func (c *Catalogue) checkEntry(ctx context.Context, idx int, e MigConfigSpec, gp
 			}
 			byModel[key].gpus = append(byModel[key].gpus, g.Index)
 		}
-		if list, ok := e.Devices.([]int); ok {
-			for _, d := range list {
-				if d < 0 || d >= len(gpus) {
-					er.Warnings = append(er.Warnings, fmt.Sprintf("devices: GPU index %d does not exist on this node (%d GPUs)", d, len(gpus)))
-				}
+		for _, d := range e.Devices.Indices {
+			if d < 0 || d >= len(gpus) {
+				er.Warnings = append(er.Warnings, fmt.Sprintf("devices: GPU index %d does not exist on this node (%d GPUs)", d, len(gpus)))
 			}
 		}
 		if matched == 0 {

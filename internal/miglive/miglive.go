@@ -842,14 +842,13 @@ outer:
 	for _, m := range ms {
 		sort.Ints(m.devices)
 		sort.Strings(m.filters)
-		s := mig.MigConfigSpec{MigEnabled: m.enabled, MigDevices: m.cfg, Devices: m.devices}
+		s := mig.MigConfigSpec{MigEnabled: m.enabled, MigDevices: m.cfg, Devices: mig.DeviceSelector{Indices: m.devices}}
 		switch {
 		case len(dfDevices) == 1 || len(ms) == 1:
-			s.DeviceFilter = nil
 		case len(m.filters) == 1:
-			s.DeviceFilter = m.filters[0]
+			s.DeviceFilter = mig.DeviceFilter{IDs: m.filters, Single: true}
 		default:
-			s.DeviceFilter = m.filters
+			s.DeviceFilter = mig.DeviceFilter{IDs: m.filters}
 		}
 		var all []int
 		for _, f := range m.filters {
@@ -857,7 +856,7 @@ outer:
 		}
 		sort.Ints(all)
 		if slices.Equal(all, m.devices) {
-			s.Devices = "all"
+			s.Devices = mig.DeviceSelector{All: true}
 		}
 		out = append(out, s)
 	}

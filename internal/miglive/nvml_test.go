@@ -108,7 +108,7 @@ func TestNVMLDGXA100(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := ex.MigConfigs["current"]
-	if len(cfg) != 1 || cfg[0].Devices != "all" || !configsEqual(cfg[0].MigDevices, mig.MigConfig{"1g.5gb": 2, "2g.10gb": 1, "3g.20gb": 1}) {
+	if len(cfg) != 1 || !cfg[0].Devices.All || !configsEqual(cfg[0].MigDevices, mig.MigConfig{"1g.5gb": 2, "2g.10gb": 1, "3g.20gb": 1}) {
 		t.Errorf("export %+v", cfg)
 	}
 	// Switch to another layout: old instances are destroyed first.
