@@ -64,53 +64,103 @@ func ReadMergeRequest(r io.Reader, name string) (*MergeRequest, error) {
 	return req, nil
 }
 
+// wireRequest is the whole request decoded in one pass: a provider's
+// resource maps to nil for JSON null ("don't care") and to a pointer to an
+// empty slice for [] ("cannot satisfy").
+type wireRequest struct {
+	Policy    string                  `json:"policy"`
+	Options   map[string]string       `json:"options"`
+	NUMANodes []int                   `json:"numaNodes"`
+	Distances [][]uint64              `json:"distances"`
+	Providers []map[string]*[]rawHint `json:"providers"`
+}
+
 // ParseMergeRequest decodes and validates a merge request strictly (unknown
 // fields are errors); errors name the field, e.g.
 // "providers[1].gpu[0].affinity: NUMA id 70 beyond 63".
+//
+// The request is decoded once, strictly, into typed values. Only when that
+// fails is it decoded again piece by piece, to name the provider, resource
+// and hint the error is in (encoding/json reports neither array indexes
+// nor the place of an unknown field).
 func ParseMergeRequest(b []byte) (*MergeRequest, error) {
+	var wire wireRequest
+	if err := strictUnmarshal(b, &wire); err != nil {
+		if _, located := parseMergeRequestLocated(b); located != nil {
+			return nil, located
+		}
+		return nil, err
+	}
+	req, err := validateHeader(wire.Policy, wire.Options, wire.NUMANodes, wire.Distances)
+	if err != nil {
+		return nil, err
+	}
+	if len(wire.Providers) > 0 {
+		req.Providers = make([]map[string][]Hint, 0, len(wire.Providers))
+	}
+	for i, prov := range wire.Providers {
+		m := make(map[string][]Hint, len(prov))
+		for _, r := range sortedKeys(prov) {
+			if r == "" {
+				return nil, fmt.Errorf("providers[%d]: empty resource name", i)
+			}
+			hints := prov[r]
+			if hints == nil {
+				m[r] = nil
+				continue
+			}
+			out, err := convertHints(*hints, fmt.Sprintf("providers[%d].%s", i, r))
+			if err != nil {
+				return nil, err
+			}
+			m[r] = out
+		}
+		req.Providers = append(req.Providers, m)
+	}
+	return req, nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	names := make([]string, 0, len(m))
+	for r := range m {
+		names = append(names, r)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// convertHints turns decoded hints into Hints; field names the list in
+// errors.
+func convertHints(raw []rawHint, field string) ([]Hint, error) {
+	out := make([]Hint, len(raw))
+	for j, h := range raw {
+		out[j].Preferred = h.Preferred
+		if h.Affinity == nil {
+			continue
+		}
+		mask, err := NewBitmask(*h.Affinity...)
+		if err != nil {
+			return nil, fmt.Errorf("%s[%d].affinity: %w", field, j, err)
+		}
+		out[j].Affinity = mask.Ptr()
+	}
+	return out, nil
+}
+
+// parseMergeRequestLocated is the piecewise decode: slower (a decoder per
+// hint), but its errors carry the full path.
+func parseMergeRequestLocated(b []byte) (*MergeRequest, error) {
 	var raw rawRequest
 	if err := strictUnmarshal(b, &raw); err != nil {
 		return nil, err
 	}
-	req := &MergeRequest{Policy: raw.Policy, Options: raw.Options, NUMANodes: raw.NUMANodes, Distances: raw.Distances}
-	switch raw.Policy {
-	case PolicyNone, PolicyBestEffort, PolicyRestricted, PolicySingleNUMANode:
-	case "":
-		return nil, errors.New("policy: required (one of " + strings.Join(Policies(), ", ") + ")")
-	default:
-		return nil, fmt.Errorf("policy: unknown policy %q (want one of %s)", raw.Policy, strings.Join(Policies(), ", "))
-	}
-	if len(raw.NUMANodes) == 0 {
-		return nil, errors.New("numaNodes: at least one NUMA node id is required")
-	}
-	seen := map[int]bool{}
-	for i, id := range raw.NUMANodes {
-		if id < 0 || id >= MaxNUMANodes {
-			return nil, fmt.Errorf("numaNodes[%d]: NUMA id %d beyond %d", i, id, MaxNUMANodes-1)
-		}
-		if seen[id] {
-			return nil, fmt.Errorf("numaNodes[%d]: duplicate NUMA id %d", i, id)
-		}
-		seen[id] = true
-	}
-	if raw.Distances != nil {
-		if len(raw.Distances) != len(raw.NUMANodes) {
-			return nil, fmt.Errorf("distances: %d rows for %d NUMA nodes", len(raw.Distances), len(raw.NUMANodes))
-		}
-		for i, row := range raw.Distances {
-			if len(row) != len(raw.NUMANodes) {
-				return nil, fmt.Errorf("distances[%d]: %d columns for %d NUMA nodes", i, len(row), len(raw.NUMANodes))
-			}
-		}
+	req, err := validateHeader(raw.Policy, raw.Options, raw.NUMANodes, raw.Distances)
+	if err != nil {
+		return nil, err
 	}
 	for i, prov := range raw.Providers {
-		names := make([]string, 0, len(prov))
-		for r := range prov {
-			names = append(names, r)
-		}
-		sort.Strings(names)
 		m := make(map[string][]Hint, len(prov))
-		for _, r := range names {
+		for _, r := range sortedKeys(prov) {
 			field := fmt.Sprintf("providers[%d].%s", i, r)
 			if r == "" {
 				return nil, fmt.Errorf("providers[%d]: empty resource name", i)
@@ -124,27 +174,57 @@ func ParseMergeRequest(b []byte) (*MergeRequest, error) {
 			if err := strictUnmarshal(msg, &elems); err != nil {
 				return nil, fmt.Errorf("%s: %w", field, err)
 			}
-			out := make([]Hint, len(elems))
+			hints := make([]rawHint, len(elems))
 			for j, e := range elems {
-				var h rawHint
-				if err := strictUnmarshal(e, &h); err != nil {
+				if err := strictUnmarshal(e, &hints[j]); err != nil {
 					return nil, fmt.Errorf("%s[%d]: %w", field, j, err)
 				}
-				out[j].Preferred = h.Preferred
-				if h.Affinity == nil {
-					continue
-				}
-				mask, err := NewBitmask(*h.Affinity...)
-				if err != nil {
-					return nil, fmt.Errorf("%s[%d].affinity: %w", field, j, err)
-				}
-				out[j].Affinity = mask.Ptr()
+			}
+			out, err := convertHints(hints, field)
+			if err != nil {
+				return nil, err
 			}
 			m[r] = out
 		}
 		req.Providers = append(req.Providers, m)
 	}
 	return req, nil
+}
+
+// validateHeader checks everything but the providers and starts the
+// request.
+func validateHeader(policy string, options map[string]string, numaNodes []int, dist [][]uint64) (*MergeRequest, error) {
+	switch policy {
+	case PolicyNone, PolicyBestEffort, PolicyRestricted, PolicySingleNUMANode:
+	case "":
+		return nil, errors.New("policy: required (one of " + strings.Join(Policies(), ", ") + ")")
+	default:
+		return nil, fmt.Errorf("policy: unknown policy %q (want one of %s)", policy, strings.Join(Policies(), ", "))
+	}
+	if len(numaNodes) == 0 {
+		return nil, errors.New("numaNodes: at least one NUMA node id is required")
+	}
+	seen := map[int]bool{}
+	for i, id := range numaNodes {
+		if id < 0 || id >= MaxNUMANodes {
+			return nil, fmt.Errorf("numaNodes[%d]: NUMA id %d beyond %d", i, id, MaxNUMANodes-1)
+		}
+		if seen[id] {
+			return nil, fmt.Errorf("numaNodes[%d]: duplicate NUMA id %d", i, id)
+		}
+		seen[id] = true
+	}
+	if dist != nil {
+		if len(dist) != len(numaNodes) {
+			return nil, fmt.Errorf("distances: %d rows for %d NUMA nodes", len(dist), len(numaNodes))
+		}
+		for i, row := range dist {
+			if len(row) != len(numaNodes) {
+				return nil, fmt.Errorf("distances[%d]: %d columns for %d NUMA nodes", i, len(row), len(numaNodes))
+			}
+		}
+	}
+	return &MergeRequest{Policy: policy, Options: options, NUMANodes: numaNodes, Distances: dist}, nil
 }
 
 // strictUnmarshal decodes one JSON value, rejecting unknown fields and

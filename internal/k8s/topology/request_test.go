@@ -1,6 +1,7 @@
 package topology
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -64,8 +65,17 @@ func FuzzParseMergeRequest(f *testing.F) {
 	f.Add([]byte(`{"policy":"restricted","numaNodes":[3,9],"providers":[{},{"x":[{"affinity":[],"preferred":false}]}]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		req, err := ParseMergeRequest(b)
+		// The one-pass decode and the piecewise one accept the same inputs
+		// and build the same request.
+		located, lerr := parseMergeRequestLocated(b)
+		if (err == nil) != (lerr == nil) {
+			t.Fatalf("one-pass error %v, piecewise error %v", err, lerr)
+		}
 		if err != nil {
 			return
+		}
+		if !reflect.DeepEqual(req, located) {
+			t.Fatalf("one-pass %#v, piecewise %#v", req, located)
 		}
 		p, err := req.NewPolicy()
 		if err != nil {
