@@ -3,7 +3,6 @@ package memorymanager
 import (
 	"cmp"
 	"errors"
-	"maps"
 	"math/bits"
 	"slices"
 
@@ -25,11 +24,8 @@ import (
 // Memory that regular init containers of the same pod hold on the same mask
 // is reused before more is booked.
 func (p *Static) Allocate(pod *v1.Pod, c *v1.Container, merged node.Hint) ([]Block, error) {
-	if !handles(pod) {
-		return nil, nil
-	}
-	asks, err := ContainerRequests(c)
-	if err != nil || len(asks) == 0 {
+	asks, err := pinnedAsks(pod, c)
+	if len(asks) == 0 {
 		return nil, err
 	}
 	if have := p.owned[string(pod.UID)][c.Name]; have != nil {
@@ -118,24 +114,17 @@ func strongest(hs []node.Hint) node.Hint {
 
 // holds reports whether the free memory on the nodes of m covers every ask.
 func (p *Static) holds(m node.Mask, asks map[v1.ResourceName]uint64) bool {
-	short := maps.Clone(asks)
-	for _, id := range m.Bits() {
-		st := p.state[id]
-		for name, want := range short {
-			if st == nil {
-				break
-			}
-			if t := st.Memory[name]; t != nil {
-				short[name] = want - min(want, t.Free)
+	ids := m.Bits()
+	short := func(name v1.ResourceName) bool {
+		left := asks[name]
+		for i := 0; i < len(ids) && left > 0; i++ {
+			if st := p.state[ids[i]]; st != nil && st.Memory[name] != nil {
+				left -= min(left, st.Memory[name].Free)
 			}
 		}
+		return left > 0
 	}
-	for _, v := range short {
-		if v > 0 {
-			return false
-		}
-	}
-	return true
+	return !slices.ContainsFunc(sortedNames(asks), short)
 }
 
 // breaksGroups reports whether memory on m would break kubelet's rule for
@@ -221,14 +210,19 @@ func (t *Table) shift(n uint64, toReserved bool) uint64 {
 
 // RemoveContainer releases the container's memory (see spread).
 func (p *Static) RemoveContainer(podUID, container string) {
-	blocks, ok := p.owned[podUID][container]
-	if !ok {
-		return
-	}
-	if delete(p.owned[podUID], container); len(p.owned[podUID]) == 0 {
-		delete(p.owned, podUID)
-	}
-	for _, b := range blocks {
+	for _, b := range p.forget(podUID, container) {
 		p.spread(b.NUMAAffinity, b.Type, b.Size, false)
 	}
+}
+
+// forget drops the container's blocks from the state and returns them (nil
+// when it has none).
+func (p *Static) forget(podUID, container string) []Block {
+	byName := p.owned[podUID]
+	blocks := byName[container]
+	delete(byName, container)
+	if len(byName) == 0 {
+		delete(p.owned, podUID)
+	}
+	return blocks
 }

@@ -14,14 +14,10 @@ import (
 // ContainerHints returns the container's hints per memory type (nil = no
 // preference), as kubelet's GetTopologyHints.
 func (p *Static) ContainerHints(pod *v1.Pod, c *v1.Container) map[string][]node.Hint {
-	if !handles(pod) {
-		return nil
+	if asks, _ := pinnedAsks(pod, c); len(asks) > 0 {
+		return p.CalculateHints(pod, asks)
 	}
-	asks, err := ContainerRequests(c)
-	if err != nil || len(asks) == 0 {
-		return nil
-	}
-	return p.CalculateHints(pod, asks)
+	return nil
 }
 
 // PodHints returns the pod's hints per memory type, as kubelet's
@@ -30,11 +26,10 @@ func (p *Static) PodHints(pod *v1.Pod) map[string][]node.Hint {
 	if !handles(pod) {
 		return nil
 	}
-	asks, err := PodRequests(pod)
-	if err != nil || len(asks) == 0 {
-		return nil
+	if asks, err := PodRequests(pod); err == nil && len(asks) > 0 {
+		return p.CalculateHints(pod, asks)
 	}
-	return p.CalculateHints(pod, asks)
+	return nil
 }
 
 // sortedNames returns the memory types of reqs in name order.

@@ -146,6 +146,15 @@ func (p *Static) State(id int) *NUMAState { return p.state[id] }
 // Blocks returns the blocks assigned to a container.
 func (p *Static) Blocks(podUID, container string) []Block { return p.owned[podUID][container] }
 
+// pinnedAsks is what the policy pins for container c: nothing when the pod
+// is not handled, else its memory requests (see ContainerRequests).
+func pinnedAsks(pod *v1.Pod, c *v1.Container) (map[v1.ResourceName]uint64, error) {
+	if !handles(pod) {
+		return nil, nil
+	}
+	return ContainerRequests(c)
+}
+
 // handles reports whether the policy manages the pod's memory at all:
 // kubelet's Static policy only pins Guaranteed pods without pod-level
 // resources.
