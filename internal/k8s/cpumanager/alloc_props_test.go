@@ -31,17 +31,19 @@ type hwOptionSet struct {
 
 // hwOptionSets are the combinations kubelet accepts (incompatible pairs left
 // out), as the conformance differential runs them.
-var hwOptionSets = []hwOptionSet{
-	{"default", Options{}},
-	{"full-pcpus-only", Options{FullPhysicalCPUsOnly: true}},
-	{"distribute-cpus-across-numa", Options{DistributeCPUsAcrossNUMA: true}},
-	{"distribute-cpus-across-numa+full-pcpus-only", Options{DistributeCPUsAcrossNUMA: true, FullPhysicalCPUsOnly: true}},
-	{"align-by-socket", Options{AlignBySocket: true}},
-	{"distribute-cpus-across-cores", Options{DistributeCPUsAcrossCores: true}},
-	{"strict-cpu-reservation", Options{StrictCPUReservation: true}},
-	{"prefer-align-cpus-by-uncorecache", Options{PreferAlignByUncoreCache: true}},
-	{"prefer-align-cpus-by-uncorecache+full-pcpus-only", Options{PreferAlignByUncoreCache: true, FullPhysicalCPUsOnly: true}},
-	{"align-by-socket+distribute-cpus-across-numa", Options{AlignBySocket: true, DistributeCPUsAcrossNUMA: true}},
+func hwOptionSets() []hwOptionSet {
+	return []hwOptionSet{
+		{"default", Options{}},
+		{"full-pcpus-only", Options{FullPhysicalCPUsOnly: true}},
+		{"distribute-cpus-across-numa", Options{DistributeCPUsAcrossNUMA: true}},
+		{"distribute-cpus-across-numa+full-pcpus-only", Options{DistributeCPUsAcrossNUMA: true, FullPhysicalCPUsOnly: true}},
+		{"align-by-socket", Options{AlignBySocket: true}},
+		{"distribute-cpus-across-cores", Options{DistributeCPUsAcrossCores: true}},
+		{"strict-cpu-reservation", Options{StrictCPUReservation: true}},
+		{"prefer-align-cpus-by-uncorecache", Options{PreferAlignByUncoreCache: true}},
+		{"prefer-align-cpus-by-uncorecache+full-pcpus-only", Options{PreferAlignByUncoreCache: true, FullPhysicalCPUsOnly: true}},
+		{"align-by-socket+distribute-cpus-across-numa", Options{AlignBySocket: true, DistributeCPUsAcrossNUMA: true}},
+	}
 }
 
 // hwAllocator is how the tests call the allocator; tests of the tests wrap it
@@ -385,6 +387,7 @@ func TestAllocatorProperties(t *testing.T) {
 //   - the same CPUs on the same machine described in another order.
 func hwRunAllocatorProperties(t *testing.T, rep *hwReport, take hwAllocator, seed uint64, randomShapes, base int) {
 	r := rand.New(rand.NewPCG(seed, 0xa110c))
+	optionSets := hwOptionSets()
 	cases := 0
 	hits := map[string]int{}
 	hit := func(p string) { hits[p]++ }
@@ -392,20 +395,20 @@ func hwRunAllocatorProperties(t *testing.T, rep *hwReport, take hwAllocator, see
 		m := s.hw()
 		topo := s.topology(t, nil)
 		other := s.topology(t, r) // the same machine, groups listed in another order
-		policies := make([]*Static, len(hwOptionSets))
-		others := make([]*Static, len(hwOptionSets))
-		for i, opt := range hwOptionSets {
+		policies := make([]*Static, len(optionSets))
+		others := make([]*Static, len(optionSets))
+		for i, opt := range optionSets {
 			policies[i] = hwStatic(t, topo, opt.opts, 0, cpuset.New())
 			others[i] = hwStatic(t, other, opt.opts, 0, cpuset.New())
 		}
 		for c := 0; c < hwCasesFor(s, base); c++ {
-			oi := r.IntN(len(hwOptionSets))
+			oi := r.IntN(len(optionSets))
 			free := m.randomFree(r)
 			n := m.randomRequest(r, free.Size())
 			got, err := take(policies[oi], free, n)
 			cases++
-			label := fmt.Sprintf("%s [%s] n=%d free=%s", s.name, hwOptionSets[oi].name, n, free)
-			if e := m.checkTake(hwOptionSets[oi].opts, free, n, got, err, hit); e != nil {
+			label := fmt.Sprintf("%s [%s] n=%d free=%s", s.name, optionSets[oi].name, n, free)
+			if e := m.checkTake(optionSets[oi].opts, free, n, got, err, hit); e != nil {
 				rep.fail("%s: %v", label, e)
 				continue
 			}
@@ -510,6 +513,7 @@ func TestPolicyProperties(t *testing.T) {
 //     gives the same CPUs.
 func hwRunPolicyProperties(t *testing.T, rep *hwReport, allocate hwAllocateFunc, seed uint64, randomShapes, base int) {
 	r := rand.New(rand.NewPCG(seed, 0x9011c7))
+	optionSets := hwOptionSets()
 	fail := rep.fail
 	admissions := 0
 	hits := map[string]int{}
@@ -517,7 +521,7 @@ func hwRunPolicyProperties(t *testing.T, rep *hwReport, allocate hwAllocateFunc,
 		m := s.hw()
 		tpc := s.threadsPerCore
 		for c := 0; c < hwCasesFor(s, base); c++ {
-			opt := hwOptionSets[r.IntN(len(hwOptionSets))]
+			opt := optionSets[r.IntN(len(optionSets))]
 			if opt.opts.AlignBySocket && s.sockets > s.numas() {
 				continue
 			}
@@ -692,7 +696,11 @@ func TestPropertiesCatchBrokenAllocators(t *testing.T) {
 		}},
 		{"takes a busy CPU", func(p *Static, free cpuset.CPUSet, n int) (cpuset.CPUSet, error) {
 			got, err := p.TakeByTopology(free, n)
-			busy := p.Topology().CPUDetails.CPUs().Difference(free)
+			var all []int
+			for id := range p.Topology().CPUDetails {
+				all = append(all, id)
+			}
+			busy := cpuset.New(all...).Difference(free)
 			if got.Size() > 0 && busy.Size() > 0 {
 				got = got.Difference(cpuset.New(got.List()[0])).Union(cpuset.New(busy.List()[0]))
 			}

@@ -62,7 +62,9 @@ type hwShape struct {
 	numaPerSocket  int // NPS1/SNC off = 1, NPS4/SNC4 = 4
 	// coresPerL3 is the number of cores sharing one L3 (an AMD CCX); 0
 	// means one L3 for the whole socket (Intel, Grace; also under SNC, where
-	// the kernel still reports the L3 as shared by the whole socket).
+	// the kernel still reports the L3 as shared by the whole socket: Linux's
+	// resctrl selftests detect SNC as more CPUs sharing CPU 0's L3 than
+	// NUMA node 0 holds).
 	coresPerL3 int
 	numbering  hwNumbering
 	// memPerNUMA is the memory of each NUMA node ("" = 64Gi nominal).
@@ -103,16 +105,16 @@ func hwShapes() []hwShape {
 			facts: "AMD EPYC 7763, 2S, NPS2, SMT disabled: 2 NUMA nodes of 4 CCDs (32 cores) per socket, 32 MB L3 per CCD"},
 		{name: "epyc-7302p-1s", sockets: 1, coresPerSocket: 16, threadsPerCore: 2, numaPerSocket: 1, coresPerL3: 2,
 			facts: "AMD EPYC 7302P (Rome), 1S, NPS1: 16 cores = 4 CCDs x 2 CCX x 2 cores, SMT2, 16 MB L3 per CCX"},
-		{name: "epyc-9124-1s", sockets: 1, coresPerSocket: 16, threadsPerCore: 2, numaPerSocket: 1, coresPerL3: 4,
-			facts: "AMD EPYC 9124 (Genoa), 1S, NPS1: 16 cores = 4 CCDs x 4 cores, SMT2, 16 MB L3 per CCD"},
+		{name: "epyc-9355p-1s", sockets: 1, coresPerSocket: 32, threadsPerCore: 2, numaPerSocket: 1, coresPerL3: 4,
+			facts: "AMD EPYC 9355P (Turin), 1S, NPS1: 32 cores = 8 CCDs x 4 enabled cores, SMT2, the full 32 MB L3 per CCD"},
 		{name: "ryzen-7950x", sockets: 1, coresPerSocket: 16, threadsPerCore: 2, numaPerSocket: 1, coresPerL3: 8,
 			facts: "AMD Ryzen 9 7950X: 16 cores = 2 CCDs x 8 cores, SMT2, 32 MB L3 per CCD"},
 		{name: "ryzen-3700x", sockets: 1, coresPerSocket: 8, threadsPerCore: 2, numaPerSocket: 1, coresPerL3: 4,
 			facts: "AMD Ryzen 7 3700X (Zen 2): 8 cores = 1 CCD x 2 CCX x 4 cores, SMT2, 16 MB L3 per CCX"},
 		{name: "grace-superchip", sockets: 2, coresPerSocket: 72, threadsPerCore: 1, numaPerSocket: 1, memPerNUMA: "480Gi",
-			facts: "NVIDIA Grace CPU Superchip (also the CPU side of a GB200 compute tray): 2 Grace dies x 72 Neoverse V2 cores, no SMT, 114 MB L3 per die, one NUMA node per die"},
+			facts: "NVIDIA Grace CPU Superchip (also the CPU side of a GB200 compute tray): 2 Grace dies x 72 Neoverse V2 cores, no SMT, one L3 per die shared by its 72 cores (117 MB at Hot Chips 34), one NUMA node per die"},
 		{name: "gh200", sockets: 1, coresPerSocket: 72, threadsPerCore: 1, numaPerSocket: 1, memPerNUMA: "480Gi",
-			facts: "NVIDIA GH200 Grace Hopper Superchip, CPU side: 72 Neoverse V2 cores, no SMT, 114 MB L3, 480 GB LPDDR5X (the HBM is a CPU-less NUMA node, left out)"},
+			facts: "NVIDIA GH200 Grace Hopper Superchip, CPU side: 72 Neoverse V2 cores, no SMT, one L3 shared by all cores, 480 GB LPDDR5X (the HBM is a CPU-less NUMA node, left out)"},
 		{name: "power-4s-smt4", sockets: 4, coresPerSocket: 10, threadsPerCore: 4, numaPerSocket: 1, numbering: hwSiblingsAdjacent,
 			facts: "POWER9-like 4-socket machine: 10 SMT4 cores per socket, threads of a core numbered consecutively, L3 grouped per socket"},
 	}
