@@ -239,8 +239,11 @@ func (e *engine) whyNot(x *Explain, best domainStats) {
 			}
 		}
 	}
-	if sf.Pods == 0 {
+	if sf.Pods == 0 && len(e.g.Tasks) > 1 {
 		x.Notes = append(x.Notes, "every task fits in the best domain on its own, but not all of them together")
+	}
+	if e.g.Required >= 0 && len(e.topo.ByLevel[e.g.Required]) == 0 {
+		x.Notes = append(x.Notes, fmt.Sprintf("no node is in a %s domain (the label is missing, or a label of an outer level is)", e.g.RequiredKey))
 	}
 	if e.prim >= 0 && shortAmt > 0 {
 		sf.Resource = string(e.c.Res[e.prim])
@@ -547,7 +550,7 @@ func (r *Report) WriteTable(w io.Writer, o output.Options) error {
 	if sf := x.Shortfall; sf != nil {
 		ew.Printf("\nwhy: the best %s domain, %s, holds %d of the pods", sf.Domain.Level, sf.Domain.Name, min(sf.Capacity, x.Pods))
 		if sf.Pods > 0 {
-			ew.Printf(": %d pods short", sf.Pods)
+			ew.Printf(": %s short", plural(sf.Pods, "pod"))
 			if sf.Amount != "" {
 				ew.Printf(" (%s %s)", sf.Amount, sf.Resource)
 			}
@@ -573,13 +576,13 @@ func (r *Report) WriteTable(w io.Writer, o output.Options) error {
 	if n := x.Nearest; n != nil {
 		ew.Printf("\nnearest fit:\n")
 		if n.FewerPods != nil {
-			ew.Printf("  fewer pods: %d pods fit in %s=%s\n", n.FewerPods.Pods, n.FewerPods.Domain.Level, n.FewerPods.Domain.Name)
+			ew.Printf("  fewer pods: %s fit in %s=%s\n", plural(n.FewerPods.Pods, "pod"), n.FewerPods.Domain.Level, n.FewerPods.Domain.Name)
 		}
 		if n.HigherLevel != nil {
 			ew.Printf("  a higher level: the whole gang fits in %s=%s\n", n.HigherLevel.Level, n.HigherLevel.Name)
 		}
 		if n.Move != nil {
-			ew.Printf("  move %d busy pods out of %s=%s:\n", len(n.Move.Pods), n.Move.Domain.Level, n.Move.Domain.Name)
+			ew.Printf("  move %s out of %s=%s:\n", plural(len(n.Move.Pods), "busy pod"), n.Move.Domain.Level, n.Move.Domain.Name)
 			for i, p := range n.Move.Pods {
 				if i == MaxListed {
 					ew.Printf("    ... and %d more\n", len(n.Move.Pods)-MaxListed)
@@ -593,4 +596,11 @@ func (r *Report) WriteTable(w io.Writer, o output.Options) error {
 		ew.Printf("note: %s\n", s)
 	}
 	return ew.Err
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }
