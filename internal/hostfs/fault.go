@@ -41,6 +41,10 @@ type Faults struct {
 	Kill bool
 	// Only, when set, counts only operations of these kinds.
 	Only []Op
+	// NoSync counts fsyncs (they can still be faulted) but does not make
+	// them: a test cannot observe durability without a power cut, and
+	// thousands of fsyncs on a disk-backed temp directory are slow.
+	NoSync bool
 	// Hook, when set, runs before every counted operation (with its number)
 	// and may return an error to fail it; racing tests use it to slow an
 	// apply down. It runs without any FS lock held.
@@ -114,3 +118,6 @@ func (f *FS) op(op Op, p string) error {
 	}
 	return syscall.EIO
 }
+
+// skipSync reports whether the fsync just counted should not be made.
+func (f *FS) skipSync() bool { return f.faults != nil && f.faults.NoSync }

@@ -127,8 +127,10 @@ func (f *FS) WriteFileVia(p, tmp string, data []byte, perm fs.FileMode) error {
 	if err := f.op(OpFsync, tmp); err != nil {
 		return &fs.PathError{Op: "fsync", Path: p, Err: err}
 	}
-	if err := fh.Sync(); err != nil {
-		return &fs.PathError{Op: "fsync", Path: p, Err: unwrapPath(err)}
+	if !f.skipSync() {
+		if err := fh.Sync(); err != nil {
+			return &fs.PathError{Op: "fsync", Path: p, Err: unwrapPath(err)}
+		}
 	}
 	if err := fh.Close(); err != nil {
 		return &fs.PathError{Op: "close", Path: p, Err: unwrapPath(err)}
@@ -147,6 +149,9 @@ func (f *FS) WriteFileVia(p, tmp string, data []byte, perm fs.FileMode) error {
 func (f *FS) syncDir(dir, p string) error {
 	if err := f.op(OpFsync, path.Dir(p)); err != nil {
 		return &fs.PathError{Op: "fsync dir", Path: p, Err: err}
+	}
+	if f.skipSync() {
+		return nil
 	}
 	d, err := os.Open(dir)
 	if err != nil {

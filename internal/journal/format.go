@@ -9,12 +9,19 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"strconv"
 	"strings"
 	"time"
 )
 
-// Version is the journal file format version this build reads and writes.
-const Version = 1
+// Version is the journal file format version this build writes. Version 2
+// added step states, temp files, revert errors and displaced files; this
+// build also reads version 1 (whose steps have no state: they are treated
+// as done).
+const Version = 2
+
+// minVersion is the oldest format version this build reads.
+const minVersion = 1
 
 // magic starts every journal file.
 const magic = "gpunode-journal"
@@ -48,6 +55,19 @@ const (
 	StateCommitted State = "committed"
 	// StateRolledBack: every step was reverted.
 	StateRolledBack State = "rolled-back"
+)
+
+// StepState is how far one step got.
+type StepState string
+
+// Step states. A step is persisted as an intent before its change is made
+// and as done after; the other states are written by a revert.
+const (
+	StepIntent   StepState = "intent"
+	StepDone     StepState = "done"
+	StepFailed   StepState = "failed"   // its change returned an error
+	StepReverted StepState = "reverted" // a revert put the original back
+	StepSkipped  StepState = "skipped"  // rollback --skip: original NOT written back, kept here
 )
 
 // Built-in step kinds.
@@ -117,6 +137,17 @@ type Step struct {
 	Data map[string]string `json:"data,omitempty"`
 	// Note is free text shown in reports.
 	Note string `json:"note,omitempty"`
+	// State is how far the step got ("" in version 1 files: done).
+	State StepState `json:"state,omitempty"`
+	// Temp is the host path of the temporary file the change creates
+	// (KindFile), named here before it exists so that a revert removes one
+	// left by a kill.
+	Temp string `json:"temp,omitempty"`
+	// RevertError is why the last revert of this step failed.
+	RevertError string `json:"revertError,omitempty"`
+	// Displaced is what an administrator had put at Path (edited since
+	// gpunode wrote it) when rollback --force restored the original.
+	Displaced *FileState `json:"displaced,omitempty"`
 }
 
 // Meta describes a transaction.
@@ -157,6 +188,9 @@ func Encode(tx *Transaction) ([]byte, error) {
 		return nil, fmt.Errorf("encode journal %s: %w", tx.ID, err)
 	}
 	payload = append(payload, '\n')
+	if len(payload) > MaxSize-128 {
+		return nil, fmt.Errorf("encode journal %s: %d bytes, over the %d MiB bound of a journal", tx.ID, len(payload), MaxSize>>20)
+	}
 	sum := sha256.Sum256(payload)
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "%s v%d sha256:%s\n", magic, Version, hex.EncodeToString(sum[:]))
@@ -178,8 +212,9 @@ func Decode(b []byte) (*Transaction, error) {
 	if len(fields) != 3 || fields[0] != magic {
 		return nil, fmt.Errorf("%w: header %q is not %q", ErrCorrupt, shorten(string(header)), magic+" v<N> sha256:<hex>")
 	}
-	if fields[1] != fmt.Sprintf("v%d", Version) {
-		return nil, fmt.Errorf("%w: file is format %s, this gpunode reads v%d; use the gpunode that wrote it", ErrVersion, shorten(fields[1]), Version)
+	v, err := strconv.Atoi(strings.TrimPrefix(fields[1], "v"))
+	if !strings.HasPrefix(fields[1], "v") || err != nil || v < minVersion || v > Version {
+		return nil, fmt.Errorf("%w: file is format %s, this gpunode reads v%d to v%d; use the gpunode that wrote it", ErrVersion, shorten(fields[1]), minVersion, Version)
 	}
 	want, ok := strings.CutPrefix(fields[2], "sha256:")
 	if !ok {
@@ -213,6 +248,14 @@ func (tx *Transaction) validate() error {
 	for i, s := range tx.Steps {
 		if s.Kind == "" {
 			return fmt.Errorf("step %d: kind is empty", i)
+		}
+		switch s.State {
+		case "", StepIntent, StepDone, StepFailed, StepReverted, StepSkipped:
+		default:
+			return fmt.Errorf("step %d: state %q is not intent, done, failed, reverted or skipped", i, s.State)
+		}
+		if s.Temp != "" && (s.Path == "" || path.Clean(s.Temp) != s.Temp || path.Dir(s.Temp) != path.Dir(s.Path) || !strings.Contains(path.Base(s.Temp), ".gpunode-tmp-")) {
+			return fmt.Errorf("step %d: temp %q is not a gpunode temp file next to %q", i, s.Temp, s.Path)
 		}
 		if s.Path != "" && (!path.IsAbs(s.Path) || path.Clean(s.Path) != s.Path) {
 			return fmt.Errorf("step %d: path %q is not a clean absolute host path", i, s.Path)

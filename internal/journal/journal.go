@@ -7,39 +7,50 @@
 // A journal directory (default /var/lib/gpunode, a host path under --root)
 // holds one file per transaction, named "<seq>-<owner>.journal" (seq is a
 // zero-padded counter; higher is newer). A transaction is a list of steps;
-// each step says what was changed (Kind, Path or Target) and what it was
-// before (Original, or File for files). Steps are persisted - the whole file
-// rewritten atomically: temp file in the same directory, fsync, rename, fsync
-// of the directory, mode 0600 - before the caller changes anything.
+// each step says what was changed (Kind, Path or Target), what it was
+// before (Original, or File for files) and how far it got (State: intent,
+// done, failed, reverted, skipped). The file is rewritten atomically - temp
+// file in the same directory, fsync, rename, fsync of the directory, mode
+// 0600 - at every state change.
+//
+// # The one transaction loop
+//
+// Run is the only way gpunode changes a host (tune, irq, gpu, mig, mps):
+//
+//	res, err := journal.Run(ctx, fsys, dir, journal.Meta{Owner: "tune"},
+//		func(ctx context.Context, tx *journal.Tx) ([]journal.Action, error) {
+//			// called under the directory's lock: read originals here
+//			a, err := tx.SetValue("vm.swappiness", "/proc/sys/vm/swappiness", "60", "0")
+//			files, err := tx.WriteFile("sysctl", "/etc/sysctl.d/90-gpunode.conf", data, 0o644)
+//			return append([]journal.Action{a}, files...), err
+//		}, journal.WithKinds(kinds))
+//	rep, err := journal.Rollback(ctx, fsys, dir, journal.WithOwner("tune"), journal.WithKinds(kinds))
+//
+// Each action's step is persisted as an intent before its Do runs and as
+// done after; temporary files are named in the step before they are
+// created. A failure reverts what was done (see Run); a kill leaves the
+// transaction open, and Rollback restores every recorded step - each revert
+// first compares the host with the original and writes only when they
+// differ, so reverting an intent that never happened changes nothing and a
+// rollback that is itself interrupted is simply run again.
+//
+// When a revert cannot be written the transaction stays open with the error
+// recorded in its step; Rollback retries it, and WithSkip ("ID:N") marks a
+// step skipped - its original stays in the journal and is printed - so the
+// rest can finish. A node is never left where both apply and rollback
+// refuse.
 //
 // # File format
 //
 // Line 1 is "gpunode-journal v<Version> sha256:<hex>"; the rest is the
 // Transaction as JSON and the checksum covers exactly those bytes. Load
-// refuses a file with a bad checksum (ErrCorrupt) or another format version
-// (ErrVersion) and says why; Rollback refuses to start while any journal in
-// the directory cannot be read, rather than undo half a history blindly.
-//
-// # Using it
-//
-//	kinds := journal.NewKinds()                  // built-ins: kernel.value, file
-//	kinds.Register("gpu.persistence", revertFn)  // optional custom kinds
-//	j, err := journal.Begin(fsys, dir, journal.Meta{Owner: "tune"}, journal.WithKinds(kinds))
-//	err = j.SetValue(ctx, "vm.swappiness", "/proc/sys/vm/swappiness", "60", "0")
-//	_, err = j.WriteFile(ctx, "sysctl", "/etc/sysctl.d/90-gpunode.conf", data, 0o644)
-//	err = j.Do(ctx, journal.Step{Kind: "gpu.persistence", Target: uuid, Original: "0", New: "1"}, apply)
-//	err = j.RecordBatch(ctx, steps)              // many steps, one fsync; then make the changes
-//	err = j.Commit()                             // or: report, err := j.Abort(ctx, cause)
-//	report, err := journal.Rollback(ctx, fsys, dir, journal.WithOwner("tune"), journal.WithKinds(kinds))
-//
-// Rollback reverts every open (interrupted) or committed transaction of the
-// owner, newest first, each step in reverse order, and marks them rolled
-// back. Reverting is idempotent (it writes back originals), so a rollback
-// that is itself interrupted is simply run again. Begin refuses to start
-// while a transaction of the same owner is still open (ErrInterrupted).
+// refuses a file with a bad checksum (ErrCorrupt), another format version
+// (ErrVersion), a file that is not regular or is over MaxSize, and says why;
+// Rollback refuses to start while any journal in the directory cannot be
+// read, rather than undo half a history blindly.
 //
 // Custom kinds: a RevertFunc registered in a Kinds value (no globals) undoes
-// a step of that kind; Record refuses kinds that are not registered, and
+// a step of that kind; Run refuses kinds that are not registered, and
 // Rollback refuses journals holding them.
 package journal
 
@@ -56,7 +67,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -68,6 +78,10 @@ import (
 // DefaultDir is the default journal directory (a host path under --root).
 const DefaultDir = "/var/lib/gpunode"
 
+// MaxSize bounds a journal file: Load refuses (without reading) a larger
+// one and Encode refuses to write one.
+const MaxSize = hostfs.MaxFileSize
+
 // fileMode is the mode of journal files; dirMode of the journal directory.
 const (
 	fileMode = 0o600
@@ -77,7 +91,8 @@ const (
 )
 
 // RevertFunc undoes one step of a custom kind: it puts s.Original back.
-// It must be idempotent (it may run again after an interrupted rollback).
+// It must be idempotent (it may run again after an interrupted rollback,
+// and on a step whose change never happened).
 type RevertFunc func(ctx context.Context, fsys *hostfs.FS, s Step) error
 
 // Kinds maps step kinds to their reverters. The zero value is not usable;
@@ -127,7 +142,7 @@ func (k *Kinds) revert(ctx context.Context, fsys *hostfs.FS, s Step) error {
 	return f(ctx, fsys, s)
 }
 
-// Option configures Begin, Rollback and List.
+// Option configures Run, Rollback and List.
 type Option func(*options)
 
 type options struct {
@@ -135,6 +150,8 @@ type options struct {
 	owner  string
 	now    func() time.Time
 	dryRun bool
+	skip   []string
+	force  bool
 }
 
 // WithKinds sets the kind registry (default: NewKinds()).
@@ -149,6 +166,17 @@ func WithClock(now func() time.Time) Option { return func(o *options) { o.now = 
 // WithDryRun makes Rollback report what it would do without doing it.
 func WithDryRun(dry bool) Option { return func(o *options) { o.dryRun = dry } }
 
+// WithSkip makes Rollback skip steps ("<transaction id>:<step index>", as
+// its errors print them) whose revert cannot be written: each is marked
+// skipped in the journal, which keeps its original, and the report prints
+// that original so an operator can put it back by hand.
+func WithSkip(refs ...string) Option { return func(o *options) { o.skip = append(o.skip, refs...) } }
+
+// WithForce lets Rollback restore generated files an administrator edited
+// after gpunode wrote them; the edited version is first kept in the journal
+// (Step.Displaced). Without it Rollback refuses to overwrite them.
+func WithForce(force bool) Option { return func(o *options) { o.force = force } }
+
 func buildOptions(opts []Option) options {
 	o := options{now: time.Now}
 	for _, f := range opts {
@@ -158,176 +186,6 @@ func buildOptions(opts []Option) options {
 		o.kinds = NewKinds()
 	}
 	return o
-}
-
-// Journal is an open transaction. Its methods are safe for use by one
-// goroutine at a time (they serialise on a mutex).
-type Journal struct {
-	mu   sync.Mutex
-	fsys *hostfs.FS
-	dir  string
-	file string
-	opts options
-	tx   Transaction
-	lock *os.File
-	done bool
-}
-
-// Begin starts a transaction in journal directory dir (a host path; created
-// with mode 0700 when missing) and persists it, empty, before returning. It
-// takes an exclusive lock on the directory until Commit or Abort, and
-// refuses to start (ErrInterrupted) while an earlier transaction of the same
-// owner is still open.
-func Begin(fsys *hostfs.FS, dir string, meta Meta, opts ...Option) (*Journal, error) {
-	o := buildOptions(opts)
-	if meta.Owner == "" || !kindRE.MatchString(meta.Owner) {
-		return nil, fmt.Errorf("journal: owner %q: want a lowercase word", meta.Owner)
-	}
-	dir = path.Clean("/" + dir)
-	// Missing parents (a bare --root without /var/lib) get the usual 0755;
-	// only the journal directory itself is private.
-	if _, err := fsys.MkdirAll(path.Dir(dir), 0o755); err != nil {
-		return nil, fmt.Errorf("journal directory %s: %w", dir, err)
-	}
-	if _, err := fsys.MkdirAll(dir, dirMode); err != nil {
-		return nil, fmt.Errorf("journal directory %s: %w", dir, err)
-	}
-	lock, err := lockDir(fsys, dir)
-	if err != nil {
-		return nil, err
-	}
-	ok := false
-	defer func() {
-		if !ok {
-			lock.Close()
-		}
-	}()
-	txs, err := list(fsys, dir)
-	if err != nil {
-		return nil, err
-	}
-	seq := 0
-	for _, t := range txs {
-		if t.err != nil {
-			return nil, fmt.Errorf("journal %s: %w; move it out of %s or fix it before changing this host again", t.file, t.err, dir)
-		}
-		if t.tx.Meta.Owner == meta.Owner && t.tx.State == StateOpen {
-			return nil, fmt.Errorf("%w: transaction %s (%s, started %s) never committed; run the rollback first", ErrInterrupted, t.tx.ID, t.tx.Meta.Command, t.tx.Meta.Started.Format(time.RFC3339))
-		}
-		if t.seq > seq {
-			seq = t.seq
-		}
-	}
-	if meta.Started.IsZero() {
-		meta.Started = o.now().UTC()
-	}
-	id := fmt.Sprintf("%06d-%s", seq+1, meta.Owner)
-	j := &Journal{
-		fsys: fsys, dir: dir, file: path.Join(dir, id+ext), opts: o, lock: lock,
-		tx: Transaction{ID: id, Meta: meta, State: StateOpen, Steps: []Step{}},
-	}
-	if err := j.persist(); err != nil {
-		return nil, err
-	}
-	ok = true
-	return j, nil
-}
-
-// ID returns the transaction id ("000042-tune").
-func (j *Journal) ID() string { return j.tx.ID }
-
-// Len returns the number of recorded steps.
-func (j *Journal) Len() int {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	return len(j.tx.Steps)
-}
-
-// Steps returns a copy of the recorded steps.
-func (j *Journal) Steps() []Step {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	return append([]Step(nil), j.tx.Steps...)
-}
-
-func (j *Journal) persist() error {
-	b, err := Encode(&j.tx)
-	if err != nil {
-		return err
-	}
-	if err := j.fsys.WriteFileAtomic(j.file, b, fileMode); err != nil {
-		return fmt.Errorf("write journal: %w", err)
-	}
-	return nil
-}
-
-// Record persists step s. The caller makes the change only after Record
-// returns nil. The step's kind must be registered.
-func (j *Journal) Record(ctx context.Context, s Step) error {
-	return j.RecordBatch(ctx, []Step{s})
-}
-
-// RecordBatch persists several steps with one atomic write (one fsync), for
-// callers about to make many small changes (a value on every CPU). The
-// caller makes the changes only after RecordBatch returns nil; reverting a
-// recorded step that was never applied writes back the value that is
-// already there, which is harmless.
-func (j *Journal) RecordBatch(ctx context.Context, steps []Step) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	if j.done {
-		return fmt.Errorf("journal %s: already %s", j.tx.ID, j.tx.State)
-	}
-	tmp := j.tx
-	tmp.Steps = append([]Step(nil), j.tx.Steps...)
-	for _, s := range steps {
-		if !j.opts.kinds.Has(s.Kind) {
-			return fmt.Errorf("journal %s: %w %q (register it with Kinds.Register)", j.tx.ID, ErrUnknownKind, s.Kind)
-		}
-		if s.Path != "" {
-			s.Path = path.Clean("/" + s.Path)
-		}
-		tmp.Steps = append(tmp.Steps, s)
-	}
-	if err := tmp.validate(); err != nil {
-		return fmt.Errorf("journal %s: %w", j.tx.ID, err)
-	}
-	prev := j.tx.Steps
-	j.tx.Steps = tmp.Steps
-	if err := j.persist(); err != nil {
-		j.tx.Steps = prev
-		return err
-	}
-	return nil
-}
-
-// Do records s and then runs apply. When apply fails the step stays
-// recorded (reverting it writes back the original, which is harmless when
-// nothing changed); the caller normally calls Abort.
-func (j *Journal) Do(ctx context.Context, s Step, apply func(ctx context.Context) error) error {
-	if err := j.Record(ctx, s); err != nil {
-		return err
-	}
-	if err := apply(ctx); err != nil {
-		return fmt.Errorf("%s %s: %w", s.Kind, firstNonEmpty(s.Path, s.Target, s.ID), err)
-	}
-	return nil
-}
-
-// SetValue records and performs a kernel-file write: original is the value
-// to write back on revert (in the form the file accepts), value the new one.
-// The file's current bytes are kept too (Step.OriginalRaw).
-func (j *Journal) SetValue(ctx context.Context, id, p, original, value string) error {
-	raw, err := j.fsys.ReadFile(p)
-	if err != nil {
-		return err
-	}
-	return j.Do(ctx, Step{Kind: KindValue, ID: id, Path: p, Original: original, OriginalRaw: raw, New: value}, func(context.Context) error {
-		return j.fsys.WriteString(p, value)
-	})
 }
 
 // Snapshot captures the state of host path p (without following a final
@@ -364,118 +222,24 @@ func Snapshot(fsys *hostfs.FS, p string) (*FileState, error) {
 	return st, nil
 }
 
-// WriteFile records the original state of p and replaces it atomically with
-// data and mode perm, creating (and journaling) missing parent directories.
-// When p already holds exactly data with mode perm nothing is recorded or
-// written and changed is false.
-func (j *Journal) WriteFile(ctx context.Context, id, p string, data []byte, perm fs.FileMode) (changed bool, err error) {
-	orig, err := Snapshot(j.fsys, p)
-	if err != nil {
-		return false, err
+// sameState reports whether cur is orig (owners compared only as root, the
+// only case where a revert can set them).
+func sameState(cur, orig *FileState) bool {
+	if cur.Type != orig.Type {
+		return false
 	}
-	if orig.Type == FileRegular && orig.Mode == perm && string(orig.Data) == string(data) {
-		return false, nil
+	if geteuid() == 0 && cur.Type != FileAbsent && (cur.UID != orig.UID || cur.GID != orig.GID) {
+		return false
 	}
-	if err := j.mkdirParents(ctx, id, path.Dir(path.Clean("/"+p))); err != nil {
-		return false, err
+	switch cur.Type {
+	case FileRegular:
+		return cur.Mode == orig.Mode && string(cur.Data) == string(orig.Data)
+	case FileSymlink:
+		return cur.Link == orig.Link
+	case FileDir:
+		return cur.Mode == orig.Mode
 	}
-	sum := sha256.Sum256(data)
-	s := Step{Kind: KindFile, ID: id, Path: p, File: orig, NewSHA256: hex.EncodeToString(sum[:])}
-	err = j.Do(ctx, s, func(context.Context) error { return j.fsys.WriteFileAtomic(p, data, perm) })
-	return err == nil, err
-}
-
-// RemoveFile records the original state of p and removes it. Removing a
-// missing path records nothing.
-func (j *Journal) RemoveFile(ctx context.Context, id, p string) (changed bool, err error) {
-	orig, err := Snapshot(j.fsys, p)
-	if err != nil {
-		return false, err
-	}
-	if orig.Type == FileAbsent {
-		return false, nil
-	}
-	err = j.Do(ctx, Step{Kind: KindFile, ID: id, Path: p, File: orig}, func(context.Context) error { return j.fsys.Remove(p) })
-	return err == nil, err
-}
-
-// Symlink records the original state of p and makes it a link to target.
-func (j *Journal) Symlink(ctx context.Context, id, target, p string) (changed bool, err error) {
-	orig, err := Snapshot(j.fsys, p)
-	if err != nil {
-		return false, err
-	}
-	if orig.Type == FileSymlink && orig.Link == target {
-		return false, nil
-	}
-	if err := j.mkdirParents(ctx, id, path.Dir(path.Clean("/"+p))); err != nil {
-		return false, err
-	}
-	err = j.Do(ctx, Step{Kind: KindFile, ID: id, Path: p, File: orig, New: target}, func(context.Context) error { return j.fsys.Symlink(target, p) })
-	return err == nil, err
-}
-
-// MkdirAll creates directory p and its missing parents with mode perm,
-// recording each directory (as originally absent) before creating it.
-func (j *Journal) MkdirAll(ctx context.Context, id, p string, perm fs.FileMode) error {
-	missing, err := j.fsys.MissingDirs(p)
-	if err != nil {
-		return err
-	}
-	for _, d := range missing {
-		err := j.Do(ctx, Step{Kind: KindFile, ID: id, Path: d, File: &FileState{Type: FileAbsent}, Note: "directory created"}, func(context.Context) error {
-			_, err := j.fsys.MkdirAll(d, perm)
-			return err
-		})
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (j *Journal) mkdirParents(ctx context.Context, id, dir string) error {
-	return j.MkdirAll(ctx, id, dir, 0o755)
-}
-
-// Commit marks the transaction committed and releases the directory lock.
-func (j *Journal) Commit() error {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	if j.done {
-		return fmt.Errorf("journal %s: already %s", j.tx.ID, j.tx.State)
-	}
-	j.tx.State = StateCommitted
-	j.tx.Ended = j.opts.now().UTC()
-	if err := j.persist(); err != nil {
-		j.tx.State = StateOpen
-		return err
-	}
-	j.done = true
-	j.lock.Close()
-	return nil
-}
-
-// Abort reverts every recorded step in reverse order (after a failure part
-// way), marks the transaction rolled back with cause as the reason, and
-// releases the lock. When a revert fails the transaction stays open so that
-// the next Rollback retries it.
-func (j *Journal) Abort(ctx context.Context, cause error) (TxReport, error) {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	if j.done {
-		return TxReport{}, fmt.Errorf("journal %s: already %s", j.tx.ID, j.tx.State)
-	}
-	defer j.lock.Close()
-	j.done = true
-	reason := "aborted"
-	if cause != nil {
-		reason = "aborted: " + cause.Error()
-	}
-	// Abort must finish even when the caller's context was cancelled (that
-	// is often why it aborts).
-	rep, err := revertTx(context.WithoutCancel(ctx), j.fsys, &j.tx, j.opts, j.file, reason)
-	return rep, err
+	return true
 }
 
 // Report is the result of a Rollback.
@@ -497,12 +261,18 @@ type TxReport struct {
 
 // StepReport is one reverted step.
 type StepReport struct {
+	// Ref names the step for --skip ("000003-tune:4").
+	Ref      string `json:"ref"`
 	Kind     string `json:"kind"`
 	ID       string `json:"id,omitempty"`
 	Path     string `json:"path,omitempty"`
 	Target   string `json:"target,omitempty"`
 	Restored string `json:"restored"`
-	Error    string `json:"error,omitempty"`
+	// Skipped: the step was skipped (WithSkip); Restored is the original
+	// that was NOT written back and stays in the journal.
+	Skipped bool   `json:"skipped,omitempty"`
+	Kept    string `json:"kept,omitempty"`
+	Error   string `json:"error,omitempty"`
 }
 
 // describe says what reverting s puts back, for reports.
@@ -522,59 +292,134 @@ func describe(s Step) string {
 	return strconv.Quote(s.Original)
 }
 
-func revertTx(ctx context.Context, fsys *hostfs.FS, tx *Transaction, o options, file, reason string) (TxReport, error) {
+// revertTx reverts tx's steps newest first and records the outcome in file.
+// Steps already reverted or skipped are left alone; skip lists step indexes
+// to mark skipped. When a revert fails the others are still attempted, the
+// error is kept in the step, and the transaction is left open.
+func revertTx(ctx context.Context, fsys *hostfs.FS, tx *Transaction, o options, file, reason string, skip map[int]bool) (TxReport, error) {
 	rep := TxReport{ID: tx.ID, Owner: tx.Meta.Owner, Command: tx.Meta.Command, Profile: tx.Meta.Profile, Started: tx.Meta.Started, Was: tx.State, Steps: []StepReport{}}
-	var errs []error
+	var errs, skipped []string
+	var ferrs []error
 	for i := len(tx.Steps) - 1; i >= 0; i-- {
-		s := tx.Steps[i]
-		sr := StepReport{Kind: s.Kind, ID: s.ID, Path: s.Path, Target: s.Target, Restored: describe(s)}
+		s := &tx.Steps[i]
+		ref := fmt.Sprintf("%s:%d", tx.ID, i)
+		sr := StepReport{Ref: ref, Kind: s.Kind, ID: s.ID, Path: s.Path, Target: s.Target, Restored: describe(*s)}
+		if s.Displaced != nil {
+			sr.Kept = fmt.Sprintf("the edited version (%s) is kept in %s, steps[%d].displaced", describeState(s.Displaced), file, i)
+		}
+		switch {
+		case s.State == StepReverted:
+			continue
+		case s.State == StepSkipped || skip[i]:
+			if !o.dryRun {
+				s.State, s.RevertError = StepSkipped, ""
+			}
+			sr.Skipped = true
+			skipped = append(skipped, ref)
+			rep.Steps = append(rep.Steps, sr)
+			continue
+		}
 		if err := ctx.Err(); err != nil {
 			return rep, err
 		}
 		if !o.dryRun {
-			if err := o.kinds.revert(ctx, fsys, s); err != nil {
-				sr.Error = err.Error()
-				errs = append(errs, fmt.Errorf("journal %s step %d (%s %s): %w", tx.ID, i, s.Kind, firstNonEmpty(s.Path, s.Target), err))
+			if err := o.kinds.revert(ctx, fsys, *s); err != nil {
+				where := firstNonEmpty(s.Path, s.Target)
+				s.RevertError = fmt.Sprintf("could not write back %s to %s: %v", describe(*s), where, err)
+				sr.Error = s.RevertError
+				errs = append(errs, ref)
+				ferrs = append(ferrs, fmt.Errorf("step %s (%s): could not write back %s to %s: %w; fix the cause and run the rollback again, or skip it with --skip %s (the original stays in the journal)", ref, s.Kind, describe(*s), where, err, ref))
+			} else {
+				s.State, s.RevertError = StepReverted, ""
 			}
 		}
 		rep.Steps = append(rep.Steps, sr)
 	}
-	if len(errs) > 0 || o.dryRun {
-		return rep, errors.Join(errs...)
+	if o.dryRun {
+		return rep, nil
 	}
-	tx.State = StateRolledBack
-	tx.Ended = o.now().UTC()
-	tx.Reason = reason
-	b, err := Encode(tx)
-	if err != nil {
-		return rep, err
+	if len(errs) > 0 {
+		tx.State = StateOpen
+		tx.Reason = "revert incomplete (" + strings.Join(errs, ", ") + " failed); " + reason
+	} else {
+		tx.State = StateRolledBack
+		tx.Ended = o.now().UTC()
+		tx.Reason = reason
+		if len(skipped) > 0 {
+			tx.Reason += " (skipped, originals kept here: " + strings.Join(skipped, ", ") + ")"
+		}
 	}
-	if err := fsys.WriteFileAtomic(file, b, fileMode); err != nil {
-		return rep, fmt.Errorf("mark journal %s rolled back: %w", tx.ID, err)
+	if err := persistTx(fsys, file, tx); err != nil {
+		ferrs = append(ferrs, fmt.Errorf("record the rollback of %s: %w", tx.ID, err))
 	}
-	return rep, nil
+	return rep, errors.Join(ferrs...)
+}
+
+func describeState(st *FileState) string {
+	return describe(Step{Kind: KindFile, File: st})
+}
+
+// EditedError is returned by Rollback when generated files were edited
+// since gpunode wrote them and WithForce was not given; nothing of that
+// transaction was changed.
+type EditedError struct {
+	ID    string
+	Files []string
+}
+
+func (e *EditedError) Error() string {
+	return fmt.Sprintf("refusing to roll back %s: %s changed since gpunode wrote them (edited by hand?); nothing of %s was changed. Rerun with --force to restore the originals anyway: the edited versions are kept in the journal first", e.ID, strings.Join(e.Files, ", "), e.ID)
+}
+
+// edited lists the done file steps of tx whose path no longer holds what
+// gpunode wrote (nor the original).
+func edited(fsys *hostfs.FS, tx *Transaction) (map[int]*FileState, error) {
+	out := map[int]*FileState{}
+	for i, s := range tx.Steps {
+		if s.Kind != KindFile || s.NewSHA256 == "" || s.File == nil || (s.State != StepDone && s.State != "") {
+			continue
+		}
+		cur, err := Snapshot(fsys, s.Path)
+		if err != nil {
+			return nil, err
+		}
+		if cur.Type == FileRegular {
+			sum := sha256.Sum256(cur.Data)
+			if hex.EncodeToString(sum[:]) == s.NewSHA256 {
+				continue
+			}
+		}
+		if sameState(cur, s.File) || cur.Type == FileAbsent {
+			continue
+		}
+		out[i] = cur
+	}
+	return out, nil
 }
 
 // Rollback reverts every open or committed transaction in dir (limited to
 // one owner with WithOwner), newest first, and marks each rolled back. It
 // refuses to start when any journal in dir cannot be read (corrupted or
 // foreign version) or holds a step kind the registry does not know; nothing
-// is changed then. A missing directory means there is nothing to roll back.
+// is changed then. It refuses a transaction whose generated files were
+// edited since (*EditedError) unless WithForce. A missing directory means
+// there is nothing to roll back.
 func Rollback(ctx context.Context, fsys *hostfs.FS, dir string, opts ...Option) (Report, error) {
 	o := buildOptions(opts)
 	dir = path.Clean("/" + dir)
 	rep := Report{DryRun: o.dryRun, Transactions: []TxReport{}}
-	if _, err := fsys.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+	if _, err := fsys.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
 		return rep, nil
 	}
-	var lock *os.File
+	if err := CheckDir(fsys, dir); err != nil {
+		return rep, err
+	}
 	if !o.dryRun {
-		l, err := lockDir(fsys, dir)
+		lk, err := lockDir(fsys, dir)
 		if err != nil {
 			return rep, err
 		}
-		lock = l
-		defer lock.Close()
+		defer lk.Close()
 	}
 	txs, err := list(fsys, dir)
 	if err != nil {
@@ -598,10 +443,48 @@ func Rollback(ctx context.Context, fsys *hostfs.FS, dir string, opts ...Option) 
 		}
 		todo = append(todo, t)
 	}
+	skips := map[string]map[int]bool{}
+	for _, ref := range o.skip {
+		id, n, ok := strings.Cut(ref, ":")
+		i, err := strconv.Atoi(n)
+		found := false
+		for _, t := range todo {
+			found = found || (ok && err == nil && t.tx.ID == id && i >= 0 && i < len(t.tx.Steps))
+		}
+		if !found {
+			return rep, fmt.Errorf("--skip %s: no such step in a transaction to roll back (want <transaction>:<step>, as the rollback error prints it); nothing was changed", ref)
+		}
+		if skips[id] == nil {
+			skips[id] = map[int]bool{}
+		}
+		skips[id][i] = true
+	}
 	// Newest first.
 	sort.Slice(todo, func(a, b int) bool { return todo[a].seq > todo[b].seq })
 	for _, t := range todo {
-		tr, err := revertTx(ctx, fsys, t.tx, o, t.file, "rollback")
+		ed, err := edited(fsys, t.tx)
+		if err != nil {
+			return rep, err
+		}
+		if len(ed) > 0 && !o.force {
+			e := &EditedError{ID: t.tx.ID}
+			for i := range ed {
+				e.Files = append(e.Files, t.tx.Steps[i].Path)
+			}
+			sort.Strings(e.Files)
+			if !o.dryRun {
+				return rep, e
+			}
+		}
+		if len(ed) > 0 && o.force && !o.dryRun {
+			for i, cur := range ed {
+				t.tx.Steps[i].Displaced = cur
+			}
+			if err := persistTx(fsys, t.file, t.tx); err != nil {
+				return rep, fmt.Errorf("keep the edited files of %s in the journal: %w; nothing of it was changed", t.tx.ID, err)
+			}
+		}
+		tr, err := revertTx(ctx, fsys, t.tx, o, t.file, "rollback", skips[t.tx.ID])
 		rep.Transactions = append(rep.Transactions, tr)
 		if err != nil {
 			return rep, err
@@ -641,9 +524,20 @@ func List(fsys *hostfs.FS, dir string, opts ...Option) ([]Info, error) {
 	return out, nil
 }
 
-// Load reads and verifies one journal file (a host path).
+// Load reads and verifies one journal file (a host path). It refuses,
+// without reading it, anything but a regular file and a file over MaxSize.
 func Load(fsys *hostfs.FS, file string) (*Transaction, error) {
-	b, err := fsys.ReadFile(file)
+	fi, err := fsys.Lstat(file)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: %w: %w (%s)", file, ErrCorrupt, errNotRegular, fi.Mode().Type())
+	}
+	if fi.Size() > MaxSize {
+		return nil, fmt.Errorf("%s: %w: %d bytes, over the %d MiB bound of a journal; not read", file, ErrCorrupt, fi.Size(), MaxSize>>20)
+	}
+	b, err := fsys.ReadFileNoFollow(file)
 	if err != nil {
 		return nil, err
 	}
@@ -666,10 +560,16 @@ type listed struct {
 
 var nameRE = regexp.MustCompile(`^([0-9]{6,})-[a-z0-9._-]+\.journal$`)
 
+// maxJournals bounds the files list reads in one directory.
+const maxJournals = 100000
+
 func list(fsys *hostfs.FS, dir string) ([]listed, error) {
 	names, err := fsys.ReadDirNames(dir)
 	if err != nil {
 		return nil, fmt.Errorf("journal directory: %w", err)
+	}
+	if len(names) > maxJournals {
+		return nil, fmt.Errorf("journal directory %s: %d entries, more than %d", dir, len(names), maxJournals)
 	}
 	var out []listed
 	for _, n := range names {
@@ -711,13 +611,12 @@ type prefixless struct {
 func (p prefixless) Error() string { return p.msg }
 func (p prefixless) Unwrap() error { return p.err }
 
+// lockDir takes the exclusive lock of journal directory dir (the file
+// .lock in it, opened through hostfs inside the root) and removes journal
+// temp files a killed process left there.
 func lockDir(fsys *hostfs.FS, dir string) (*os.File, error) {
 	lp := path.Join(dir, lockName)
-	local := fsys.Path(lp)
-	if r, err := fsys.Resolve(lp); err == nil {
-		local = fsys.Path(r)
-	}
-	f, err := os.OpenFile(local, os.O_RDWR|os.O_CREATE, fileMode)
+	f, err := fsys.OpenLock(lp)
 	if err != nil {
 		return nil, fmt.Errorf("journal lock %s: %w", lp, err)
 	}
@@ -728,41 +627,72 @@ func lockDir(fsys *hostfs.FS, dir string) (*os.File, error) {
 		}
 		return nil, fmt.Errorf("journal lock %s: %w", lp, err)
 	}
+	if err := cleanTemps(fsys, dir); err != nil {
+		f.Close()
+		return nil, err
+	}
 	return f, nil
 }
 
+// revertValue writes a kernel file's original back - unless the file
+// already holds it (a write that failed, or never happened, changed
+// nothing and is not rewritten: the file may refuse every write).
 func revertValue(_ context.Context, fsys *hostfs.FS, s Step) error {
+	if cur, err := fsys.ReadFile(s.Path); err == nil {
+		if s.OriginalRaw != nil && string(cur) == string(s.OriginalRaw) {
+			return nil
+		}
+		if s.OriginalRaw == nil && strings.TrimSpace(string(cur)) == strings.TrimSpace(s.Original) {
+			return nil
+		}
+	}
 	if s.OriginalRaw != nil && !fsys.IsKernelFile(s.Path) {
 		return fsys.WriteString(s.Path, string(s.OriginalRaw))
 	}
 	return fsys.WriteString(s.Path, s.Original)
 }
 
+// revertFile restores a path's original state: it removes the step's
+// temporary file (left by a kill), and rewrites the path only when it
+// differs from the original.
 func revertFile(_ context.Context, fsys *hostfs.FS, s Step) error {
 	st := s.File
+	tmp := s.Temp
+	if tmp == "" {
+		tmp = hostfs.TempName(s.Path, "revert")
+	}
+	if _, err := fsys.Lstat(path.Dir(s.Path)); err == nil {
+		if err := fsys.Remove(tmp); err != nil {
+			return err
+		}
+	}
 	cur, err := Snapshot(fsys, s.Path)
 	if err != nil {
 		return err
 	}
+	if sameState(cur, st) {
+		return nil
+	}
 	switch st.Type {
 	case FileAbsent:
-		if cur.Type == FileAbsent {
-			return nil
-		}
 		return fsys.Remove(s.Path)
 	case FileRegular:
 		if cur.Type == FileDir {
 			return &fs.PathError{Op: "restore", Path: s.Path, Err: errors.New("a directory is in the way")}
 		}
-		if err := fsys.WriteFileAtomic(s.Path, st.Data, st.Mode); err != nil {
-			return err
+		if cur.Type != FileRegular || cur.Mode != st.Mode || string(cur.Data) != string(st.Data) {
+			if err := fsys.WriteFileVia(s.Path, tmp, st.Data, st.Mode); err != nil {
+				return err
+			}
 		}
 	case FileSymlink:
 		if cur.Type == FileDir {
 			return &fs.PathError{Op: "restore", Path: s.Path, Err: errors.New("a directory is in the way")}
 		}
-		if err := fsys.Symlink(st.Link, s.Path); err != nil {
-			return err
+		if cur.Type != FileSymlink || cur.Link != st.Link {
+			if err := fsys.SymlinkVia(st.Link, s.Path, tmp); err != nil {
+				return err
+			}
 		}
 	case FileDir:
 		switch cur.Type {
@@ -781,12 +711,21 @@ func revertFile(_ context.Context, fsys *hostfs.FS, s Step) error {
 		return fmt.Errorf("unknown file type %q", st.Type)
 	}
 	// Owners only matter (and can only be set) when running as root.
-	if os.Geteuid() == 0 {
+	if geteuid() == 0 {
 		if err := fsys.Lchown(s.Path, st.UID, st.GID); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+func geteuid() int { return os.Geteuid() }
+
+func statUID(fi fs.FileInfo) (int, bool) {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return int(st.Uid), true
+	}
+	return 0, false
 }
 
 func firstNonEmpty(s ...string) string {

@@ -3,10 +3,15 @@ package journal
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"golang.org/x/sys/unix"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -68,208 +73,579 @@ func assertSame(t *testing.T, want journaltest.Tree, root string) {
 
 var fixedClock = WithClock(func() time.Time { return time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC) })
 
-// applyAll performs one change of every built-in kind.
-func applyAll(ctx context.Context, t *testing.T, j *Journal) {
+// allActions is one change of every built-in kind.
+func allActions(t *testing.T, tx *Tx) []Action {
 	t.Helper()
-	if err := j.SetValue(ctx, "vm.swappiness", "/proc/sys/vm/swappiness", "60", "0"); err != nil {
-		t.Fatal(err)
+	var out []Action
+	add := func(a []Action, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, a...)
 	}
-	if err := j.SetValue(ctx, "thp", "/sys/kernel/mm/transparent_hugepage/enabled", "madvise", "always"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := j.WriteFile(ctx, "sysctl", "/etc/sysctl.d/90-gpunode.conf", []byte("vm.swappiness = 0\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := j.WriteFile(ctx, "limits", "/etc/security/limits.conf", []byte("replaced\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := j.Symlink(ctx, "link", "/etc/sysctl.d/90-gpunode.conf", "/etc/link.conf"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := j.RemoveFile(ctx, "rm", "/etc/sysctl.conf"); err != nil {
-		t.Fatal(err)
-	}
-	if err := j.MkdirAll(ctx, "dir", "/etc/systemd/system/gpunode.d", 0o755); err != nil {
-		t.Fatal(err)
-	}
+	one := func(a Action, err error) ([]Action, error) { return []Action{a}, err }
+	add(one(tx.SetValue("vm.swappiness", "/proc/sys/vm/swappiness", "60", "0")))
+	add(one(tx.SetValue("thp", "/sys/kernel/mm/transparent_hugepage/enabled", "madvise", "always")))
+	add(tx.WriteFile("sysctl", "/etc/sysctl.d/90-gpunode.conf", []byte("vm.swappiness = 0\n"), 0o644))
+	add(tx.WriteFile("limits", "/etc/security/limits.conf", []byte("replaced\n"), 0o600))
+	add(tx.Symlink("link", "/etc/sysctl.d/90-gpunode.conf", "/etc/link.conf"))
+	add(tx.RemoveFile("rm", "/etc/sysctl.conf"))
+	add(tx.MkdirAll("dir", "/etc/systemd/system/gpunode.d", 0o755))
+	return out
 }
 
-func TestApplyCommitRollbackRestoresTree(t *testing.T) {
+func plan(acts func(*Tx) []Action) PlanFunc {
+	return func(_ context.Context, tx *Tx) ([]Action, error) { return acts(tx), nil }
+}
+
+func TestRunCommitRollbackRestoresTree(t *testing.T) {
 	ctx := context.Background()
 	fsys, root := newHost(t)
 	orig := snap(t, root)
-	j, err := Begin(fsys, stateDir, Meta{Owner: "tune", Command: "test"}, fixedClock)
+	res, err := Run(ctx, fsys, stateDir, Meta{Owner: "tune", Command: "test"}, plan(func(tx *Tx) []Action { return allActions(t, tx) }), fixedClock)
 	if err != nil {
 		t.Fatal(err)
 	}
-	applyAll(ctx, t, j)
-	if err := j.Commit(); err != nil {
-		t.Fatal(err)
-	}
-	if got, _ := fsys.ReadString("/proc/sys/vm/swappiness"); got != "0" {
-		t.Fatalf("swappiness = %q after apply", got)
+	if res.State != StateCommitted || res.ID != "000001-tune" || res.Steps < 8 {
+		t.Fatalf("Run = %+v", res)
 	}
 	if d := journaltest.Diff(orig, snap(t, root)); len(d) == 0 {
-		t.Fatal("apply changed nothing")
+		t.Fatal("Run changed nothing")
 	}
-	fi, err := os.Stat(filepath.Join(root, "var/lib/gpunode", j.ID()+".journal"))
-	if err != nil || fi.Mode().Perm() != 0o600 {
-		t.Fatalf("journal file: %v, %v; want mode 0600", fi, err)
+	// Nothing left to do: no journal at all.
+	res2, err := Run(ctx, fsys, stateDir, Meta{Owner: "tune"}, plan(func(*Tx) []Action { return nil }))
+	if err != nil || res2.ID != "" {
+		t.Fatalf("empty Run = %+v, %v", res2, err)
 	}
-	rep, err := Rollback(ctx, fsys, stateDir, WithOwner("tune"), fixedClock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(rep.Transactions) != 1 || len(rep.Transactions[0].Steps) != j.Len() {
-		t.Fatalf("report = %+v", rep)
-	}
-	// Plain files (a captured tree) get their exact original bytes back.
-	assertSame(t, orig, root)
-	// A second rollback has nothing left to do.
-	rep, err = Rollback(ctx, fsys, stateDir, WithOwner("tune"))
-	if err != nil || len(rep.Transactions) != 0 {
-		t.Fatalf("second rollback = %+v, %v", rep, err)
-	}
-	infos, err := List(fsys, stateDir)
-	if err != nil || len(infos) != 1 || infos[0].Tx.State != StateRolledBack || infos[0].Tx.Reason != "rollback" {
-		t.Fatalf("List = %+v, %v", infos, err)
-	}
-}
-
-func TestWriteFileIdempotent(t *testing.T) {
-	ctx := context.Background()
-	fsys, _ := newHost(t)
-	j, err := Begin(fsys, stateDir, Meta{Owner: "tune"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	data := []byte("vm.swappiness = 0\n")
-	for i, want := range []bool{true, false} {
-		changed, err := j.WriteFile(ctx, "sysctl", "/etc/sysctl.d/90-gpunode.conf", data, 0o644)
-		if err != nil || changed != want {
-			t.Fatalf("write %d: changed = %v, %v; want %v", i, changed, err, want)
-		}
-	}
-	// mkdir of /etc/sysctl.d + the file itself
-	if j.Len() != 2 {
-		t.Errorf("recorded %d steps, want 2: %+v", j.Len(), j.Steps())
-	}
-	if err := j.Commit(); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// TestKill9 simulates a process killed after recording and changing some
-// steps: the journal stays open, the next Begin refuses, Rollback restores.
-func TestKill9(t *testing.T) {
-	ctx := context.Background()
-	for k := 0; k <= 3; k++ {
-		fsys, root := newHost(t)
-		orig := snap(t, root)
-		j, err := Begin(fsys, stateDir, Meta{Owner: "tune"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		steps := []func() error{
-			func() error { return j.SetValue(ctx, "a", "/proc/sys/vm/swappiness", "60\n", "0") },
-			func() error {
-				_, err := j.WriteFile(ctx, "b", "/etc/security/limits.conf", []byte("x"), 0o644)
-				return err
-			},
-			func() error { return j.SetValue(ctx, "c", "/proc/sys/vm/dirty_ratio", "20\n", "5") },
-		}
-		for _, s := range steps[:k] {
-			if err := s(); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if k == 3 {
-			// Killed after recording the next step but before changing it.
-			if err := j.Record(ctx, Step{Kind: KindValue, Path: "/proc/sys/vm/dirty_ratio", Original: "20\n", New: "9"}); err != nil {
-				t.Fatal(err)
-			}
-		}
-		j.lock.Close() // the process died: the kernel drops its lock
-
-		if _, err := Begin(fsys, stateDir, Meta{Owner: "tune"}); !errors.Is(err, ErrInterrupted) {
-			t.Fatalf("k=%d: Begin after a kill = %v, want ErrInterrupted", k, err)
-		}
-		// Another owner is not blocked.
-		j2, err := Begin(fsys, stateDir, Meta{Owner: "irq"})
-		if err != nil {
-			t.Fatalf("k=%d: Begin of another owner: %v", k, err)
-		}
-		if err := j2.Commit(); err != nil {
-			t.Fatal(err)
-		}
-		rep, err := Rollback(ctx, fsys, stateDir, WithOwner("tune"))
-		if err != nil {
-			t.Fatalf("k=%d: %v", k, err)
-		}
-		if len(rep.Transactions) != 1 || rep.Transactions[0].Was != StateOpen {
-			t.Fatalf("k=%d: report %+v", k, rep)
-		}
-		assertSame(t, orig, root)
-		if _, err := Begin(fsys, stateDir, Meta{Owner: "tune"}); err != nil {
-			t.Fatalf("k=%d: Begin after rollback: %v", k, err)
-		}
-	}
-}
-
-func TestAbort(t *testing.T) {
-	ctx := context.Background()
-	fsys, root := newHost(t)
-	orig := snap(t, root)
-	j, err := Begin(fsys, stateDir, Meta{Owner: "tune"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := j.SetValue(ctx, "a", "/proc/sys/vm/swappiness", "60\n", "0"); err != nil {
-		t.Fatal(err)
-	}
-	// A missing target fails before anything is recorded.
-	if err := j.SetValue(ctx, "b", "/proc/sys/vm/missing", "1", "0"); err == nil || j.Len() != 1 {
-		t.Fatalf("write to a missing kernel file: %v, %d steps", err, j.Len())
-	}
-	// A change that fails after being recorded is reverted with the rest.
-	err = j.Do(ctx, Step{Kind: KindValue, Path: "/proc/sys/vm/dirty_ratio", Original: "20\n", OriginalRaw: []byte("20\n"), New: "x"}, func(context.Context) error {
-		if err := fsys.WriteString("/proc/sys/vm/dirty_ratio", "half-written"); err != nil {
-			return err
-		}
-		return errors.New("EINVAL")
-	})
-	if err == nil {
-		t.Fatal("failing Do returned nil")
-	}
-	rep, aerr := j.Abort(ctx, err)
-	if aerr != nil || len(rep.Steps) != 2 {
-		t.Fatalf("Abort = %+v, %v", rep, aerr)
-	}
-	if got, _ := fsys.ReadFile("/proc/sys/vm/swappiness"); string(got) != "60\n" {
-		t.Fatalf("swappiness = %q after abort", got)
-	}
-	assertSame(t, orig, root)
-	if err := j.Commit(); err == nil {
-		t.Error("Commit after Abort succeeded")
-	}
-}
-
-func TestAbortClean(t *testing.T) {
-	ctx := context.Background()
-	fsys, root := newHost(t)
-	orig := snap(t, root)
-	j, err := Begin(fsys, stateDir, Meta{Owner: "tune"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	applyAll(ctx, t, j)
-	if _, err := j.Abort(ctx, errors.New("step 8 failed")); err != nil {
-		t.Fatal(err)
+	rep, err := Rollback(ctx, fsys, stateDir, WithOwner("tune"))
+	if err != nil || len(rep.Transactions) != 1 {
+		t.Fatalf("Rollback = %+v, %v", rep, err)
 	}
 	assertSame(t, orig, root)
 	infos, _ := List(fsys, stateDir)
-	if len(infos) != 1 || infos[0].Tx.State != StateRolledBack || !strings.Contains(infos[0].Tx.Reason, "step 8 failed") {
-		t.Fatalf("List = %+v", infos)
+	if len(infos) != 1 || infos[0].Tx.State != StateRolledBack {
+		t.Fatalf("after rollback: %+v", infos)
+	}
+	for _, s := range infos[0].Tx.Steps {
+		if s.State != StepReverted {
+			t.Errorf("step %s %s: state %s after rollback", s.Kind, s.Path, s.State)
+		}
+	}
+	// Rolling back again changes nothing.
+	if rep, err := Rollback(ctx, fsys, stateDir); err != nil || len(rep.Transactions) != 0 {
+		t.Fatalf("second Rollback = %+v, %v", rep, err)
+	}
+}
+
+// TestRunOrder: each step is persisted as an intent before its change and
+// as done after it; a batch is recorded with one journal write.
+func TestRunOrder(t *testing.T) {
+	ctx := context.Background()
+	fsys, _ := newHost(t)
+	file := stateDir + "/000001-tune.journal"
+	var seen []string
+	check := func(i int, want ...StepState) func(context.Context) error {
+		return func(context.Context) error {
+			tx, err := Load(fsys, file)
+			if err != nil {
+				return err
+			}
+			var got []StepState
+			for _, s := range tx.Steps {
+				got = append(got, s.State)
+			}
+			seen = append(seen, fmt.Sprint(i, got))
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				return fmt.Errorf("action %d sees journal states %v, want %v", i, got, want)
+			}
+			return nil
+		}
+	}
+	step := func(p string) Step { return Step{Kind: KindValue, Path: p, Original: "x"} }
+	fl := &hostfs.Faults{}
+	res, err := Run(ctx, fsys.WithFaults(fl), stateDir, Meta{Owner: "tune"}, plan(func(*Tx) []Action {
+		return []Action{
+			{Step: step("/a"), Do: check(0, StepIntent)},
+			{Step: step("/b"), Do: check(1, StepDone, StepIntent, StepIntent), Batch: true},
+			{Step: step("/c"), Do: check(2, StepDone, StepIntent, StepIntent), Batch: true},
+			{Step: step("/d"), Do: check(3, StepDone, StepDone, StepDone, StepIntent)},
+		}
+	}))
+	if err != nil {
+		t.Fatal(err, seen)
+	}
+	tx, _ := Load(fsys, file)
+	if tx.State != StateCommitted || len(tx.Steps) != 4 {
+		t.Fatalf("final %+v", tx)
+	}
+	for _, s := range tx.Steps {
+		if s.State != StepDone {
+			t.Fatalf("step %s: %s after commit", s.Path, s.State)
+		}
+	}
+	// Journal writes: begin, intent a, done a, intents b+c, dones b+c,
+	// intent d, done d, commit = 8 renames of the journal.
+	renames := 0
+	for _, l := range fl.Log() {
+		if strings.Contains(l, " rename "+file) {
+			renames++
+		}
+	}
+	if renames != 8 || res.Steps != 4 {
+		t.Fatalf("%d journal writes, want 8:\n%s", renames, strings.Join(fl.Log(), "\n"))
+	}
+}
+
+// TestAbortRevertsOnlyWhatWasDone: a failing change is not "reverted" by
+// writing a file that refuses writes (defect 2: Abort rewrote the failed
+// step's original; when that write failed too the transaction stayed open
+// and both apply and rollback refused for good).
+func TestAbortRevertsOnlyWhatWasDone(t *testing.T) {
+	ctx := context.Background()
+	fsys, root := newHost(t)
+	orig := snap(t, root)
+	// /proc/sys/vm/dirty_ratio refuses every write (like chattr +i or a
+	// read-only /proc/sys in a container).
+	fl := &hostfs.Faults{Hook: func(_ int, op hostfs.Op, p string) error {
+		if p == "/proc/sys/vm/dirty_ratio" && op == hostfs.OpOpenWrite {
+			return syscall.EPERM
+		}
+		return nil
+	}}
+	ffs := fsys.WithFaults(fl)
+	res, err := Run(ctx, ffs, stateDir, Meta{Owner: "tune"}, plan(func(tx *Tx) []Action {
+		a, err := tx.SetValue("a", "/proc/sys/vm/swappiness", "60", "0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := tx.SetValue("b", "/proc/sys/vm/dirty_ratio", "20", "5")
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := tx.WriteFile("c", "/etc/sysctl.d/90-gpunode.conf", []byte("x\n"), 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return append([]Action{a, b}, c...)
+	}))
+	var je *Error
+	if !errors.As(err, &je) || je.Revert != nil || !errors.Is(err, syscall.EPERM) {
+		t.Fatalf("Run = %v, want an *Error with a clean revert", err)
+	}
+	if res.State != StateRolledBack {
+		t.Fatalf("state %s, want rolled-back", res.State)
+	}
+	assertSame(t, orig, root)
+	tx, _ := Load(fsys, stateDir+"/"+res.ID+".journal")
+	if len(tx.Steps) != 2 || tx.Steps[0].State != StepReverted || tx.Steps[1].State != StepReverted {
+		t.Fatalf("steps %+v", tx.Steps)
+	}
+	// Neither apply nor rollback refuses afterwards.
+	if _, err := Rollback(ctx, ffs, stateDir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(ctx, ffs, stateDir, Meta{Owner: "tune"}, plan(func(tx *Tx) []Action {
+		a, _ := tx.SetValue("a", "/proc/sys/vm/swappiness", "60", "1")
+		return []Action{a}
+	})); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestAbortImmutableKnob is TestAbortRevertsOnlyWhatWasDone with a real
+// immutable file (chattr +i; root on a filesystem that supports it).
+func TestAbortImmutableKnob(t *testing.T) {
+	ctx := context.Background()
+	fsys, root := newHost(t)
+	orig := snap(t, root)
+	setImmutable(t, filepath.Join(root, "proc/sys/vm/dirty_ratio"))
+	res, err := Run(ctx, fsys, stateDir, Meta{Owner: "tune"}, plan(func(tx *Tx) []Action {
+		a, _ := tx.SetValue("a", "/proc/sys/vm/swappiness", "60", "0")
+		b, _ := tx.SetValue("b", "/proc/sys/vm/dirty_ratio", "20", "5")
+		return []Action{a, b}
+	}))
+	var je *Error
+	if !errors.As(err, &je) || je.Revert != nil || res.State != StateRolledBack {
+		t.Fatalf("Run = %+v, %v; want a clean abort", res, err)
+	}
+	assertSame(t, orig, root)
+	if _, err := Rollback(ctx, fsys, stateDir); err != nil {
+		t.Fatalf("rollback after the abort: %v", err)
+	}
+}
+
+func setImmutable(t *testing.T, p string) {
+	t.Helper()
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	flags, err := unix.IoctlGetInt(int(f.Fd()), unix.FS_IOC_GETFLAGS)
+	if err == nil {
+		err = unix.IoctlSetPointerInt(int(f.Fd()), unix.FS_IOC_SETFLAGS, flags|fsImmutableFL)
+	}
+	if err != nil {
+		t.Skipf("cannot make %s immutable here: %v", p, err)
+	}
+	t.Cleanup(func() {
+		f, err := os.Open(p)
+		if err != nil {
+			return
+		}
+		defer f.Close()
+		_ = unix.IoctlSetPointerInt(int(f.Fd()), unix.FS_IOC_SETFLAGS, flags)
+	})
+}
+
+// TestRevertFailure: a done change whose revert cannot be written leaves the
+// transaction open with the exact path and value; apply refuses and says
+// how to go on; rollback retries once the cause is fixed, or skips the step
+// (keeping its original in the journal and printing it).
+func TestRevertFailure(t *testing.T) {
+	ctx := context.Background()
+	for _, way := range []string{"retry", "skip"} {
+		t.Run(way, func(t *testing.T) {
+			fsys, root := newHost(t)
+			orig := snap(t, root)
+			res, err := Run(ctx, fsys, stateDir, Meta{Owner: "tune"}, plan(func(tx *Tx) []Action {
+				a, _ := tx.SetValue("a", "/proc/sys/vm/swappiness", "60\n", "0")
+				b, _ := tx.SetValue("b", "/proc/sys/vm/dirty_ratio", "20\n", "5")
+				return []Action{a, b}
+			}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Now swappiness refuses writes (made immutable after apply).
+			broken := true
+			ffs := fsys.WithFaults(&hostfs.Faults{Hook: func(_ int, op hostfs.Op, p string) error {
+				if broken && p == "/proc/sys/vm/swappiness" && op == hostfs.OpOpenWrite {
+					return syscall.EPERM
+				}
+				return nil
+			}})
+			_, err = Rollback(ctx, ffs, stateDir)
+			ref := res.ID + ":0"
+			if err == nil || !strings.Contains(err.Error(), "/proc/sys/vm/swappiness") || !strings.Contains(err.Error(), `"60\n"`) || !strings.Contains(err.Error(), "--skip "+ref) {
+				t.Fatalf("Rollback = %v; want the path, the value and the way forward", err)
+			}
+			// The other step was reverted; the transaction is open.
+			if got, _ := fsys.ReadString("/proc/sys/vm/dirty_ratio"); got != "20" {
+				t.Fatalf("dirty_ratio = %q", got)
+			}
+			tx, _ := Load(fsys, stateDir+"/"+res.ID+".journal")
+			if tx.State != StateOpen || tx.Steps[0].RevertError == "" || tx.Steps[1].State != StepReverted {
+				t.Fatalf("journal after a failed revert: %+v", tx)
+			}
+			_, err = Run(ctx, ffs, stateDir, Meta{Owner: "tune"}, plan(func(*Tx) []Action { return nil }))
+			if !errors.Is(err, ErrInterrupted) || !strings.Contains(err.Error(), "--skip "+ref) {
+				t.Fatalf("Run after a failed revert = %v", err)
+			}
+			switch way {
+			case "retry":
+				broken = false
+				if _, err := Rollback(ctx, ffs, stateDir); err != nil {
+					t.Fatal(err)
+				}
+				assertSame(t, orig, root)
+			case "skip":
+				if _, err := Rollback(ctx, ffs, stateDir, WithSkip("nope:1")); err == nil {
+					t.Fatal("unknown --skip ref accepted")
+				}
+				rep, err := Rollback(ctx, ffs, stateDir, WithSkip(ref))
+				if err != nil {
+					t.Fatal(err)
+				}
+				sr := rep.Transactions[0].Steps
+				if len(sr) != 1 || !sr[0].Skipped || sr[0].Restored != `"60\n"` || sr[0].Path != "/proc/sys/vm/swappiness" {
+					t.Fatalf("skip report %+v", sr)
+				}
+				tx, _ := Load(fsys, stateDir+"/"+res.ID+".journal")
+				if tx.State != StateRolledBack || tx.Steps[0].State != StepSkipped || tx.Steps[0].Original != "60\n" || !strings.Contains(tx.Reason, ref) {
+					t.Fatalf("journal after skip: %+v", tx)
+				}
+			}
+			// The node is usable again.
+			if _, err := Run(ctx, fsys, stateDir, Meta{Owner: "tune"}, plan(func(*Tx) []Action { return nil })); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestFaultEveryOperation fails each write-side operation of a Run in turn
+// (with an errno); every time the tree ends identical to the original
+// after at most one Rollback, and the journal is never left unreadable.
+func TestFaultEveryOperation(t *testing.T) {
+	ctx := context.Background()
+	fsys, root := newHost(t)
+	orig := snap(t, root)
+	nosync := fsys.WithFaults(&hostfs.Faults{NoSync: true})
+	count := &hostfs.Faults{NoSync: true}
+	if _, err := Run(ctx, fsys.WithFaults(count), stateDir, Meta{Owner: "tune"}, plan(func(tx *Tx) []Action { return allActions(t, tx) })); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Rollback(ctx, nosync, stateDir); err != nil {
+		t.Fatal(err)
+	}
+	n := count.Count()
+	if n < 100 {
+		t.Fatalf("only %d operations", n)
+	}
+	clean := 0
+	for k := 1; k <= n; k++ {
+		fl := &hostfs.Faults{At: k, Err: syscall.ENOSPC, NoSync: true}
+		_, err := Run(ctx, fsys.WithFaults(fl), stateDir, Meta{Owner: "tune"}, plan(func(tx *Tx) []Action { return allActions(t, tx) }))
+		if err == nil {
+			// The fault hit the last directory fsync of the commit after
+			// the rename: the transaction is committed.
+			if _, err := Rollback(ctx, nosync, stateDir); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			var je *Error
+			if errors.As(err, &je) && je.Revert == nil {
+				clean++
+			}
+			if _, err := Rollback(ctx, nosync, stateDir); err != nil {
+				t.Fatalf("k=%d (%s): rollback after the fault: %v", k, fl.Log()[k-1], err)
+			}
+		}
+		if d := journaltest.Diff(orig, snap(t, root)); len(d) > 0 {
+			t.Fatalf("k=%d (%s): tree differs:\n%s", k, fl.Log()[k-1], strings.Join(d, "\n"))
+		}
+		infos, err := List(fsys, stateDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, in := range infos {
+			if in.Err != nil || in.Tx.State == StateOpen {
+				t.Fatalf("k=%d: journal %s: %v %v", k, in.File, in.Err, in.Tx)
+			}
+			// Keep the directory small: every Run loads every journal.
+			if err := os.Remove(fsys.Path(in.File)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	t.Logf("%d faults, %d clean aborts (the rest failed before the transaction began or at its last fsync)", n, clean)
+}
+
+// TestTempFilesRemoved (defect 3): a temp file left by a kill in a
+// directory the transaction created is removed by the rollback, which then
+// removes the directory; journal temp files are removed by the next run.
+func TestTempFilesRemoved(t *testing.T) {
+	ctx := context.Background()
+	fsys, root := newHost(t)
+	orig := snap(t, root)
+	// Kill at the rename of the new file: its temp file is left behind.
+	var stop bool
+	fl := &hostfs.Faults{Hook: func(_ int, op hostfs.Op, p string) error {
+		if op == hostfs.OpRename && p == "/etc/new.d/gpunode.conf" {
+			stop = true
+			return errKilled
+		}
+		return nil
+	}}
+	r := &runner{fsys: fsys.WithFaults(fl), file: stateDir + "/000001-tune.journal", o: buildOptions(nil),
+		tx: Transaction{ID: "000001-tune", Meta: Meta{Owner: "tune"}, State: StateOpen}}
+	if err := ensureDir(fsys, stateDir); err != nil {
+		t.Fatal(err)
+	}
+	tx := &Tx{fsys: fsys.WithFaults(fl), id: "000001-tune"}
+	acts, err := tx.WriteFile("x", "/etc/new.d/gpunode.conf", []byte("x\n"), 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range acts {
+		if err := r.runBatch(ctx, []Action{a}); err != nil {
+			break // "killed": no abort runs
+		}
+	}
+	if !stop {
+		t.Fatal("never reached the rename")
+	}
+	temp := filepath.Join(root, "etc/new.d/.gpunode.conf.gpunode-tmp-000001-tune-1")
+	if _, err := os.Lstat(temp); err != nil {
+		// WriteFileVia removes its temp on error; put it back as a kill leaves it.
+		if err := os.WriteFile(temp, []byte("half"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	jtemp := filepath.Join(root, "var/lib/gpunode/.000001-tune.journal.gpunode-tmp-w")
+	if err := os.WriteFile(jtemp, []byte("half"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Rollback(ctx, fsys, stateDir); err != nil {
+		t.Fatalf("rollback with a temp file left: %v", err)
+	}
+	assertSame(t, orig, root)
+	if _, err := os.Lstat(jtemp); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("journal temp file still there: %v", err)
+	}
+}
+
+var errKilled = errors.New("killed")
+
+// TestChecksumCatchesFlippedValue: a byte changed inside a JSON value (the
+// payload stays valid JSON) is caught by the checksum, not by the parser.
+func TestChecksumCatchesFlippedValue(t *testing.T) {
+	tx := &Transaction{ID: "000001-tune", Meta: Meta{Owner: "tune"}, State: StateCommitted,
+		Steps: []Step{{Kind: KindValue, Path: "/proc/sys/vm/swappiness", Original: "60", New: "0", State: StepDone}}}
+	b, err := Encode(tx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := bytes.Index(b, []byte(`"original": "60"`))
+	if i < 0 {
+		t.Fatalf("no original in %s", b)
+	}
+	bad := bytes.Clone(b)
+	bad[i+len(`"original": "6`)] = '1' // "60" -> "61"
+	_, payload, _ := bytes.Cut(bad, []byte("\n"))
+	if !json.Valid(payload) {
+		t.Fatal("the flipped payload is not valid JSON: the test would not test the checksum")
+	}
+	_, err = Decode(bad)
+	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "sha256") {
+		t.Fatalf("Decode of a flipped value = %v, want a checksum mismatch", err)
+	}
+	// The header's checksum itself flipped.
+	bad = bytes.Clone(b)
+	bad[bytes.IndexByte(b, ':')+1] ^= 1
+	if _, err := Decode(bad); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "sha256") {
+		t.Fatalf("Decode with a flipped header = %v", err)
+	}
+	// Version 1 files (no step states) still load.
+	v1 := bytes.Replace(b, []byte(" v2 "), []byte(" v1 "), 1)
+	if _, err := Decode(v1); err != nil {
+		t.Fatalf("v1: %v", err)
+	}
+}
+
+// TestLoadBounds: a journal over MaxSize is refused without being read, and
+// a FIFO (or link) in place of a journal is refused without blocking.
+func TestLoadBounds(t *testing.T) {
+	fsys, root := newHost(t)
+	if err := ensureDir(fsys, stateDir); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(root, "var/lib/gpunode/000001-tune.journal")
+	f, err := os.Create(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(65 << 20); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	_, err = Load(fsys, stateDir+"/000001-tune.journal")
+	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "not read") {
+		t.Fatalf("Load of a 65 MiB journal = %v", err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(root, "var/lib/gpunode/000002-tune.journal"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(fsys, stateDir+"/000002-tune.journal"); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Load of a FIFO = %v", err)
+	}
+	if _, err := Rollback(context.Background(), fsys, stateDir); err == nil || !strings.Contains(err.Error(), "refusing") {
+		t.Fatalf("Rollback next to them = %v", err)
+	}
+}
+
+// TestCheckDir: a journal directory writable by group/others, or owned by
+// another user, is refused with the path and the fix.
+func TestCheckDir(t *testing.T) {
+	ctx := context.Background()
+	fsys, root := newHost(t)
+	if err := ensureDir(fsys, stateDir); err != nil {
+		t.Fatal(err)
+	}
+	local := filepath.Join(root, "var/lib/gpunode")
+	noop := plan(func(tx *Tx) []Action {
+		a, _ := tx.SetValue("a", "/proc/sys/vm/swappiness", "60", "1")
+		return []Action{a}
+	})
+	for _, mode := range []fs.FileMode{0o777, 0o720, 0o702} {
+		if err := os.Chmod(local, mode); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Run(ctx, fsys, stateDir, Meta{Owner: "tune"}, noop)
+		if err == nil || !strings.Contains(err.Error(), local) || !strings.Contains(err.Error(), "chmod go-w "+local) {
+			t.Fatalf("mode %04o: Run = %v", mode, err)
+		}
+		if _, err := Rollback(ctx, fsys, stateDir); err == nil {
+			t.Fatalf("mode %04o: Rollback accepted the directory", mode)
+		}
+	}
+	if err := os.Chmod(local, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if os.Geteuid() == 0 {
+		if err := os.Chown(local, 1000, 1000); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Run(ctx, fsys, stateDir, Meta{Owner: "tune"}, noop)
+		if err == nil || !strings.Contains(err.Error(), "uid 1000") || !strings.Contains(err.Error(), "chown 0 "+local) {
+			t.Fatalf("foreign owner: Run = %v", err)
+		}
+		if err := os.Chown(local, 0, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := Run(ctx, fsys, stateDir, Meta{Owner: "tune"}, noop); err != nil {
+		t.Fatal(err)
+	}
+	// The pure check, for owners a non-root test cannot set.
+	if err := checkDirMode("/d", "/r/d", true, 0o700, 1000, 1001); err == nil {
+		t.Error("uid 1000 accepted for euid 1001")
+	}
+	if err := checkDirMode("/d", "/r/d", true, 0o755, 1001, 1001); err != nil {
+		t.Errorf("own 0755 directory refused: %v", err)
+	}
+	if err := checkDirMode("/d", "/r/d", false, 0o700, 0, 0); err == nil {
+		t.Error("a file accepted as the directory")
+	}
+}
+
+// TestEditedFiles: rollback refuses to overwrite a generated file edited
+// since, unless forced; then the edited version is kept in the journal.
+func TestEditedFiles(t *testing.T) {
+	ctx := context.Background()
+	fsys, root := newHost(t)
+	orig := snap(t, root)
+	res, err := Run(ctx, fsys, stateDir, Meta{Owner: "tune"}, plan(func(tx *Tx) []Action {
+		a, _ := tx.WriteFile("limits", "/etc/security/limits.conf", []byte("gpunode\n"), 0o640)
+		return a
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	edit := filepath.Join(root, "etc/security/limits.conf")
+	if err := os.WriteFile(edit, []byte("admin edit\n"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Rollback(ctx, fsys, stateDir)
+	var ee *EditedError
+	if !errors.As(err, &ee) || len(ee.Files) != 1 || ee.Files[0] != "/etc/security/limits.conf" || !strings.Contains(err.Error(), "--force") {
+		t.Fatalf("Rollback over an edit = %v", err)
+	}
+	if b, _ := os.ReadFile(edit); string(b) != "admin edit\n" {
+		t.Fatalf("refused rollback changed the file: %q", b)
+	}
+	rep, err := Rollback(ctx, fsys, stateDir, WithForce(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertSame(t, orig, root)
+	if k := rep.Transactions[0].Steps[0].Kept; !strings.Contains(k, "displaced") {
+		t.Fatalf("report does not say where the edit went: %+v", rep.Transactions[0].Steps)
+	}
+	tx, _ := Load(fsys, stateDir+"/"+res.ID+".journal")
+	if d := tx.Steps[0].Displaced; d == nil || string(d.Data) != "admin edit\n" {
+		t.Fatalf("edited version not kept: %+v", tx.Steps[0])
 	}
 }
 
@@ -290,20 +666,16 @@ func TestCustomKind(t *testing.T) {
 	if err := kinds.Register("Bad Kind", func(context.Context, *hostfs.FS, Step) error { return nil }); err == nil {
 		t.Error("bad kind name accepted")
 	}
-	j, err := Begin(fsys, stateDir, Meta{Owner: "gpu"}, WithKinds(kinds))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := j.Do(ctx, Step{Kind: "gpu.persistence", Target: "GPU-1", Original: "0", New: "1"}, func(context.Context) error {
+	set := Action{Step: Step{Kind: "gpu.persistence", Target: "GPU-1", Original: "0", New: "1"}, Do: func(context.Context) error {
 		device["GPU-1"] = "1"
 		return nil
-	}); err != nil {
-		t.Fatal(err)
+	}}
+	if _, err := Run(ctx, fsys, stateDir, Meta{Owner: "gpu"}, plan(func(*Tx) []Action {
+		return []Action{set, {Step: Step{Kind: "gpu.clocks", Target: "GPU-1"}, Do: set.Do}}
+	}), WithKinds(kinds)); !errors.Is(err, ErrUnknownKind) || device["GPU-1"] != "0" {
+		t.Fatalf("Run with an unregistered kind = %v (device %v)", err, device)
 	}
-	if err := j.Record(ctx, Step{Kind: "gpu.clocks", Target: "GPU-1"}); !errors.Is(err, ErrUnknownKind) {
-		t.Errorf("Record of an unregistered kind = %v", err)
-	}
-	if err := j.Commit(); err != nil {
+	if _, err := Run(ctx, fsys, stateDir, Meta{Owner: "gpu"}, plan(func(*Tx) []Action { return []Action{set} }), WithKinds(kinds)); err != nil {
 		t.Fatal(err)
 	}
 	// Without the registry the journal is refused, and nothing changes.
@@ -321,6 +693,21 @@ func TestCustomKind(t *testing.T) {
 	}
 }
 
+func commitOne(t *testing.T, fsys *hostfs.FS, owner string) *Result {
+	t.Helper()
+	res, err := Run(context.Background(), fsys, stateDir, Meta{Owner: owner}, plan(func(tx *Tx) []Action {
+		a, err := tx.SetValue("a", "/proc/sys/vm/swappiness", "60\n", "0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return []Action{a}
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
 func TestRollbackRefusesBadJournals(t *testing.T) {
 	ctx := context.Background()
 	tests := []struct {
@@ -330,60 +717,92 @@ func TestRollbackRefusesBadJournals(t *testing.T) {
 	}{
 		{"flipped byte", func(b []byte) []byte { b[len(b)-5] ^= 1; return b }, ErrCorrupt},
 		{"truncated", func(b []byte) []byte { return b[:len(b)/2] }, ErrCorrupt},
-		{"foreign version", func(b []byte) []byte { return bytes.Replace(b, []byte(" v1 "), []byte(" v9 "), 1) }, ErrVersion},
+		{"foreign version", func(b []byte) []byte { return bytes.Replace(b, []byte(" v2 "), []byte(" v9 "), 1) }, ErrVersion},
 		{"not a journal", func([]byte) []byte { return []byte("hello\n") }, ErrCorrupt},
 		{"empty", func([]byte) []byte { return nil }, ErrCorrupt},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			fsys, root := newHost(t)
-			j, err := Begin(fsys, stateDir, Meta{Owner: "tune"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := j.SetValue(ctx, "a", "/proc/sys/vm/swappiness", "60\n", "0"); err != nil {
-				t.Fatal(err)
-			}
-			if err := j.Commit(); err != nil {
-				t.Fatal(err)
-			}
-			lp := filepath.Join(root, "var/lib/gpunode", j.ID()+".journal")
+			res := commitOne(t, fsys, "tune")
+			lp := filepath.Join(root, "var/lib/gpunode", res.ID+".journal")
 			b, _ := os.ReadFile(lp)
 			if err := os.WriteFile(lp, tt.mangle(b), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			_, err = Rollback(ctx, fsys, stateDir)
-			if !errors.Is(err, tt.want) || !strings.Contains(err.Error(), "refusing") || !strings.Contains(err.Error(), j.ID()) {
+			_, err := Rollback(ctx, fsys, stateDir)
+			if !errors.Is(err, tt.want) || !strings.Contains(err.Error(), "refusing") || !strings.Contains(err.Error(), res.ID) {
 				t.Fatalf("Rollback = %v, want %v naming the file", err, tt.want)
 			}
 			if got, _ := fsys.ReadString("/proc/sys/vm/swappiness"); got != "0" {
 				t.Errorf("refused rollback changed swappiness to %q", got)
 			}
-			if _, err := Begin(fsys, stateDir, Meta{Owner: "tune"}); err == nil {
-				t.Error("Begin next to a corrupted journal succeeded")
+			if _, err := Run(ctx, fsys, stateDir, Meta{Owner: "tune"}, plan(func(*Tx) []Action { return nil })); err == nil {
+				t.Error("Run next to a corrupted journal succeeded")
 			}
 		})
 	}
 }
 
 func TestLock(t *testing.T) {
+	ctx := context.Background()
 	fsys, _ := newHost(t)
-	j, err := Begin(fsys, stateDir, Meta{Owner: "tune"})
+	var inner, innerRB error
+	_, err := Run(ctx, fsys, stateDir, Meta{Owner: "tune"}, func(ctx context.Context, tx *Tx) ([]Action, error) {
+		// The plan runs under the lock: another command is refused.
+		_, inner = Run(ctx, fsys, stateDir, Meta{Owner: "irq"}, plan(func(*Tx) []Action { return nil }))
+		_, innerRB = Rollback(ctx, fsys, stateDir)
+		return nil, nil
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Begin(fsys, stateDir, Meta{Owner: "irq"}); !errors.Is(err, ErrLocked) {
-		t.Errorf("concurrent Begin = %v, want ErrLocked", err)
+	if !errors.Is(inner, ErrLocked) || !errors.Is(innerRB, ErrLocked) {
+		t.Fatalf("concurrent Run = %v, Rollback = %v; want ErrLocked", inner, innerRB)
 	}
-	if _, err := Rollback(context.Background(), fsys, stateDir); !errors.Is(err, ErrLocked) {
-		t.Errorf("concurrent Rollback = %v, want ErrLocked", err)
+	if _, err := Run(ctx, fsys, stateDir, Meta{Owner: "irq"}, plan(func(*Tx) []Action { return nil })); err != nil {
+		t.Errorf("Run after the first: %v", err)
 	}
-	if err := j.Commit(); err != nil {
+}
+
+// TestKilledRunRefusesNext: an open transaction (the process died) makes
+// the next Run of that owner refuse; another owner is not blocked;
+// Rollback restores, intents that never happened included.
+func TestKilledRunRefusesNext(t *testing.T) {
+	ctx := context.Background()
+	fsys, root := newHost(t)
+	orig := snap(t, root)
+	fl := &hostfs.Faults{Hook: func(_ int, op hostfs.Op, p string) error {
+		if p == "/proc/sys/vm/dirty_ratio" && op == hostfs.OpOpenWrite {
+			return errKilled
+		}
+		return nil
+	}}
+	r := &runner{fsys: fsys.WithFaults(fl), file: stateDir + "/000001-tune.journal", o: buildOptions(nil),
+		tx: Transaction{ID: "000001-tune", Meta: Meta{Owner: "tune"}, State: StateOpen}}
+	if err := ensureDir(fsys, stateDir); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Begin(fsys, stateDir, Meta{Owner: "irq"}); err != nil {
-		t.Errorf("Begin after Commit: %v", err)
+	tx := &Tx{fsys: r.fsys, id: r.tx.ID}
+	a, _ := tx.SetValue("a", "/proc/sys/vm/swappiness", "60\n", "0")
+	b, _ := tx.SetValue("b", "/proc/sys/vm/dirty_ratio", "20\n", "5")
+	c, _ := tx.SetValue("c", "/proc/sys/vm/swappiness", "60\n", "0")
+	a.Batch, b.Batch, c.Batch = true, true, true
+	if err := r.runBatch(ctx, []Action{a, b, c}); !errors.Is(err, errKilled) {
+		t.Fatal(err)
 	}
+	if _, err := Run(ctx, fsys, stateDir, Meta{Owner: "tune"}, plan(func(*Tx) []Action { return nil })); !errors.Is(err, ErrInterrupted) {
+		t.Fatalf("Run after a kill = %v", err)
+	}
+	commitOne(t, fsys, "irq")
+	if _, err := Rollback(ctx, fsys, stateDir, WithOwner("irq")); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Rollback(ctx, fsys, stateDir, WithOwner("tune"))
+	if err != nil || len(rep.Transactions) != 1 || rep.Transactions[0].Was != StateOpen {
+		t.Fatalf("Rollback = %+v, %v", rep, err)
+	}
+	assertSame(t, orig, root)
 }
 
 func TestRollbackMissingDir(t *testing.T) {
@@ -397,13 +816,7 @@ func TestRollbackMissingDir(t *testing.T) {
 func TestDryRunRollback(t *testing.T) {
 	ctx := context.Background()
 	fsys, _ := newHost(t)
-	j, _ := Begin(fsys, stateDir, Meta{Owner: "tune"})
-	if err := j.SetValue(ctx, "a", "/proc/sys/vm/swappiness", "60\n", "0"); err != nil {
-		t.Fatal(err)
-	}
-	if err := j.Commit(); err != nil {
-		t.Fatal(err)
-	}
+	commitOne(t, fsys, "tune")
 	rep, err := Rollback(ctx, fsys, stateDir, WithDryRun(true))
 	if err != nil || len(rep.Transactions) != 1 || !rep.DryRun {
 		t.Fatalf("dry run = %+v, %v", rep, err)
@@ -415,7 +828,7 @@ func TestDryRunRollback(t *testing.T) {
 
 func TestEncodeDecodeRoundTrip(t *testing.T) {
 	tx := &Transaction{ID: "000001-tune", Meta: Meta{Owner: "tune", Started: time.Unix(0, 0).UTC()}, State: StateCommitted,
-		Steps: []Step{{Kind: KindFile, Path: "/etc/x", File: &FileState{Type: FileRegular, Mode: 0o644, Data: []byte{0, 1, 2, 0xff}}}}}
+		Steps: []Step{{Kind: KindFile, Path: "/etc/x", File: &FileState{Type: FileRegular, Mode: 0o644, Data: []byte{0, 1, 2, 0xff}}, State: StepDone, Temp: "/etc/.x.gpunode-tmp-1"}}}
 	b, err := Encode(tx)
 	if err != nil {
 		t.Fatal(err)
@@ -424,7 +837,7 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(got.Steps[0].File.Data, tx.Steps[0].File.Data) || got.ID != tx.ID {
+	if !bytes.Equal(got.Steps[0].File.Data, tx.Steps[0].File.Data) || got.ID != tx.ID || got.Steps[0].Temp != tx.Steps[0].Temp {
 		t.Fatalf("round trip = %+v", got)
 	}
 	bad := []*Transaction{
@@ -432,6 +845,8 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 		{ID: "x", Meta: Meta{}, State: StateOpen},
 		{ID: "x", Meta: Meta{Owner: "t"}, State: StateOpen, Steps: []Step{{Kind: KindFile, Path: "/etc/x"}}},
 		{ID: "x", Meta: Meta{Owner: "t"}, State: StateOpen, Steps: []Step{{Kind: KindValue, Path: "relative"}}},
+		{ID: "x", Meta: Meta{Owner: "t"}, State: StateOpen, Steps: []Step{{Kind: KindValue, Path: "/a", State: "maybe"}}},
+		{ID: "x", Meta: Meta{Owner: "t"}, State: StateOpen, Steps: []Step{{Kind: KindValue, Path: "/etc/a", Temp: "/tmp/evil"}}},
 	}
 	for i, tx := range bad {
 		b, _ := Encode(tx)
@@ -443,7 +858,7 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 
 func FuzzDecode(f *testing.F) {
 	tx := &Transaction{ID: "000001-tune", Meta: Meta{Owner: "tune"}, State: StateOpen,
-		Steps: []Step{{Kind: KindValue, Path: "/proc/sys/vm/swappiness", Original: "60"}}}
+		Steps: []Step{{Kind: KindValue, Path: "/proc/sys/vm/swappiness", Original: "60", State: StepIntent}}}
 	b, _ := Encode(tx)
 	f.Add(b)
 	f.Add([]byte("gpunode-journal v1 sha256:00\n{}"))
@@ -467,31 +882,5 @@ func FuzzDecode(f *testing.F) {
 	})
 }
 
-func TestRecordBatch(t *testing.T) {
-	ctx := context.Background()
-	fsys, root := newHost(t)
-	orig := snap(t, root)
-	j, err := Begin(fsys, stateDir, Meta{Owner: "tune"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	steps := []Step{
-		{Kind: KindValue, Path: "/proc/sys/vm/swappiness", Original: "60", OriginalRaw: []byte("60\n"), New: "0"},
-		{Kind: KindValue, Path: "/proc/sys/vm/dirty_ratio", Original: "20", OriginalRaw: []byte("20\n"), New: "5"},
-	}
-	if err := j.RecordBatch(ctx, append(steps, Step{Kind: "nope"})); !errors.Is(err, ErrUnknownKind) || j.Len() != 0 {
-		t.Fatalf("batch with an unknown kind: %v, %d steps recorded", err, j.Len())
-	}
-	if err := j.RecordBatch(ctx, steps); err != nil || j.Len() != 2 {
-		t.Fatalf("RecordBatch = %v, %d steps", err, j.Len())
-	}
-	// Only the first change is made before the "crash".
-	if err := fsys.WriteString("/proc/sys/vm/swappiness", "0"); err != nil {
-		t.Fatal(err)
-	}
-	j.lock.Close()
-	if _, err := Rollback(ctx, fsys, stateDir); err != nil {
-		t.Fatal(err)
-	}
-	assertSame(t, orig, root)
-}
+// fsImmutableFL is FS_IMMUTABLE_FL of linux/fs.h (chattr +i).
+const fsImmutableFL = 0x10
