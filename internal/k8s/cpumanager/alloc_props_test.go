@@ -518,6 +518,9 @@ func hwRunPolicyProperties(t *testing.T, rep *hwReport, allocate hwAllocateFunc,
 	admissions := 0
 	hits := map[string]int{}
 	for _, s := range hwTestShapes(r, randomShapes) {
+		if s.cpus() < 2 {
+			continue // no room for a reservation and a pod
+		}
 		m := s.hw()
 		tpc := s.threadsPerCore
 		for c := 0; c < hwCasesFor(s, base); c++ {
