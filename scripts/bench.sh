@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# The performance contract: every speed target of the project measured in one
+# run, next to its target and, where the anchor tool is installed here, the
+# anchor measured in the same run (numactl, taskset, hwloc's lstopo, a Go
+# hello-world; the conformance module's kubelet with CONFORMANCE=1).
+#   scripts/bench.sh              all figures (about 3 minutes on 2 cores)
+#   RUNS=101 scripts/bench.sh     more whole-process runs
+#   CONFORMANCE=1 scripts/bench.sh  also kubelet-vs-gpunode (slow to build)
+# In-process figures are `go test -bench` CPU time per op; whole-process
+# figures are median wall times from scripts/proctime (round robin runs).
+# The README's figures come from this script's output.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+runs=${RUNS:-51}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+echo "== machine"
+echo "date: $(date -u +%Y-%m-%dT%H:%MZ)  cpus: $(nproc)  $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')  load: $(cut -d' ' -f1-3 /proc/loadavg)"
+go version
+
+echo "== build"
+go build -o "$work/gpunode" ./cmd/gpunode
+mkdir -p "$work/hello"
+cat >"$work/hello/main.go" <<'GO'
+package main
+
+import "os"
+
+func main() { os.Stdout.WriteString("hello\n") }
+GO
+(cd "$work/hello" && GOFLAGS= go mod init hello >/dev/null 2>&1 && CGO_ENABLED=0 go build -o "$work/hello-bin" .)
+size=$(stat -c %s "$work/gpunode")
+pkgs=$(go list -deps ./cmd/gpunode | wc -l)
+k8spkgs=$(go list -deps ./cmd/gpunode | grep -c '^k8s.io/\|^sigs.k8s.io/' || true)
+printf 'binary %.1f MB, %d packages linked (%d from k8s.io / sigs.k8s.io)\n' "$(echo "$size / 1000000" | bc -l)" "$pkgs" "$k8spkgs"
+
+# results: "figure|measured|target|verdict" lines collected for the summary.
+results=()
+add() { results+=("$1|$2|$3|$4"); }
+# le A B: A <= B for decimals.
+le() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a <= b) }'; }
+verdict() { if le "$1" "$2"; then echo met; else echo MISSED; fi; }
+
+echo "== whole process (median of $runs round-robin runs, ms)"
+cmds=(true "$work/hello-bin" "$work/gpunode version" "$work/gpunode bind --node 0 --quiet -- true")
+have_numactl=0
+if command -v numactl >/dev/null; then cmds+=("numactl --cpunodebind=0 --membind=0 true"); have_numactl=1; fi
+command -v taskset >/dev/null && cmds+=("taskset -c 0 true")
+cmds+=("$work/gpunode topo --root testdata/hosts/dgx-h100 -o json")
+have_lstopo=0
+if command -v lstopo-no-graphics >/dev/null; then
+  cmds+=("$work/gpunode topo -o json" "lstopo-no-graphics --of xml")
+  have_lstopo=1
+fi
+cmds+=("$work/gpunode audit --root testdata/hosts/dgx-h100 --profile training --gpu-backend none -o json")
+go run ./scripts/proctime -n "$runs" "${cmds[@]}" | tee "$work/proc.txt"
+med() { # median ms of the command line $1
+  awk -v c="$1" 'NR > 1 { line = $0; sub(/[ ]+[0-9.]+[ ]+[0-9.]+[ ]+[0-9]+[ ]+[0-9]+$/, "", line); if (line == c) print $(NF-3) }' "$work/proc.txt"
+}
+t_true=$(med true)
+t_bind=$(med "$work/gpunode bind --node 0 --quiet -- true")
+t_ver=$(med "$work/gpunode version")
+t_hello=$(med "$work/hello-bin")
+bind_over=$(echo "$t_bind - $t_true" | bc -l)
+add "gpunode bind -- true, over true" "$(printf %.2f "$bind_over") ms" "<= 3 ms" "$(verdict "$bind_over" 3)"
+if [ "$have_numactl" = 1 ]; then
+  t_numa=$(med "numactl --cpunodebind=0 --membind=0 true")
+  add "  anchor: numactl --cpunodebind=0 --membind=0 true, over true" "$(printf %.2f "$(echo "$t_numa - $t_true" | bc -l)") ms" "-" "-"
+fi
+add "gpunode version" "$t_ver ms" "<= 5 ms" "$(verdict "$t_ver" 5)"
+add "  anchor: static Go hello-world" "$t_hello ms" "-" "-"
+t_audit=$(med "$work/gpunode audit --root testdata/hosts/dgx-h100 --profile training --gpu-backend none -o json")
+add "gpunode audit, DGX fixture, whole process" "$t_audit ms" "< 50 ms" "$(verdict "$t_audit" 49.999)"
+if [ "$have_lstopo" = 1 ]; then
+  t_topo=$(med "$work/gpunode topo -o json"); t_lstopo=$(med "lstopo-no-graphics --of xml")
+  add "gpunode topo, this machine, vs lstopo-no-graphics" "$t_topo ms vs $t_lstopo ms ($(printf %.1f "$(echo "$t_lstopo / $t_topo" | bc -l)")x)" "faster than lstopo" "$(verdict "$t_topo" "$t_lstopo")"
+fi
+
+echo "== in process (go test -bench)"
+bench() { # package pattern benchtime
+  go test -run '^$' -bench "$2" -benchtime "$3" -benchmem "$1" 2>&1 | grep '^Benchmark' | tee -a "$work/bench.txt"
+}
+nsop() { # ns/op of benchmark name $1 (exact, without the -N suffix)
+  awk -v n="$1" '{ name = $1; sub(/-[0-9]+$/, "", name); if (name == n) for (i = 2; i <= NF; i++) if ($(i+1) == "ns/op") print $i }' "$work/bench.txt" | head -1
+}
+msop() { echo "$(nsop "$1") / 1000000" | bc -l | xargs printf %.2f; }
+: >"$work/bench.txt"
+bench ./internal/topo '^BenchmarkDiscoverDGX$' 200x
+bench ./internal/tune '^BenchmarkAudit$' 50x
+bench ./internal/mig '^BenchmarkPlanManyGPUs$' 20x
+bench ./internal/k8s/topology '^Benchmark(ParseMergeRequest16NUMA|PlainJSONDecode16NUMA|MergeParsed16NUMA)$' 3x
+bench ./internal/k8s/admit '^BenchmarkAdmit' 50x
+
+d=$(msop BenchmarkDiscoverDGX); add "BenchmarkDiscoverDGX" "$d ms" "< 5 ms" "$(verdict "$d" 4.999)"
+a=$(msop BenchmarkAudit); add "BenchmarkAudit (DGX, training)" "$a ms" "< 50 ms" "$(verdict "$a" 49.999)"
+worst256=0; worst1024=0
+for n in tight-infeasible full-feasible mixed-feasible packing-infeasible; do
+  v=$(msop "BenchmarkPlanManyGPUs/$n/gpus=256"); le "$v" "$worst256" || worst256=$v
+  v=$(msop "BenchmarkPlanManyGPUs/$n/gpus=1024"); le "$v" "$worst1024" || worst1024=$v
+done
+add "mig plan, worst demand on 256 identical GPUs" "$worst256 ms" "<= 10 ms" "$(verdict "$worst256" 10)"
+add "mig plan, worst demand on 1,024 identical GPUs" "$worst1024 ms" "<= 50 ms" "$(verdict "$worst1024" 50)"
+p=$(msop BenchmarkParseMergeRequest16NUMA); j=$(msop BenchmarkPlainJSONDecode16NUMA); m=$(msop BenchmarkMergeParsed16NUMA)
+lim=$(echo "2 * ($j + $m)" | bc -l)
+add "k8s merge parse, 16 NUMA x 3 x 65,535 hints (10 MB)" "$p ms (plain decode $j ms, merge $m ms)" "<= 2 x (decode + merge) = $(printf %.0f "$lim") ms" "$(verdict "$p" "$lim")"
+for b in $(awk '{ name = $1; sub(/-[0-9]+$/, "", name); if (name ~ /^BenchmarkAdmit/) print name }' "$work/bench.txt"); do
+  add "$b (per admission)" "$(msop "$b") ms" "-" "-"
+done
+
+if [ "${CONFORMANCE:-0}" = 1 ]; then
+  echo "== kubelet (conformance module) vs gpunode"
+  (cd conformance/kubelet && go test -run '^$' -bench . -benchtime 1x ./... 2>&1 | grep '^Benchmark')
+fi
+
+echo
+echo "== summary"
+{
+  echo "FIGURE|MEASURED|TARGET|VERDICT"
+  printf '%s\n' "${results[@]}"
+} | column -t -s '|'
