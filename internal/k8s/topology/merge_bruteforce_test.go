@@ -55,21 +55,19 @@ type bruteCandidate struct {
 
 // bruteLists applies the list conventions and the single-numa-node filter.
 func bruteLists(in bruteInput) [][]Hint {
+	anyNode := []Hint{{Preferred: true}}
 	var lists [][]Hint
 	for _, prov := range in.providers {
 		if len(prov) == 0 {
-			lists = append(lists, []Hint{{Preferred: true}})
-			continue
+			lists = append(lists, anyNode)
 		}
 		for _, hs := range prov { // order is irrelevant to the result
-			switch {
-			case hs == nil:
-				lists = append(lists, []Hint{{Preferred: true}})
-			case len(hs) == 0:
-				lists = append(lists, []Hint{{Preferred: false}})
-			default:
-				lists = append(lists, hs)
+			if hs == nil {
+				hs = anyNode
+			} else if len(hs) == 0 {
+				hs = []Hint{{Preferred: false}}
 			}
+			lists = append(lists, hs)
 		}
 	}
 	if in.policy == PolicySingleNUMANode {
