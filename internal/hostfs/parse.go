@@ -3,6 +3,7 @@ package hostfs
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"math/bits"
 	"strconv"
@@ -11,54 +12,123 @@ import (
 	"k8s.io/utils/cpuset"
 )
 
-// MaxCPUID bounds CPU ids accepted by the parsers; Linux's NR_CPUS tops out at
-// 8192 today, so anything far beyond is a corrupt file.
-const MaxCPUID = 1 << 16
+// MaxCPUID bounds the CPU ids every CPU list and mask parser accepts (ids are
+// 0..MaxCPUID-1), and the number of ids one list may name in all. It is the
+// platform maximum: the largest CONFIG_NR_CPUS any Linux architecture accepts
+// is 8192 (x86_64's NR_CPUS_RANGE_END, powerpc's NR_CPUS range; arm64 and the
+// others stop at or below 4096), and 16384 leaves that a doubling of room. A
+// bigger id is a corrupt or hostile file, and refusing it before allocating
+// keeps a list like "0-999999999" from costing gigabytes.
+const MaxCPUID = 1 << 14
+
+// ErrCPUListBound marks a CPU list refused because it names an id beyond
+// MaxCPUID-1 or more than MaxCPUID ids in all (counting repeats).
+var ErrCPUListBound = errors.New("beyond the platform maximum")
 
 // ParseCPUList parses a kernel cpulist ("0-3,8,10-11"), as found in
-// cpulist, local_cpulist, isolated, nohz_full and smp_affinity_list files.
-// Whitespace around the list and around each element is ignored; an empty
-// list (or "(null)", which nohz_full prints when unset) is the empty set.
+// cpulist, local_cpulist, isolated, nohz_full and smp_affinity_list files,
+// and is the one CPU-list parser for user flags (bind --exclude-cpus) and
+// files. Whitespace around the list and around each element is ignored; an
+// empty list (or "(null)", which nohz_full prints when unset) is the empty set.
+//
+// The list is checked whole (syntax, every id below MaxCPUID, at most
+// MaxCPUID ids in all) before anything is allocated, so its cost is bounded
+// by MaxCPUID whatever the input.
 func ParseCPUList(s string) (cpuset.CPUSet, error) {
 	s = strings.TrimSpace(s)
 	if s == "" || s == "(null)" {
 		return cpuset.New(), nil
 	}
-	var ids []int
-	for _, part := range strings.Split(s, ",") {
-		part = strings.TrimSpace(part)
-		if part == "" {
-			return cpuset.CPUSet{}, fmt.Errorf("cpulist %q: empty element", s)
-		}
-		lo, hi, isRange := strings.Cut(part, "-")
-		a, err := parseCPUID(lo)
-		if err != nil {
-			return cpuset.CPUSet{}, fmt.Errorf("cpulist %q: %w", s, err)
-		}
-		b := a
-		if isRange {
-			if b, err = parseCPUID(hi); err != nil {
-				return cpuset.CPUSet{}, fmt.Errorf("cpulist %q: %w", s, err)
-			}
-			if b < a {
-				return cpuset.CPUSet{}, fmt.Errorf("cpulist %q: range %d-%d is reversed", s, a, b)
-			}
-		}
+	if _, err := scanCPUList(s, nil); err != nil {
+		return cpuset.CPUSet{}, err
+	}
+	var bitmap [MaxCPUID / 64]uint64
+	distinct := 0
+	_, _ = scanCPUList(s, func(a, b int) {
 		for i := a; i <= b; i++ {
-			ids = append(ids, i)
+			if bitmap[i/64]&(1<<(i%64)) == 0 {
+				bitmap[i/64] |= 1 << (i % 64)
+				distinct++
+			}
+		}
+	})
+	ids := make([]int, 0, distinct)
+	for w, v := range bitmap {
+		for v != 0 {
+			b := bits.TrailingZeros64(v)
+			ids = append(ids, w*64+b)
+			v &^= 1 << b
 		}
 	}
 	return cpuset.New(ids...), nil
 }
 
+// CheckCPUList checks the bounds of a CPU list without allocating: every id
+// below MaxCPUID and at most MaxCPUID ids in all. Callers that must parse a
+// list with another parser's exact syntax (kubelet's cpuset.Parse for a
+// KubeletConfiguration or a node file) call it first and refuse a list for
+// which errors.Is(err, ErrCPUListBound): such a list would make that parser
+// allocate one entry per id. Other errors are syntax errors of this
+// package's (slightly more lenient) syntax.
+func CheckCPUList(s string) error {
+	s = strings.TrimSpace(s)
+	if s == "" || s == "(null)" {
+		return nil
+	}
+	_, err := scanCPUList(s, nil)
+	return err
+}
+
+// scanCPUList validates the non-empty list s and calls fn (when not nil) for
+// each range a-b in order. It returns the number of ids named, repeats
+// included. It allocates nothing unless it fails.
+func scanCPUList(s string, fn func(a, b int)) (int, error) {
+	total := 0
+	// Every element names at least one id, so the total bound also bounds
+	// the number of elements and this loop.
+	for rest, more := s, true; more; {
+		var part string
+		part, rest, more = strings.Cut(rest, ",")
+		part = strings.TrimSpace(part)
+		if part == "" {
+			return 0, fmt.Errorf("cpulist %q: empty element", shorten(s))
+		}
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := parseCPUID(lo)
+		if err != nil {
+			return 0, fmt.Errorf("cpulist %q: %w", shorten(s), err)
+		}
+		b := a
+		if isRange {
+			if b, err = parseCPUID(hi); err != nil {
+				return 0, fmt.Errorf("cpulist %q: %w", shorten(s), err)
+			}
+			if b < a {
+				return 0, fmt.Errorf("cpulist %q: range %d-%d is reversed", shorten(s), a, b)
+			}
+		}
+		total += b - a + 1
+		if total > MaxCPUID {
+			return 0, fmt.Errorf("cpulist %q: names more than %d CPU ids in all, %w (%d)", shorten(s), MaxCPUID, ErrCPUListBound, MaxCPUID)
+		}
+		if fn != nil {
+			fn(a, b)
+		}
+	}
+	return total, nil
+}
+
 func parseCPUID(s string) (int, error) {
 	s = strings.TrimSpace(s)
 	n, err := strconv.Atoi(s)
+	if errors.Is(err, strconv.ErrRange) && s[0] != '-' {
+		return 0, fmt.Errorf("CPU id %s is %w (ids 0-%d)", shorten(s), ErrCPUListBound, MaxCPUID-1)
+	}
 	if err != nil || n < 0 {
-		return 0, fmt.Errorf("bad CPU id %q", s)
+		return 0, fmt.Errorf("bad CPU id %q", shorten(s))
 	}
 	if n >= MaxCPUID {
-		return 0, fmt.Errorf("CPU id %d beyond %d", n, MaxCPUID-1)
+		return 0, fmt.Errorf("CPU id %d is %w (ids 0-%d)", n, ErrCPUListBound, MaxCPUID-1)
 	}
 	return n, nil
 }

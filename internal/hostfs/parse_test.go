@@ -1,6 +1,7 @@
 package hostfs
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -149,13 +150,20 @@ func rangeInts(a, b int) []int {
 }
 
 func FuzzParseCPUList(f *testing.F) {
-	for _, s := range []string{"0-3,8", "", "(null)", "1,,2", "5-2", "0-65535"} {
+	for _, s := range []string{"0-3,8", "", "(null)", "1,,2", "5-2", "0-65535", "0-16383", "0-16383,0", "0-999999999", "16383", " 7 , 1-2 ", "0-8191,0-8191,0-1"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		set, err := ParseCPUList(s)
+		// The bound check and the parser agree on every input.
+		if cerr := CheckCPUList(s); (cerr == nil) != (err == nil) || errors.Is(cerr, ErrCPUListBound) != errors.Is(err, ErrCPUListBound) {
+			t.Fatalf("%q: CheckCPUList %v, ParseCPUList %v", s, cerr, err)
+		}
 		if err != nil {
 			return
+		}
+		if set.Size() > MaxCPUID || (set.Size() > 0 && set.List()[set.Size()-1] >= MaxCPUID) {
+			t.Fatalf("%q: %d CPUs up to %v, beyond the bound", s, set.Size(), set)
 		}
 		// A parsed list must survive formatting and parsing again.
 		back, err := ParseCPUList(set.String())

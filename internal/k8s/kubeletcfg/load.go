@@ -2,12 +2,15 @@ package kubeletcfg
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
 
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/gpunode/gpunode/internal/hostfs"
 )
 
 // The apiVersion and kind of a KubeletConfiguration file.
@@ -72,6 +75,11 @@ func Parse(b []byte, name string) (*Config, error) {
 		return nil, fmt.Errorf("%s: apiVersion: %q is not supported (want %s)", name, kc.APIVersion, APIVersion)
 	case kc.Kind != Kind:
 		return nil, fmt.Errorf("%s: kind: %q, want %s", name, kc.Kind, Kind)
+	}
+	// kubelet's cpuset.Parse allocates per id: refuse an absurd list here,
+	// before lint or admit parse it (a syntax error is lint's to report).
+	if err := hostfs.CheckCPUList(kc.ReservedSystemCPUs); errors.Is(err, hostfs.ErrCPUListBound) {
+		return nil, fmt.Errorf("%s: reservedSystemCPUs: %w", name, err)
 	}
 	return New(name, kc), nil
 }

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -10,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/cpuset"
 	"sigs.k8s.io/yaml"
+
+	"github.com/gpunode/gpunode/internal/hostfs"
 )
 
 // File kinds and versions accepted by Parse.
@@ -61,6 +64,16 @@ type DeviceSpec struct {
 	Health string `json:"health,omitempty"`
 }
 
+// parseCPUs parses a node file's CPU list with kubelet's cpuset.Parse after
+// hostfs.CheckCPUList has bounded it (ids and count at most hostfs.MaxCPUID):
+// cpuset.Parse allocates per id, so "0-999999999" would cost gigabytes.
+func parseCPUs(s string) (cpuset.CPUSet, error) {
+	if err := hostfs.CheckCPUList(s); errors.Is(err, hostfs.ErrCPUListBound) {
+		return cpuset.CPUSet{}, err
+	}
+	return cpuset.Parse(s)
+}
+
 // Load reads and validates a node file.
 func Load(path string) (*Node, error) {
 	b, err := os.ReadFile(path)
@@ -97,7 +110,7 @@ func (f *File) Build() (*Node, error) {
 		if s.ID < 0 || s.ID > MaxNUMANodeID {
 			return nil, fmt.Errorf("numaNodes[%d].id: %d is out of range 0..%d (kubelet's NUMA bitmask holds 64 nodes)", i, s.ID, MaxNUMANodeID)
 		}
-		cpus, err := cpuset.Parse(s.CPUs)
+		cpus, err := parseCPUs(s.CPUs)
 		if err != nil {
 			return nil, fmt.Errorf("numaNodes[%d].cpus: %w", i, err)
 		}
@@ -129,7 +142,7 @@ func (f *File) Build() (*Node, error) {
 
 	core := map[int]int{}
 	for i, s := range f.Cores {
-		set, err := cpuset.Parse(s)
+		set, err := parseCPUs(s)
 		if err != nil {
 			return nil, fmt.Errorf("cores[%d]: %w", i, err)
 		}
@@ -222,7 +235,7 @@ func groupOf(field string, groups []GroupSpec, cpuNUMA map[int]int) (map[int]int
 			return nil, fmt.Errorf("%s[%d].id: duplicate id %d", field, i, g.ID)
 		}
 		ids[g.ID] = true
-		set, err := cpuset.Parse(g.CPUs)
+		set, err := parseCPUs(g.CPUs)
 		if err != nil {
 			return nil, fmt.Errorf("%s[%d].cpus: %w", field, i, err)
 		}
