@@ -215,3 +215,40 @@ func TestMIGPlanOnNodeGPU(t *testing.T) {
 		}
 	}
 }
+
+// topo capture refuses a non-empty --out unless --force, and never writes
+// through a link planted in it (issue 10, defect 1).
+func TestCaptureCommandContainsOutput(t *testing.T) {
+	src := testhost.Path(t, "vm-2vcpu")
+	victim := filepath.Join(t.TempDir(), "victim")
+	if err := os.WriteFile(victim, []byte("precious\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(out, "proc"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(victim, filepath.Join(out, "proc/cpuinfo")); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := run(t, "topo", "capture", "--root", src, "--out", out)
+	if code != ExitUsage || !strings.Contains(stderr, "not empty") || !strings.Contains(stderr, "--force") {
+		t.Errorf("capture into a non-empty dir: exit %d, %q; want exit 2 naming --force", code, stderr)
+	}
+	code, _, stderr = run(t, "topo", "capture", "--root", src, "--out", out, "--force")
+	if code != ExitOK {
+		t.Fatalf("--force: exit %d %s", code, stderr)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "precious\n" {
+		t.Fatalf("capture wrote through the planted link: victim now %q", b)
+	}
+	_, a, _ := run(t, "topo", "--root", src, "-o", "json")
+	_, b, _ := run(t, "topo", "--root", out, "-o", "json")
+	if a != b {
+		t.Error("topo on the forced capture differs from topo on the source")
+	}
+	_, help, _ := run(t, "topo", "capture", "--help")
+	if !strings.Contains(help, "--force") {
+		t.Error("topo capture --help does not mention --force")
+	}
+}

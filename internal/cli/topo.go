@@ -2,12 +2,14 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 
 	"github.com/spf13/cobra"
 
 	"github.com/gpunode/gpunode/internal/gpu"
+	"github.com/gpunode/gpunode/internal/hostfs"
 	"github.com/gpunode/gpunode/internal/output"
 	"github.com/gpunode/gpunode/internal/topo"
 )
@@ -89,12 +91,19 @@ type CaptureResult struct {
 
 func (a *App) newTopoCaptureCommand() *cobra.Command {
 	var out string
+	var force bool
 	cmd := &cobra.Command{
 		Use:   "capture --out DIR",
 		Short: "Copy exactly the host files gpunode reads into DIR, for --root DIR and bug reports",
 		Long: `Run topology discovery and copy every file it read (sysfs symlinks preserved)
 into DIR. 'gpunode topo --root DIR' then reproduces this machine's report
-anywhere. Attach 'tar czf node.tgz DIR' to a bug report.`,
+anywhere. Attach 'tar czf node.tgz DIR' to a bug report.
+
+DIR is created if missing and must otherwise be an empty directory (--force
+accepts a non-empty one and replaces what is in the way). DIR itself must not
+be a symbolic link, and nothing already in DIR is followed: links are
+replaced, never written through, so a capture into a shared directory such as
+/tmp cannot be redirected onto another file.`,
 		Example: `  gpunode topo capture --out /tmp/node-capture
   gpunode topo --root /tmp/node-capture`,
 		Args: cobra.NoArgs,
@@ -111,13 +120,17 @@ anywhere. Attach 'tar czf node.tgz DIR' to a bug report.`,
 			if err != nil {
 				return err
 			}
-			if err := fs.CopyRecorded(out); err != nil {
+			if err := fs.CopyRecordedWith(out, hostfs.CopyOptions{Force: force}); err != nil {
+				if errors.Is(err, hostfs.ErrOutputDir) {
+					return wrapUsage(fmt.Errorf("topo capture: --out %w", err))
+				}
 				return fmt.Errorf("topo capture: %w", err)
 			}
 			return a.Render(CaptureResult{SchemaVersion: "gpunode.capture/v1", Out: out, Files: len(fs.Recorded()), Warnings: len(t.Warnings)})
 		},
 	}
-	cmd.Flags().StringVar(&out, "out", "", "directory to write the capture to (created if missing)")
+	cmd.Flags().StringVar(&out, "out", "", "directory to write the capture to (created if missing; must be empty unless --force)")
+	cmd.Flags().BoolVar(&force, "force", false, "capture into a non-empty --out directory, replacing (never following) what is in the way")
 	_ = cmd.MarkFlagDirname("out")
 	return cmd
 }
