@@ -1,0 +1,137 @@
+package objects
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+const goodNode = `apiVersion: v1
+kind: Node
+metadata: {name: a, labels: {rack: r1}}
+status:
+  allocatable: {cpu: "8", nvidia.com/gpu: "8"}
+`
+
+func TestLoadNodesFormats(t *testing.T) {
+	list := `{"apiVersion":"v1","kind":"List","metadata":{"resourceVersion":""},"items":[
+ {"apiVersion":"v1","kind":"Node","metadata":{"name":"x"},"status":{"allocatable":{"cpu":"4"}}},
+ {"apiVersion":"v1","kind":"Node","metadata":{"name":"y"}}]}`
+	for _, tc := range []struct {
+		name, data string
+		want       []string
+	}{
+		{"yaml doc", goodNode, []string{"a"}},
+		{"two docs", goodNode + "---\n# comment only\n---\n" + strings.Replace(goodNode, "name: a", "name: b", 1), []string{"a", "b"}},
+		{"json list", list, []string{"x", "y"}},
+		{"yaml NodeList", "apiVersion: v1\nkind: NodeList\nitems:\n- metadata: {name: z}\n", []string{"z"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			nodes, err := LoadNodes("f", []byte(tc.data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, n := range nodes {
+				got = append(got, n.Name)
+			}
+			if strings.Join(got, ",") != strings.Join(tc.want, ",") {
+				t.Errorf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+	nodes, _ := LoadNodes("f", []byte(goodNode))
+	if q := nodes[0].Status.Allocatable["nvidia.com/gpu"]; q.Value() != 8 || nodes[0].Labels["rack"] != "r1" {
+		t.Errorf("decoded %+v", nodes[0])
+	}
+}
+
+func TestBadInputNamesFileDocumentField(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		load func(string, []byte) error
+		data string
+		want string
+	}{
+		{"unknown field in a List item", nodes, `{"apiVersion":"v1","kind":"List","items":[{"metadata":{"name":"a"}},{"metadata":{"name":"b"},"spec":{"unschedulabel":true}}]}`,
+			`f.json: document 1: items[1]: Node "b": unknown field "spec.unschedulabel"`},
+		{"bad quantity", nodes, goodNode + "---\n" + "apiVersion: v1\nkind: Node\nmetadata: {name: b}\nstatus: {allocatable: {nvidia.com/gpu: lots}}\n",
+			`f.json: document 2: Node "b": status.allocatable[nvidia.com/gpu]: Invalid value: "lots"`},
+		{"wrong type", nodes, "apiVersion: v1\nkind: Node\nmetadata: {name: b}\nspec: {unschedulable: maybe}\n",
+			`f.json: document 1: Node "b": spec.unschedulable: Invalid value: string (want bool)`},
+		{"wrong kind", nodes, "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n", `f.json: document 1: kind: Unsupported value: "Pod"`},
+		{"wrong item kind", nodes, `{"apiVersion":"v1","kind":"List","items":[{"apiVersion":"v1","kind":"Service","metadata":{"name":"s"}}]}`, `items[0]: Node "s": kind: Unsupported value: "Service"`},
+		{"no name", nodes, "apiVersion: v1\nkind: Node\nmetadata: {}\n", `document 1: Node "": metadata.name: Required value`},
+		{"duplicate node", nodes, goodNode + "---\n" + goodNode, `Node "a": metadata.name: Duplicate value`},
+		{"duplicate yaml key", nodes, "apiVersion: v1\nkind: Node\nkind: Node\nmetadata: {name: a}\n", `f.json: document 1: `},
+		{"not yaml", nodes, "apiVersion: v1\nkind: [\n", `f.json: document 1: `},
+		{"empty", nodes, "# nothing\n", `f.json: no documents`},
+		{"pod unknown field", pods, "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {nodeNam: n1, containers: [{name: c}]}\n", `document 1: Pod "p": unknown field "spec.nodeNam"`},
+		{"podgroup unknown field", work, "apiVersion: scheduling.k8s.io/v1alpha3\nkind: PodGroup\nmetadata: {name: g}\nspec: {schedulingConstraints: {topologies: []}}\n", `document 1: PodGroup "g": unknown field "spec.schedulingConstraints.topologies"`},
+		{"unsupported workload", work, "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n", `document 1: Deployment "d": kind: Unsupported value`},
+		{"volcano task field", work, "apiVersion: batch.volcano.sh/v1alpha1\nkind: Job\nmetadata: {name: v}\nspec: {tasks: [{name: w, replica: 2}]}\n", `unknown field "spec.tasks[0].replica"`},
+		{"kai level without label", topo, "apiVersion: kai.scheduler/v1alpha1\nkind: Topology\nmetadata: {name: t}\nspec: {levels: [{nodeLabel: a}, {}]}\n", `document 1: Topology "t": spec.levels[1].nodeLabel: Required value`},
+		{"hypernode tier type", topo, "apiVersion: topology.volcano.sh/v1alpha1\nkind: HyperNode\nmetadata: {name: s0}\nspec: {tier: one}\n", `HyperNode "s0": spec.tier: Invalid value`},
+		{"kueue list item", topo, "apiVersion: v1\nkind: List\nitems:\n- apiVersion: kueue.x-k8s.io/v1beta2\n  kind: Topology\n  metadata: {name: k}\n  spec: {levels: [{nodeLable: x}]}\n", `document 1: items[0]: Topology "k": unknown field "spec.levels[0].nodeLable"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.load("f.json", []byte(tc.data))
+			var oe *Error
+			if !errors.As(err, &oe) {
+				t.Fatalf("error %v (%T) is not an *Error", err, err)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error\n  %v\nwant it to contain\n  %s", err, tc.want)
+			}
+		})
+	}
+}
+
+func nodes(f string, b []byte) error { _, err := LoadNodes(f, b); return err }
+func pods(f string, b []byte) error  { _, err := LoadPods(f, b); return err }
+func work(f string, b []byte) error  { _, err := LoadWorkload(f, b); return err }
+func topo(f string, b []byte) error  { _, err := LoadTopology(f, b); return err }
+
+func TestLoadWorkloadAndTopologyKinds(t *testing.T) {
+	w, err := LoadWorkload("w", []byte(`apiVersion: scheduling.k8s.io/v1alpha2
+kind: PodGroup
+metadata: {name: g}
+spec:
+  schedulingPolicy: {gang: {minCount: 2}}
+  schedulingConstraints: {topology: [{key: rack}, {key: block}]}
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: j}
+spec:
+  parallelism: 2
+  template:
+    spec:
+      schedulingGroup: {podGroupName: g}
+      containers: [{name: c}]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// two topology keys decode: rejecting them is lint's and place's job
+	if len(w.PodGroups) != 1 || len(w.PodGroups[0].Spec.SchedulingConstraints.Topology) != 2 || len(w.Jobs) != 1 || w.Jobs[0].Doc != 2 {
+		t.Errorf("workload %+v", w)
+	}
+	tp, err := LoadTopology("t", []byte(`apiVersion: topology.volcano.sh/v1alpha1
+kind: HyperNode
+metadata: {name: s0}
+spec:
+  tier: 1
+  tierName: leaf
+  members:
+  - type: Node
+    selector: {labelMatch: {matchLabels: {rack: r1}}}
+status: {nodeCount: 2}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tp.HyperNodes) != 1 || tp.HyperNodes[0].Spec.TierName != "leaf" || tp.HyperNodes[0].Spec.Members[0].Selector.LabelMatch == nil {
+		t.Errorf("topology %+v", tp)
+	}
+}
