@@ -59,7 +59,7 @@ spec:
 			want: `w.yaml: document 1: Job "v": spec.networkTopology.mode: Unsupported value: "strict"`},
 		{name: "bad regex", workload: "apiVersion: batch.volcano.sh/v1alpha1\nkind: Job\nmetadata: {name: v}\nspec:\n  tasks: [{name: w, replicas: 1, template: {spec: {containers: [{name: c}]}}}]\n",
 			topology: "apiVersion: topology.volcano.sh/v1alpha1\nkind: HyperNode\nmetadata: {name: a}\nspec:\n  tier: 1\n  members: [{type: Node, selector: {regexMatch: {pattern: \"(\"}}}]\n",
-			want: `t.yaml: document 1: HyperNode "a": spec.members[0].selector.regexMatch.pattern: Invalid value: "("`},
+			want:     `t.yaml: document 1: HyperNode "a": spec.members[0].selector.regexMatch.pattern: Invalid value: "("`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var in Input
