@@ -61,8 +61,10 @@ package mig
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -121,20 +123,26 @@ func (ms MigConfigSpec) MarshalJSON() ([]byte, error) {
 // Config returns the entries of label, or an error wrapping ErrNoSuchConfig
 // in mig-parted's words plus the labels the file has.
 func (s *MigPartedSpec) Config(label string) (MigConfigSpecSlice, error) {
-	if entries, ok := s.MigConfigs[label]; ok {
+	if entries, found := s.MigConfigs[label]; found {
 		return entries, nil
 	}
-	return nil, fmt.Errorf("%w: "+quoteLabelMissing+" (labels: %s)", ErrNoSuchConfig, label, strings.Join(sortedKeys(s.MigConfigs), ", "))
+	return nil, absentLabel{label, sortedKeys(s.MigConfigs)}
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
+// absentLabel is the error for a -c label the file lacks.
+type absentLabel struct {
+	label string
+	have  []string
 }
+
+func (a absentLabel) Unwrap() error { return ErrNoSuchConfig }
+
+func (a absentLabel) Error() string {
+	return ErrNoSuchConfig.Error() + ": " + fmt.Sprintf(quoteLabelMissing, a.label) + " (labels: " + strings.Join(a.have, ", ") + ")"
+}
+
+// sortedKeys lists a map's keys in order (maps.Keys alone is random).
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
 
 // SpecError is a problem in a mig-parted file.
 type SpecError struct {
@@ -164,11 +172,10 @@ func (e *SpecError) Error() string {
 // error.
 func ParseMigParted(data []byte) (*MigPartedSpec, error) {
 	doc, err := yaml.YAMLToJSON(data)
-	if err != nil {
-		return nil, fmt.Errorf("not YAML: %w", err)
+	if err == nil {
+		return (&specReader{src: data}).document(doc)
 	}
-	r := &specReader{src: data}
-	return r.document(doc)
+	return nil, fmt.Errorf("not YAML: %w", err)
 }
 
 // step is one element of a field path: a map key, or a list index when
@@ -253,12 +260,11 @@ func jsonKind(v json.RawMessage) string {
 func isNull(v json.RawMessage) bool { return string(bytes.TrimSpace(v)) == "null" }
 
 // mapping decodes v as an object; null is an empty one.
-func (r *specReader) mapping(v json.RawMessage, p fieldPath) (map[string]json.RawMessage, error) {
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(v, &m); err != nil {
-		return nil, r.fail(p, "want a mapping, got %s", jsonKind(v))
+func (r *specReader) mapping(v json.RawMessage, p fieldPath) (fields map[string]json.RawMessage, err error) {
+	if json.Unmarshal(v, &fields) != nil {
+		err = r.fail(p, "want a mapping, got %s", jsonKind(v))
 	}
-	return m, nil
+	return fields, err
 }
 
 func (r *specReader) document(v json.RawMessage) (*MigPartedSpec, error) {
@@ -437,21 +443,21 @@ func (r *specReader) counts(v json.RawMessage, p fieldPath) (MigConfig, error) {
 // check applies mig-parted's rules to a profile -> count map and returns
 // the offending profile ("" when the map as a whole is wrong).
 func (m MigConfig) check() (string, error) {
-	if len(m) == 0 {
-		return "", nil
-	}
-	someNonZero := false
+	instances := 0
 	for _, name := range sortedKeys(m) {
-		if _, err := ParseMigProfile(name); err != nil {
-			return name, fmt.Errorf(quoteProfileFormat, name, err)
+		_, bad := ParseMigProfile(name)
+		switch n := m[name]; {
+		case bad != nil:
+			return name, fmt.Errorf(quoteProfileFormat, name, bad)
+		case n < 0:
+			// mig-parted prints the count and its (nil) error here.
+			return name, fmt.Errorf(quoteNegativeCount, n, error(nil))
+		default:
+			instances += min(n, 1)
 		}
-		if m[name] < 0 {
-			return name, fmt.Errorf(quoteNegativeCount, m[name], error(nil))
-		}
-		someNonZero = someNonZero || m[name] > 0
 	}
-	if !someNonZero {
-		return "", fmt.Errorf(quoteAllCountsZero)
+	if len(m) > 0 && instances == 0 {
+		return "", errors.New(quoteAllCountsZero)
 	}
 	return "", nil
 }

@@ -2,6 +2,7 @@ package mig
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -18,11 +19,17 @@ type DeviceID struct {
 
 // String renders the id the way filters spell it, upper-case hex.
 func (d DeviceID) String() string {
-	s := fmt.Sprintf("0x%04X%04X", d.Device, d.Vendor)
 	if d.HasSubsystem {
-		s += fmt.Sprintf(":0x%04X%04X", d.SubsystemDevice, d.SubsystemVendor)
+		return fmt.Sprintf("0x%08X:0x%08X", d.primary(), d.subsystem())
 	}
-	return s
+	return fmt.Sprintf("0x%08X", d.primary())
+}
+
+// primary and subsystem pack each device/vendor pair into the one 32-bit
+// number a filter writes.
+func (d DeviceID) primary() uint32 { return uint32(d.Device)<<16 | uint32(d.Vendor) }
+func (d DeviceID) subsystem() uint32 {
+	return uint32(d.SubsystemDevice)<<16 | uint32(d.SubsystemVendor)
 }
 
 // ParseFilterDeviceID reads one device-filter item. Each half is a number
@@ -63,11 +70,7 @@ func pciPair(s string) (hi, lo uint16, err error) {
 // agree and, when d names a subsystem, the subsystem agrees too. A filter
 // without a subsystem selects every board of that device.
 func (d DeviceID) Matches(hw DeviceID) bool {
-	same := d.Device == hw.Device && d.Vendor == hw.Vendor
-	if !same || !d.HasSubsystem {
-		return same
-	}
-	return d.SubsystemDevice == hw.SubsystemDevice && d.SubsystemVendor == hw.SubsystemVendor
+	return d.primary() == hw.primary() && (!d.HasSubsystem || d.subsystem() == hw.subsystem())
 }
 
 // DeviceFilter is an entry's "device-filter": the PCI ids written there.
@@ -86,28 +89,21 @@ type DeviceSelector struct {
 }
 
 // Selects reports whether GPU index i is selected.
-func (s DeviceSelector) Selects(i int) bool {
-	if s.All {
-		return true
-	}
-	for _, d := range s.Indices {
-		if d == i {
-			return true
-		}
-	}
-	return false
-}
+func (s DeviceSelector) Selects(i int) bool { return s.All || slices.Contains(s.Indices, i) }
 
 // String renders "all" or "[0,1]".
 func (s DeviceSelector) String() string {
 	if s.All {
 		return "all"
 	}
-	parts := make([]string, len(s.Indices))
+	b := []byte{'['}
 	for i, d := range s.Indices {
-		parts[i] = strconv.Itoa(d)
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, int64(d), 10)
 	}
-	return "[" + strings.Join(parts, ",") + "]"
+	return string(append(b, ']'))
 }
 
 // Filters returns the entry's device-filter ids; none means every GPU.
@@ -119,16 +115,11 @@ func (ms *MigConfigSpec) Filters() []string {
 // GPU with id hw. An item that does not parse selects nothing (mig-parted
 // ignores the parse error the same way; Validate warns about it).
 func (ms *MigConfigSpec) MatchesDeviceFilter(hw DeviceID) bool {
-	ids := ms.Filters()
-	if len(ids) == 0 {
-		return true
+	selects := func(item string) bool {
+		f, err := ParseFilterDeviceID(item)
+		return err == nil && f.Matches(hw)
 	}
-	for _, s := range ids {
-		if f, err := ParseFilterDeviceID(s); err == nil && f.Matches(hw) {
-			return true
-		}
-	}
-	return false
+	return len(ms.DeviceFilter.IDs) == 0 || slices.ContainsFunc(ms.DeviceFilter.IDs, selects)
 }
 
 // MatchesAllDevices reports "devices: all".

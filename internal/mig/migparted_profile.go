@@ -3,6 +3,7 @@ package mig
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -25,14 +26,7 @@ type MigProfile struct {
 }
 
 // HasAttribute reports whether the profile carries "+attr".
-func (m MigProfile) HasAttribute(attr string) bool {
-	for _, a := range m.Attributes {
-		if a == attr {
-			return true
-		}
-	}
-	return false
-}
+func (m MigProfile) HasAttribute(attr string) bool { return slices.Contains(m.Attributes, attr) }
 
 // suffix renders the attribute list, "" when there is none.
 func (m MigProfile) suffix() string {
@@ -55,10 +49,11 @@ func (m MigProfile) GI() string {
 // differs from the GPU-instance slices ("1c.3g.40gb", but "3g.40gb" for
 // "3c.3g.40gb"); numbers lose leading zeros.
 func (m MigProfile) String() string {
-	if m.C == m.G {
-		return m.GI()
+	compute := ""
+	if m.C != m.G {
+		compute = strconv.Itoa(m.C) + "c."
 	}
-	return strconv.Itoa(m.C) + "c." + m.GI()
+	return compute + m.GI()
 }
 
 // ParseMigProfile checks the spelling of a MIG profile name and returns its
@@ -118,18 +113,20 @@ func profileSizes(s string) (c, g, gb int, err error) {
 // sizeField reads one "<number><unit>" field. strconv.Atoi decides what a
 // number is (it takes leading zeros and refuses values past int).
 func sizeField(f, unit string) (int, error) {
-	if strings.TrimSpace(f) != f {
-		return 0, fmt.Errorf(quoteFieldSpaces, unit)
+	digits, hasUnit := strings.CutSuffix(f, unit)
+	n, notNumber := strconv.Atoi(digits)
+	var why string
+	switch {
+	case strings.TrimSpace(f) != f:
+		why = quoteFieldSpaces
+	case !hasUnit:
+		why = quoteFieldUnit
+	case notNumber != nil:
+		why = quoteFieldNumber
+	default:
+		return n, nil
 	}
-	digits, ok := strings.CutSuffix(f, unit)
-	if !ok {
-		return 0, fmt.Errorf(quoteFieldUnit, unit, unit)
-	}
-	v, err := strconv.Atoi(digits)
-	if err != nil {
-		return 0, fmt.Errorf(quoteFieldNumber, unit)
-	}
-	return v, nil
+	return 0, fmt.Errorf(why, unit)
 }
 
 // attributeList splits "a,b,c" and checks each name. The checks run in a
@@ -137,24 +134,25 @@ func sizeField(f, unit string) (int, error) {
 // edge, character set), so a name failing several reports the first.
 func attributeList(s string) ([]string, error) {
 	names := strings.Split(s, ",")
-	seen := make(map[string]bool, len(names))
+	earlier := make(map[string]struct{}, len(names))
 	for _, a := range names {
-		if seen[a] {
-			return nil, errors.New(quoteAttrRepeated)
-		}
-		if why := attributeProblem(a); why != "" {
+		_, repeated := earlier[a]
+		earlier[a] = struct{}{}
+		if why := attributeProblem(a, repeated); why != "" {
 			return nil, errors.New(why)
 		}
-		seen[a] = true
 	}
 	return names, nil
 }
 
 // attributeProblem returns what is wrong with one attribute name, "" if
-// nothing: a name starts with a letter and holds ASCII letters, digits and
-// inner dots.
-func attributeProblem(a string) string {
-	if a == "" {
+// nothing: a name is new to the list, starts with a letter and holds ASCII
+// letters, digits and inner dots.
+func attributeProblem(a string, repeated bool) string {
+	switch {
+	case repeated:
+		return quoteAttrRepeated
+	case a == "":
 		return quoteAttrEmpty
 	}
 	if strings.TrimSpace(a) != a {
