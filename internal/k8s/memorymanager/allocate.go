@@ -114,17 +114,17 @@ func strongest(hs []node.Hint) node.Hint {
 
 // holds reports whether the free memory on the nodes of m covers every ask.
 func (p *Static) holds(m node.Mask, asks map[v1.ResourceName]uint64) bool {
-	ids := m.Bits()
-	short := func(name v1.ResourceName) bool {
-		left := asks[name]
-		for i := 0; i < len(ids) && left > 0; i++ {
-			if st := p.state[ids[i]]; st != nil && st.Memory[name] != nil {
+	for name, left := range asks {
+		for v := uint64(m); v != 0 && left > 0; v &= v - 1 {
+			if st := p.state[bits.TrailingZeros64(v)]; st != nil && st.Memory[name] != nil {
 				left -= min(left, st.Memory[name].Free)
 			}
 		}
-		return left > 0
+		if left > 0 {
+			return false
+		}
 	}
-	return !slices.ContainsFunc(sortedNames(asks), short)
+	return true
 }
 
 // breaksGroups reports whether memory on m would break kubelet's rule for

@@ -1,7 +1,6 @@
 package memorymanager
 
 import (
-	"maps"
 	"math/bits"
 	"slices"
 	"sort"
@@ -34,7 +33,12 @@ func (p *Static) PodHints(pod *v1.Pod) map[string][]node.Hint {
 
 // sortedNames returns the memory types of reqs in name order.
 func sortedNames(reqs map[v1.ResourceName]uint64) []v1.ResourceName {
-	return slices.Sorted(maps.Keys(reqs))
+	names := make([]v1.ResourceName, 0, len(reqs))
+	for name := range reqs {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
 }
 
 // CalculateHints returns the hints kubelet's Static policy offers for reqs,

@@ -78,7 +78,7 @@ type podNeed struct {
 // the pod needs the larger of the two. Types that only init containers ask
 // for are left out, as kubelet does.
 func PodRequests(pod *v1.Pod) (map[v1.ResourceName]uint64, error) {
-	need := map[v1.ResourceName]*podNeed{}
+	need := map[v1.ResourceName]podNeed{}
 	for r, c := range containersOf(pod) {
 		asks, err := ContainerRequests(c)
 		if err != nil {
@@ -86,10 +86,6 @@ func PodRequests(pod *v1.Pod) (map[v1.ResourceName]uint64, error) {
 		}
 		for name, b := range asks {
 			e := need[name]
-			if e == nil {
-				e = &podNeed{}
-				need[name] = e
-			}
 			switch r {
 			case roleSidecar:
 				e.sidecars += b
@@ -98,6 +94,7 @@ func PodRequests(pod *v1.Pod) (map[v1.ResourceName]uint64, error) {
 			default:
 				e.apps, e.byApps = e.apps+b, true
 			}
+			need[name] = e
 		}
 	}
 	total := make(map[v1.ResourceName]uint64, len(need))
