@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -124,25 +125,29 @@ func (a *App) newMPSStartCommand(f *mpsFlags) *cobra.Command {
 			if err := mps.RegisterJournalKinds(kinds, m); err != nil {
 				return err
 			}
-			j, err := journal.Begin(m.Host, journalDir, journal.Meta{Owner: mps.JournalOwner, Command: a.commandLine()}, journal.WithKinds(kinds))
-			if err != nil {
-				return fmt.Errorf("journal: %w", err)
-			}
-			for _, d := range ds {
-				changed, err := m.Start(ctx, j, d, smPart)
-				if err != nil {
-					if _, aerr := j.Abort(context.WithoutCancel(ctx), err); aerr != nil {
-						return fmt.Errorf("%w (and stopping the daemons started so far failed: %v)", err, aerr)
+			res, err := journal.Run(ctx, m.Host, journalDir, journal.Meta{Owner: mps.JournalOwner, Command: a.commandLine()}, func(context.Context, *journal.Tx) ([]journal.Action, error) {
+				var acts []journal.Action
+				for _, d := range ds {
+					act, ok := m.StartAction(d, smPart)
+					if ok {
+						acts = append(acts, act)
 					}
-					return fmt.Errorf("%w (daemons started so far were stopped)", err)
+					st.Daemons = append(st.Daemons, mps.DaemonStatus{Daemon: d, Env: m.Env(d), Running: true, Changed: ok,
+						Command: m.StartCmd(d, smPart).String()})
 				}
-				st.Daemons = append(st.Daemons, mps.DaemonStatus{Daemon: d, Env: m.Env(d), Running: true, Changed: changed,
-					Command: m.StartCmd(d, smPart).String()})
-			}
-			if err := j.Commit(); err != nil {
+				return acts, nil
+			}, journal.WithKinds(kinds))
+			if err != nil {
+				var je *journal.Error
+				if errors.As(err, &je) {
+					if je.Revert != nil {
+						return fmt.Errorf("%w (and stopping the daemons started so far failed: %v)", je.Err, je.Revert)
+					}
+					return fmt.Errorf("%w (daemons started so far were stopped)", je.Err)
+				}
 				return fmt.Errorf("journal: %w", err)
 			}
-			st.Journal = j.ID()
+			st.Journal = res.ID
 			return a.Render(st)
 		},
 	}

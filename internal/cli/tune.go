@@ -130,7 +130,8 @@ func (a *App) newTunePlanCommand(stateDir *string, apply bool) *cobra.Command {
 }
 
 func (a *App) newTuneRollbackCommand(stateDir *string) *cobra.Command {
-	var dryRun bool
+	var dryRun, force bool
+	var skip []string
 	cmd := &cobra.Command{
 		Use:   "rollback",
 		Short: "Undo every 'tune apply' (interrupted ones included), newest first, byte for byte",
@@ -138,14 +139,22 @@ func (a *App) newTuneRollbackCommand(stateDir *string) *cobra.Command {
 are written back, generated files removed, edited files (fstab, grub) restored
 byte for byte with their modes. An apply that was killed part way is rolled
 back too. A journal that is corrupted (checksum mismatch) or from another
-journal format version is refused, and nothing is changed.`,
+journal format version is refused, and nothing is changed.
+
+A value that cannot be written back (a read-only /proc/sys, chattr +i) stops
+nothing else: every other step is restored, the transaction stays open, and
+the error names the step (e.g. 000003-tune:4), its path and the original.
+Fix the cause and run rollback again, or rerun with --skip 000003-tune:4: the
+step is marked skipped, its original stays in the journal and is printed, and
+apply works again. Generated files edited by hand since apply are not
+overwritten unless --force (the edited version is kept in the journal first).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			fs, err := a.Host()
 			if err != nil {
 				return err
 			}
-			rep, err := tune.Rollback(cmd.Context(), fs, *stateDir, dryRun)
+			rep, err := tune.Rollback(cmd.Context(), fs, *stateDir, dryRun, journal.WithSkip(skip...), journal.WithForce(force))
 			if rep != nil && len(rep.Transactions) > 0 || err == nil {
 				if rerr := a.Render(rep); rerr != nil && err == nil {
 					err = rerr
@@ -155,6 +164,8 @@ journal format version is refused, and nothing is changed.`,
 		},
 	}
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "show what would be restored without changing anything")
+	cmd.Flags().StringSliceVar(&skip, "skip", nil, "skip step ID:N (as a failed rollback prints it) whose original cannot be written back; the original stays in the journal")
+	cmd.Flags().BoolVar(&force, "force", false, "restore generated files edited since apply too (the edited versions are kept in the journal)")
 	return cmd
 }
 

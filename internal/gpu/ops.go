@@ -220,51 +220,73 @@ func Apply(ctx context.Context, b Backend, fsys *hostfs.FS, journalDir string, p
 	if err := RegisterJournalKinds(kinds, b); err != nil {
 		return p, err
 	}
-	j, err := journal.Begin(fsys, journalDir, journal.Meta{Owner: JournalOwner, Command: command}, journal.WithKinds(kinds))
-	if err != nil {
-		return p, fmt.Errorf("journal: %w", err)
-	}
-	for _, c := range p.Changes {
-		if !c.Needed {
-			continue
-		}
-		step := journal.Step{Target: c.UUID, ID: fmt.Sprintf("gpu%d.%s", c.GPU, c.Setting), Original: c.From, New: c.To}
-		var apply func(context.Context) error
-		switch c.Setting {
-		case "persistence":
-			step.Kind = StepPersistence
-			on := c.To == "on"
-			apply = func(ctx context.Context) error { return b.SetPersistence(ctx, c.UUID, on) }
-		case "clocks":
-			step.Kind = StepClocks
-			r, locked, perr := ParseClockState(c.To)
-			if perr != nil {
-				err = perr
-				break
-			}
-			apply = func(ctx context.Context) error {
-				if !locked {
-					return b.ResetClocks(ctx, c.UUID)
-				}
-				return b.LockClocks(ctx, c.UUID, r)
-			}
-		default:
-			err = fmt.Errorf("unknown setting %q", c.Setting)
-		}
-		if err == nil {
-			err = j.Do(ctx, step, apply)
-		}
+	res, err := journal.Run(ctx, fsys, journalDir, journal.Meta{Owner: JournalOwner, Command: command}, func(ctx context.Context, _ *journal.Tx) ([]journal.Action, error) {
+		// Read every GPU again under the journal lock: the originals
+		// journaled are the ones the change replaces.
+		st, err := b.Status(ctx)
 		if err != nil {
-			if _, aerr := j.Abort(context.WithoutCancel(ctx), err); aerr != nil {
-				return p, fmt.Errorf("%w (and reverting failed: %v; run the rollback)", err, aerr)
-			}
-			return p, fmt.Errorf("%w (changes reverted)", err)
+			return nil, err
 		}
-	}
-	if err := j.Commit(); err != nil {
+		now := map[string]GPU{}
+		for _, g := range st.GPUs {
+			now[g.UUID] = g
+		}
+		var acts []journal.Action
+		for _, c := range p.Changes {
+			if !c.Needed {
+				continue
+			}
+			g, ok := now[c.UUID]
+			if !ok {
+				return nil, fmt.Errorf("GPU %d (%s) is gone since it was read", c.GPU, c.UUID)
+			}
+			step := journal.Step{Target: c.UUID, ID: fmt.Sprintf("gpu%d.%s", c.GPU, c.Setting), Original: c.From, New: c.To}
+			var fresh string
+			var apply func(context.Context) error
+			switch c.Setting {
+			case "persistence":
+				step.Kind = StepPersistence
+				on := c.To == "on"
+				fresh = PlanPersistence(b.Name(), []GPU{g}, on).Changes[0].From
+				apply = func(ctx context.Context) error { return b.SetPersistence(ctx, c.UUID, on) }
+			case "clocks":
+				step.Kind = StepClocks
+				r, locked, perr := ParseClockState(c.To)
+				if perr != nil {
+					return nil, perr
+				}
+				var to *ClockRange
+				if locked {
+					to = &r
+				}
+				fresh = clockChange(g, to).From
+				apply = func(ctx context.Context) error {
+					if !locked {
+						return b.ResetClocks(ctx, c.UUID)
+					}
+					return b.LockClocks(ctx, c.UUID, r)
+				}
+			default:
+				return nil, fmt.Errorf("unknown setting %q", c.Setting)
+			}
+			if fresh != c.From {
+				return nil, fmt.Errorf("GPU %d %s changed since it was read (%s, now %s); nothing was changed: run the command again", c.GPU, c.Setting, c.From, fresh)
+			}
+			acts = append(acts, journal.Action{Step: step, Do: apply})
+		}
+		return acts, nil
+	}, journal.WithKinds(kinds))
+	if err != nil {
+		var je *journal.Error
+		if errors.As(err, &je) {
+			if je.Revert != nil {
+				return p, fmt.Errorf("%w (and reverting failed: %v; run 'gpunode gpu rollback')", je.Err, je.Revert)
+			}
+			return p, fmt.Errorf("%w (changes reverted, journal %s)", je.Err, je.ID)
+		}
 		return p, fmt.Errorf("journal: %w", err)
 	}
 	p.Applied = true
-	p.Journal = j.ID()
+	p.Journal = res.ID
 	return p, nil
 }

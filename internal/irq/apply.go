@@ -2,9 +2,11 @@ package irq
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
+	"syscall"
 
 	"k8s.io/utils/cpuset"
 
@@ -51,70 +53,97 @@ type ApplyOptions struct {
 }
 
 // Apply writes the planned affinity of every IRQ of rep whose plan differs
-// from its current affinity, journaling each original before the write and
-// verifying each write by reading it back. When a write or verification
-// fails the transaction is aborted (earlier writes are reverted) and the
-// error returned. IRQs the kernel refuses to change at all (a rewrite of
-// their current value fails, as for managed interrupts) are skipped.
+// from its current affinity, as one journal transaction (journal.Run): each
+// original is read under the journal lock and journaled before its write,
+// and each write is verified by reading it back. When a write or
+// verification fails the transaction is aborted (earlier writes are
+// reverted) and the error returned. An IRQ whose write the kernel refuses
+// (EIO for managed interrupts, EPERM/EACCES) is skipped: its journaled step
+// changed nothing, so reverting it writes nothing.
 func Apply(ctx context.Context, fsys *hostfs.FS, rep *Report, o ApplyOptions) (*ApplyResult, error) {
 	if o.JournalDir == "" {
 		o.JournalDir = journal.DefaultDir
 	}
 	res := &ApplyResult{SchemaVersion: ApplySchemaVersion, Changes: []Change{}, Skipped: []Change{}, IRQBal: rep.IRQBal}
 	type todo struct {
-		c    Change
-		want cpuset.CPUSet
+		irq    int
+		device string
+		want   cpuset.CPUSet
 	}
 	var work []todo
 	for _, d := range rep.Devices {
 		for _, q := range d.IRQs {
-			if !q.Change || q.Planned.Size() == 0 {
-				continue
+			if q.Change && q.Planned.Size() > 0 {
+				work = append(work, todo{irq: q.IRQ, device: d.Name, want: q.Planned.CPUSet})
 			}
-			p := fmt.Sprintf("/proc/irq/%d/smp_affinity_list", q.IRQ)
-			raw, err := fsys.ReadFile(p)
-			if err != nil {
-				return nil, fmt.Errorf("IRQ %d: %w", q.IRQ, err)
-			}
-			c := Change{IRQ: q.IRQ, Device: d.Name, From: strings.TrimSpace(string(raw)), To: q.Planned.String()}
-			// Probe: rewriting the current value changes nothing, and fails
-			// for IRQs whose affinity the kernel manages itself.
-			if err := fsys.WriteString(p, string(raw)); err != nil {
-				c.Error = fmt.Sprintf("kernel refuses affinity changes (managed IRQ?): %v", unwrapPath(err))
-				res.Skipped = append(res.Skipped, c)
-				continue
-			}
-			work = append(work, todo{c: c, want: q.Planned.CPUSet})
 		}
 	}
 	if len(work) == 0 {
 		return res, nil
 	}
-	j, err := journal.Begin(fsys, o.JournalDir, journal.Meta{Owner: JournalOwner, Command: o.Command, Profile: "irq-plan"}, o.JournalOpts...)
-	if err != nil {
-		return nil, err
-	}
-	res.Transaction = j.ID()
-	for _, w := range work {
-		p := fmt.Sprintf("/proc/irq/%d/smp_affinity_list", w.c.IRQ)
-		err := j.SetValue(ctx, fmt.Sprintf("irq.%d.smp_affinity_list", w.c.IRQ), p, w.c.From, w.c.To)
-		if err == nil {
-			err = verify(fsys, p, w.want)
-		}
-		if err != nil {
-			w.c.Error = err.Error()
-			res.Changes = append(res.Changes, w.c)
-			if _, aerr := j.Abort(ctx, err); aerr != nil {
-				return res, fmt.Errorf("IRQ %d: %w; reverting the earlier changes failed too: %v (run 'gpunode irq rollback')", w.c.IRQ, err, aerr)
+	var changes []*Change
+	out, err := journal.Run(ctx, fsys, o.JournalDir, journal.Meta{Owner: JournalOwner, Command: o.Command, Profile: "irq-plan"}, func(_ context.Context, tx *journal.Tx) ([]journal.Action, error) {
+		var acts []journal.Action
+		for _, w := range work {
+			p := fmt.Sprintf("/proc/irq/%d/smp_affinity_list", w.irq)
+			raw, err := fsys.ReadFile(p)
+			if err != nil {
+				return nil, fmt.Errorf("IRQ %d: %w", w.irq, err)
 			}
-			return res, fmt.Errorf("IRQ %d: %w (earlier changes reverted)", w.c.IRQ, err)
+			c := &Change{IRQ: w.irq, Device: w.device, From: strings.TrimSpace(string(raw)), To: w.want.String()}
+			if c.From == c.To {
+				continue
+			}
+			a, err := tx.SetValue(fmt.Sprintf("irq.%d.smp_affinity_list", w.irq), p, c.From, c.To)
+			if err != nil {
+				return nil, fmt.Errorf("IRQ %d: %w", w.irq, err)
+			}
+			want := w.want
+			a.Do = func(context.Context) error {
+				if err := fsys.WriteString(p, c.To); err != nil {
+					if refused(err) {
+						c.Error = fmt.Sprintf("kernel refuses affinity changes (managed IRQ?): %v", unwrapPath(err))
+						res.Skipped = append(res.Skipped, *c)
+						return nil
+					}
+					c.Error = err.Error()
+					changes = append(changes, c)
+					return fmt.Errorf("IRQ %d: %w", c.IRQ, err)
+				}
+				changes = append(changes, c)
+				if err := verify(fsys, p, want); err != nil {
+					c.Error = err.Error()
+					return fmt.Errorf("IRQ %d: %w", c.IRQ, err)
+				}
+				return nil
+			}
+			acts = append(acts, a)
 		}
-		res.Changes = append(res.Changes, w.c)
+		return acts, nil
+	}, o.JournalOpts...)
+	for _, c := range changes {
+		res.Changes = append(res.Changes, *c)
 	}
-	if err := j.Commit(); err != nil {
+	if out != nil {
+		res.Transaction = out.ID
+	}
+	if err != nil {
+		var je *journal.Error
+		if errors.As(err, &je) {
+			if je.Revert != nil {
+				return res, fmt.Errorf("%w; reverting the earlier changes failed too: %v (run 'gpunode irq rollback')", je.Err, je.Revert)
+			}
+			return res, fmt.Errorf("%w (earlier changes reverted)", je.Err)
+		}
 		return res, err
 	}
 	return res, nil
+}
+
+// refused reports whether a write error means the kernel does not let this
+// IRQ's affinity change at all (rather than a failure of this write).
+func refused(err error) bool {
+	return errors.Is(err, syscall.EIO) || errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EACCES)
 }
 
 func verify(fsys *hostfs.FS, p string, want cpuset.CPUSet) error {

@@ -517,102 +517,114 @@ func Apply(ctx context.Context, cat *mig.Catalogue, devs []Device, spec *mig.Mig
 	if err := RegisterJournalKinds(kinds, lookup); err != nil {
 		return res, err
 	}
-	j, err := journal.Begin(o.Host, o.JournalDir, journal.Meta{Owner: JournalOwner, Command: o.Command, Profile: o.Label}, journal.WithKinds(kinds))
-	if err != nil {
-		return res, fmt.Errorf("journal: %w", err)
-	}
-	fail := func(err error) (ApplyResult, error) {
-		if _, aerr := j.Abort(context.WithoutCancel(ctx), err); aerr != nil {
-			return res, fmt.Errorf("%w (and reverting failed: %v; run the rollback)", err, aerr)
-		}
-		return res, fmt.Errorf("%w (changes reverted)", err)
-	}
-	for i, d := range devs {
-		r := &res.Devices[i]
-		if r.Status != StatusPlanned {
-			continue
-		}
-		info := d.Info()
-		if !r.WantMIG && r.ModeChange != "" {
-			// The driver refuses to leave MIG mode while instances exist:
-			// destroy them first (journaled, so a rollback recreates them).
-			before, err := d.Instances(ctx)
-			if err != nil {
-				return fail(err)
-			}
-			if len(before) > 0 {
-				r.Destroy = true
-				step := journal.Step{Kind: StepLayout, Target: info.UUID, ID: fmt.Sprintf("gpu%d.mig-layout", info.Index),
-					Original: encodeLayout(before), New: encodeLayout(nil)}
-				if err := j.Do(ctx, step, d.DestroyAll); err != nil {
-					return fail(fmt.Errorf("GPU %d: %w", info.Index, err))
-				}
-			}
-		}
-		if r.ModeChange != "" {
-			cur, _, err := d.MIGMode(ctx)
-			if err != nil {
-				return fail(err)
-			}
-			step := journal.Step{Kind: StepMode, Target: info.UUID, ID: fmt.Sprintf("gpu%d.mig", info.Index), Original: onOff(cur), New: onOff(r.WantMIG)}
-			if err := j.Do(ctx, step, func(ctx context.Context) error { return d.SetMIGMode(ctx, r.WantMIG) }); err != nil {
-				return fail(err)
-			}
-			cur, pend, err := d.MIGMode(ctx)
-			if err != nil {
-				return fail(err)
-			}
-			if cur != pend {
-				r.Status, r.ResetRequired = StatusResetRequired, true
-				r.Hint = fmt.Sprintf("MIG mode is pending until GPU %d is reset: stop its clients (nvidia-persistenced, DCGM, nvidia_drm), run 'nvidia-smi -i %s -r', then apply again", info.Index, info.UUID)
+	meta := journal.Meta{Owner: JournalOwner, Command: o.Command, Profile: o.Label}
+	out, err := journal.Run(ctx, o.Host, o.JournalDir, meta, func(context.Context, *journal.Tx) ([]journal.Action, error) {
+		var acts []journal.Action
+		for i, d := range devs {
+			r := &res.Devices[i]
+			if r.Status != StatusPlanned {
 				continue
 			}
-		}
-		if !r.WantMIG {
-			r.Status = StatusApplied
-			continue
-		}
-		before, err := d.Instances(ctx)
-		if err != nil {
-			return fail(err)
-		}
-		var after []Instance
-		for _, c := range r.Create {
-			after = append(after, Instance{NVMLProfile: c.NVMLProfile, Placement: c.Placement, CISlices: []int{c.ciSlices}})
-		}
-		step := journal.Step{Kind: StepLayout, Target: info.UUID, ID: fmt.Sprintf("gpu%d.mig-layout", info.Index),
-			Original: encodeLayout(before), New: encodeLayout(after)}
-		err = j.Do(ctx, step, func(ctx context.Context) error {
-			if err := d.DestroyAll(ctx); err != nil {
-				return err
+			info := d.Info()
+			if !r.WantMIG && r.ModeChange != "" {
+				// The driver refuses to leave MIG mode while instances exist:
+				// destroy them first (journaled, so a rollback recreates them).
+				acts = append(acts, journal.Action{
+					Prepare: func(ctx context.Context) (journal.Step, bool, error) {
+						before, err := d.Instances(ctx)
+						if err != nil || len(before) == 0 {
+							return journal.Step{}, true, err
+						}
+						r.Destroy = true
+						return journal.Step{Kind: StepLayout, Target: info.UUID, ID: fmt.Sprintf("gpu%d.mig-layout", info.Index),
+							Original: encodeLayout(before), New: encodeLayout(nil)}, false, nil
+					},
+					Do: d.DestroyAll,
+				})
 			}
-			for _, c := range r.Create {
-				if err := d.Create(ctx, c.NVMLProfile, c.Placement, c.ciSlices); err != nil {
-					return fmt.Errorf("create %s at %s: %w", c.Profile, c.Placement, err)
-				}
+			if r.ModeChange != "" {
+				acts = append(acts, journal.Action{
+					Prepare: func(ctx context.Context) (journal.Step, bool, error) {
+						cur, _, err := d.MIGMode(ctx)
+						return journal.Step{Kind: StepMode, Target: info.UUID, ID: fmt.Sprintf("gpu%d.mig", info.Index), Original: onOff(cur), New: onOff(r.WantMIG)}, false, err
+					},
+					Do: func(ctx context.Context) error {
+						if err := d.SetMIGMode(ctx, r.WantMIG); err != nil {
+							return err
+						}
+						cur, pend, err := d.MIGMode(ctx)
+						if err != nil {
+							return err
+						}
+						if cur != pend {
+							r.Status, r.ResetRequired = StatusResetRequired, true
+							r.Hint = fmt.Sprintf("MIG mode is pending until GPU %d is reset: stop its clients (nvidia-persistenced, DCGM, nvidia_drm), run 'nvidia-smi -i %s -r', then apply again", info.Index, info.UUID)
+						}
+						return nil
+					},
+				})
 			}
-			return nil
-		})
-		if err != nil {
-			return fail(fmt.Errorf("GPU %d: %w", info.Index, err))
+			if !r.WantMIG {
+				continue
+			}
+			acts = append(acts, journal.Action{
+				Prepare: func(ctx context.Context) (journal.Step, bool, error) {
+					if r.ResetRequired {
+						return journal.Step{}, true, nil
+					}
+					before, err := d.Instances(ctx)
+					if err != nil {
+						return journal.Step{}, false, err
+					}
+					var after []Instance
+					for _, c := range r.Create {
+						after = append(after, Instance{NVMLProfile: c.NVMLProfile, Placement: c.Placement, CISlices: []int{c.ciSlices}})
+					}
+					return journal.Step{Kind: StepLayout, Target: info.UUID, ID: fmt.Sprintf("gpu%d.mig-layout", info.Index),
+						Original: encodeLayout(before), New: encodeLayout(after)}, false, nil
+				},
+				Do: func(ctx context.Context) error {
+					if err := d.DestroyAll(ctx); err != nil {
+						return fmt.Errorf("GPU %d: %w", info.Index, err)
+					}
+					for _, c := range r.Create {
+						if err := d.Create(ctx, c.NVMLProfile, c.Placement, c.ciSlices); err != nil {
+							return fmt.Errorf("GPU %d: create %s at %s: %w", info.Index, c.Profile, c.Placement, err)
+						}
+					}
+					p, err := Product(ctx, cat, d)
+					if err != nil {
+						return err
+					}
+					got, err := Config(ctx, p, d)
+					if err != nil {
+						return err
+					}
+					if !configsEqual(got, r.Want) {
+						return fmt.Errorf("GPU %d: after apply the layout is %v, want %v", info.Index, got, r.Want)
+					}
+					return nil
+				},
+			})
 		}
-		p, err := Product(ctx, cat, d)
-		if err != nil {
-			return fail(err)
+		return acts, nil
+	}, journal.WithKinds(kinds))
+	if err != nil {
+		var je *journal.Error
+		if errors.As(err, &je) {
+			if je.Revert != nil {
+				return res, fmt.Errorf("%w (and reverting failed: %v; run the rollback)", je.Err, je.Revert)
+			}
+			return res, fmt.Errorf("%w (changes reverted)", je.Err)
 		}
-		got, err := Config(ctx, p, d)
-		if err != nil {
-			return fail(err)
-		}
-		if !configsEqual(got, r.Want) {
-			return fail(fmt.Errorf("GPU %d: after apply the layout is %v, want %v", info.Index, got, r.Want))
-		}
-		r.Status = StatusApplied
-	}
-	if err := j.Commit(); err != nil {
 		return res, fmt.Errorf("journal: %w", err)
 	}
-	res.Journal = j.ID()
+	for i := range res.Devices {
+		if r := &res.Devices[i]; r.Status == StatusPlanned {
+			r.Status = StatusApplied
+		}
+	}
+	res.Journal = out.ID
 	return res, nil
 }
 

@@ -133,23 +133,23 @@ func (m *Manager) StartCmd(d Daemon, smPartitioning bool) gpu.Cmd {
 	return gpu.Cmd{Name: m.control(), Args: args, Env: m.Env(d)}
 }
 
-// Start creates d's directories and starts its control daemon, journaled so
-// that a rollback stops it. A running daemon is left alone (changed false).
-func (m *Manager) Start(ctx context.Context, j *journal.Journal, d Daemon, smPartitioning bool) (changed bool, err error) {
+// StartAction returns the journaled action that creates d's directories
+// and starts its control daemon (a rollback stops it); ok is false when d is
+// already running (nothing to do). Run it with journal.Run.
+func (m *Manager) StartAction(d Daemon, smPartitioning bool) (a journal.Action, ok bool) {
 	if m.Running(d) {
-		return false, nil
-	}
-	for _, dir := range []string{d.PipeDir, d.LogDir} {
-		if _, err := m.Host.MkdirAll(dir, 0o755); err != nil {
-			return false, fmt.Errorf("mps: %w", err)
-		}
+		return journal.Action{}, false
 	}
 	step := journal.Step{Kind: StepDaemon, Target: d.Device, ID: "mps/" + d.Device, Path: d.PipeDir, Original: "stopped", New: "running"}
-	err = j.Do(ctx, step, func(ctx context.Context) error {
+	return journal.Action{Step: step, Do: func(ctx context.Context) error {
+		for _, dir := range []string{d.PipeDir, d.LogDir} {
+			if _, err := m.Host.MkdirAll(dir, 0o755); err != nil {
+				return fmt.Errorf("mps: %w", err)
+			}
+		}
 		_, err := m.Runner.Run(ctx, m.StartCmd(d, smPartitioning))
 		return err
-	})
-	return err == nil, err
+	}}, true
 }
 
 // Stop sends 'quit' to d's control daemon. A stopped daemon is left alone.

@@ -192,16 +192,14 @@ func TestStartStopRollback(t *testing.T) {
 	if err := RegisterJournalKinds(kinds, m); err != nil {
 		t.Fatal(err)
 	}
-	j, err := journal.Begin(h, "/var/lib/gpunode", journal.Meta{Owner: JournalOwner}, journal.WithKinds(kinds))
-	if err != nil {
-		t.Fatal(err)
+	a, ok := m.StartAction(d, true)
+	if !ok {
+		t.Fatal("start: daemon already running")
 	}
-	changed, err := m.Start(ctx, j, d, true)
-	if err != nil || !changed {
-		t.Fatalf("start: %v %v", changed, err)
-	}
-	if err := j.Commit(); err != nil {
-		t.Fatal(err)
+	if _, err := journal.Run(ctx, h, "/var/lib/gpunode", journal.Meta{Owner: JournalOwner}, func(context.Context, *journal.Tx) ([]journal.Action, error) {
+		return []journal.Action{a}, nil
+	}, journal.WithKinds(kinds)); err != nil {
+		t.Fatalf("start: %v", err)
 	}
 	start := r.calls[0]
 	wantEnv := []string{"CUDA_VISIBLE_DEVICES=GPU-f707b56f-f3ae-f293",
@@ -214,8 +212,8 @@ func TestStartStopRollback(t *testing.T) {
 		t.Errorf("log dir not created: %v", err)
 	}
 	// Idempotent.
-	if changed, err := m.Start(ctx, nil, d, true); err != nil || changed {
-		t.Errorf("second start: %v %v", changed, err)
+	if _, ok := m.StartAction(d, true); ok {
+		t.Error("second start: not idempotent")
 	}
 	ds := m.Inspect(ctx, d, false)
 	if !ds.Running || len(ds.Clients) != 2 || ds.Clients[0].Server != 3817822 {

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -65,6 +66,10 @@ type PlanReport struct {
 	Notes   []string     `json:"notes,omitempty"`
 	Journal string       `json:"journal,omitempty"`
 	Steps   int          `json:"steps"`
+	// State is the journal transaction's state after an apply: committed,
+	// rolled-back (the apply failed and every change was reverted) or open
+	// (reverting failed too: run the rollback).
+	State journal.State `json:"state,omitempty"`
 	// Changed is false when the host already matched the profile.
 	Changed bool `json:"changed"`
 }
@@ -318,7 +323,7 @@ type ApplyError struct {
 
 func (e *ApplyError) Error() string {
 	if e.Rollback != nil {
-		return fmt.Sprintf("apply failed: %v; rolling back the steps already done ALSO failed: %v; run 'gpunode tune rollback' (journal %s)", e.Err, e.Rollback, e.Journal)
+		return fmt.Sprintf("apply failed: %v; rolling back the steps already done ALSO failed: %v; run 'gpunode tune rollback' (journal %s; when a step can never be written back, 'gpunode tune rollback --skip ID:N' keeps its original in the journal and prints it)", e.Err, e.Rollback, e.Journal)
 	}
 	return fmt.Sprintf("apply failed: %v; every step already done was rolled back (journal %s)", e.Err, e.Journal)
 }
@@ -326,20 +331,15 @@ func (e *ApplyError) Error() string {
 func (e *ApplyError) Unwrap() error { return e.Err }
 
 // Apply changes the host to match req.Profile: runtime values first, then
-// the persistent files. Every original is journaled before it changes; a
-// failure rolls back the steps already done and returns *ApplyError. When
-// nothing differs no journal is written.
+// the persistent files, as one journal transaction (journal.Run). The plan
+// is computed under the journal lock, so every original journaled is read
+// under it (the host's topology, read by NewHost, is hardware and is kept;
+// every knob and file is read again). A failure rolls back the steps
+// already done and returns *ApplyError. When nothing differs no journal is
+// written.
 func Apply(ctx context.Context, h *Host, cat *Catalogue, req ApplyRequest) (*PlanReport, error) {
 	if req.DryRun {
 		return Plan(ctx, h, cat, req)
-	}
-	rep, changes, ops, err := plan(h, cat, req)
-	if err != nil {
-		return nil, err
-	}
-	rep.Mode = "apply"
-	if len(changes)+len(ops) == 0 {
-		return rep, nil
 	}
 	settings, _ := json.Marshal(req.Profile.Settings)
 	opts := []journal.Option{journal.WithKinds(Kinds())}
@@ -350,12 +350,6 @@ func Apply(ctx context.Context, h *Host, cat *Catalogue, req ApplyRequest) (*Pla
 	if stateDir == "" {
 		stateDir = journal.DefaultDir
 	}
-	j, err := journal.Begin(h.FS, stateDir, journal.Meta{Owner: Owner, Command: req.Command, Profile: req.Profile.Name,
-		Labels: map[string]string{"settings": string(settings), "source": req.Profile.Source}}, opts...)
-	if err != nil {
-		return nil, err
-	}
-	rep.Journal = j.ID()
 	n := 0
 	hook := func() error {
 		n++
@@ -364,47 +358,67 @@ func Apply(ctx context.Context, h *Host, cat *Catalogue, req ApplyRequest) (*Pla
 		}
 		return nil
 	}
-	fail := func(err error) (*PlanReport, error) {
-		_, rerr := j.Abort(ctx, err)
-		rep.Steps = j.Len()
-		return rep, &ApplyError{Err: err, Rollback: rerr, Journal: j.ID()}
-	}
-	// Record every runtime change with one write, then make them.
-	steps := make([]journal.Step, len(changes))
-	for i, c := range changes {
-		steps[i] = c.Step
-	}
-	if err := j.RecordBatch(ctx, steps); err != nil {
-		return fail(err)
-	}
-	for _, c := range changes {
-		if err := ctx.Err(); err != nil {
-			return fail(err)
-		}
-		if err := hook(); err != nil {
-			return fail(fmt.Errorf("%s: %w", c.Desc, err))
-		}
-		if err := c.Apply(ctx); err != nil {
-			return fail(fmt.Errorf("%s: %w", c.Desc, err))
-		}
-	}
-	for _, op := range ops {
-		if err := hook(); err != nil {
-			return fail(fmt.Errorf("%s: %w", op.path, err))
-		}
-		if op.remove {
-			_, err = j.RemoveFile(ctx, op.id, op.path)
-		} else {
-			_, err = j.WriteFile(ctx, op.id, op.path, op.data, op.perm)
-		}
+	var rep *PlanReport
+	meta := journal.Meta{Owner: Owner, Command: req.Command, Profile: req.Profile.Name,
+		Labels: map[string]string{"settings": string(settings), "source": req.Profile.Source}}
+	res, err := journal.Run(ctx, h.FS, stateDir, meta, func(ctx context.Context, tx *journal.Tx) ([]journal.Action, error) {
+		fresh := &Host{FS: h.FS, Topo: h.Topo, TopoErr: h.TopoErr}
+		r, changes, ops, err := plan(fresh, cat, req)
 		if err != nil {
-			return fail(err)
+			return nil, err
 		}
+		rep = r
+		rep.Mode = "apply"
+		var acts []journal.Action
+		for _, c := range changes {
+			acts = append(acts, journal.Action{Step: c.Step, Batch: true, Do: func(ctx context.Context) error {
+				if err := hook(); err != nil {
+					return fmt.Errorf("%s: %w", c.Desc, err)
+				}
+				if err := c.Apply(ctx); err != nil {
+					return fmt.Errorf("%s: %w", c.Desc, err)
+				}
+				return nil
+			}})
+		}
+		for _, op := range ops {
+			var fa []journal.Action
+			if op.remove {
+				fa, err = tx.RemoveFile(op.id, op.path)
+			} else {
+				fa, err = tx.WriteFile(op.id, op.path, op.data, op.perm)
+			}
+			if err != nil {
+				return nil, err
+			}
+			if len(fa) == 0 {
+				continue
+			}
+			// The hook runs before the file's first change (a missing
+			// parent directory, or the file itself).
+			first := fa[0].Do
+			fa[0].Do = func(ctx context.Context) error {
+				if err := hook(); err != nil {
+					return fmt.Errorf("%s: %w", op.path, err)
+				}
+				return first(ctx)
+			}
+			acts = append(acts, fa...)
+		}
+		return acts, nil
+	}, opts...)
+	if err != nil {
+		var je *journal.Error
+		if !errors.As(err, &je) {
+			return nil, err
+		}
+		rep.Journal, rep.Steps, rep.State = res.ID, res.Steps, res.State
+		return rep, &ApplyError{Err: je.Err, Rollback: je.Revert, Journal: je.ID}
 	}
-	if err := j.Commit(); err != nil {
-		return fail(err)
+	if res.ID == "" {
+		return rep, nil
 	}
-	rep.Steps = j.Len()
+	rep.Journal, rep.Steps, rep.State = res.ID, res.Steps, res.State
 	rep.Changed = true
 	return rep, nil
 }
@@ -455,7 +469,13 @@ func (r *PlanReport) WriteTable(w io.Writer, o output.Options) error {
 	for _, m := range r.Manual {
 		ew.Printf("run by hand: %s\n", m)
 	}
-	if r.Journal != "" {
+	switch {
+	case r.Journal == "":
+	case r.State == journal.StateRolledBack:
+		ew.Printf("\njournal %s: apply FAILED; every change was reverted, nothing to undo\n", r.Journal)
+	case r.State == journal.StateOpen:
+		ew.Printf("\njournal %s: apply FAILED and reverting failed too; run 'gpunode tune rollback' (see the error for the step and the way forward)\n", r.Journal)
+	default:
 		ew.Printf("\njournal %s: %d steps recorded; undo with 'gpunode tune rollback'\n", r.Journal, r.Steps)
 	}
 	return ew.Err
@@ -474,8 +494,17 @@ type RollbackReport struct {
 
 // Rollback reverts every tune transaction in stateDir (interrupted ones
 // included), newest first.
-func Rollback(ctx context.Context, fsys *hostfs.FS, stateDir string, dryRun bool) (*RollbackReport, error) {
-	rep, err := journal.Rollback(ctx, fsys, stateDir, journal.WithOwner(Owner), journal.WithKinds(Kinds()), journal.WithDryRun(dryRun))
+//
+// A step whose original cannot be written back leaves its transaction open
+// and the error names it ("000003-tune:4"); fix the cause and run Rollback
+// again, or pass journal.WithSkip("000003-tune:4") to finish without it (the
+// original stays in the journal and the report prints it). Generated files
+// edited since apply are not overwritten (*journal.EditedError) unless
+// journal.WithForce(true), which first keeps the edited version in the
+// journal.
+func Rollback(ctx context.Context, fsys *hostfs.FS, stateDir string, dryRun bool, opts ...journal.Option) (*RollbackReport, error) {
+	opts = append([]journal.Option{journal.WithOwner(Owner), journal.WithKinds(Kinds()), journal.WithDryRun(dryRun)}, opts...)
+	rep, err := journal.Rollback(ctx, fsys, stateDir, opts...)
 	return &RollbackReport{SchemaVersion: SchemaRollback, Report: rep}, err
 }
 
@@ -502,10 +531,16 @@ func (r *RollbackReport) WriteTable(w io.Writer, _ output.Options) error {
 				what = s.Target
 			}
 			line := fmt.Sprintf("  %-13s %s <- %s", s.Kind, what, s.Restored)
+			if s.Skipped {
+				line = fmt.Sprintf("  %-13s %s SKIPPED (%s): NOT written back; its original %s stays in the journal - put it back by hand", s.Kind, what, s.Ref, s.Restored)
+			}
 			if s.Error != "" {
-				line += "  ERROR: " + s.Error
+				line += "  ERROR (" + s.Ref + "): " + s.Error
 			}
 			ew.Printf("%s\n", line)
+			if s.Kept != "" {
+				ew.Printf("      %s\n", s.Kept)
+			}
 		}
 	}
 	return ew.Err
