@@ -11,8 +11,8 @@ package mig
 //
 //	rule                                                       source
 //	---------------------------------------------------------  ------------------------------------------
-//	YAML is read as mig-parted reads it: YAML 1.1 through      mig-parted pkg/... ParseConfigFile with
-//	  sigs.k8s.io/yaml into JSON (so "yes" is true); an         sigs.k8s.io/yaml.Unmarshal
+//	YAML is read as mig-parted reads it: YAML 1.1 through      cmd/nvidia-mig-parted/assert ParseConfigFile
+//	  sigs.k8s.io/yaml into JSON (so "yes" is true); an           (sigs.k8s.io/yaml.Unmarshal into v1.Spec)
 //	  empty or null document is an empty spec
 //	a non-empty document needs "version"; it must be "v1"       api/spec/v1 spec.go, Spec decoding
 //	top-level keys: version, mig-configs only                   api/spec/v1 spec.go
@@ -49,10 +49,12 @@ package mig
 // random strings.
 //
 // Three deliberate differences from mig-parted:
-//   - mig-parted also looks every profile up among the profiles the node's
-//     GPUs report through NVML (and so cannot read a file on a host without
-//     a GPU). gpunode checks only the spelling here; Validate and miglive
-//     look profiles up in the catalogue or the live GPU.
+//   - mig-parted's pkg/types ParseMigProfile also looks every profile up
+//     among the profiles the node's GPUs report through NVML (go-nvlib's
+//     ParseMigProfile, which needs NVML and says "unable to parse profile
+//     string into a valid profile" for any miss). gpunode checks only the
+//     spelling here, with go-nvlib's more precise format texts; Validate
+//     and miglive look profiles up in the catalogue or the live GPU.
 //   - With several problems mig-parted reports whichever its random map
 //     walk meets first; gpunode walks keys in sorted order.
 //   - A value of the wrong YAML type (a list where a string belongs...) gets

@@ -34,7 +34,8 @@ const (
 	quoteSubsystemIDNumber = "unable to create Subsystem from string '%v': %v"
 )
 
-// mig-parted, cmd apply/assert, for a -c label the file lacks.
+// mig-parted, cmd/nvidia-mig-parted/assert GetSelectedMigConfig (also used
+// by apply), for a -c label the file lacks.
 const quoteLabelMissing = "selected mig-config not present: %v"
 
 // go-nvlib v0.13.0, pkg/nvlib/device mig_profile.go: the MIG profile format
