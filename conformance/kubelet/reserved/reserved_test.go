@@ -71,10 +71,10 @@ func compareOne(t *testing.T, m map[string]string) {
 	}
 }
 
-// TestReservedCorpus: every corpus key with every corpus value, alone, plus
+// TestLintReservedCorpus: every corpus key with every corpus value, alone, plus
 // the empty and nil maps; errors must read the same, parsed quantities must
 // be the same value in the same format.
-func TestReservedCorpus(t *testing.T) {
+func TestLintReservedCorpus(t *testing.T) {
 	compareOne(t, nil)
 	compareOne(t, map[string]string{})
 	n := 0
@@ -158,12 +158,12 @@ func randomQuantityText(r *rand.Rand) string {
 	return b.String()
 }
 
-// TestReservedRandom compares random maps of one to five entries. kubelet
+// TestLintReservedRandom compares random maps of one to five entries. kubelet
 // walks the map in Go's random order and reports the first bad entry it
 // meets; gpunode reports the first by key. So where kubelet fails, gpunode
 // must fail with kubelet's message for the smallest bad key, and kubelet's
 // own message must be its message for one of the bad keys.
-func TestReservedRandom(t *testing.T) {
+func TestLintReservedRandom(t *testing.T) {
 	keys := append(slices.Clone(corpusKeys), "hugepages-64Ki", "memory ", "cpu\x00")
 	r := rand.New(rand.NewPCG(uint64(*cases), 0x5e7))
 	var ok, failed int

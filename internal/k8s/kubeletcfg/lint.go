@@ -1,6 +1,7 @@
 package kubeletcfg
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"maps"
@@ -257,41 +258,44 @@ func (l *linter) reservations() (kube, system v1.ResourceList) {
 // checked in key order, so of several bad entries the first by name is the
 // one reported (kubelet reports whichever its map walk meets first).
 func ParseReserved(entries map[string]string) (v1.ResourceList, error) {
-	if len(entries) == 0 {
-		return nil, nil
-	}
 	out := make(v1.ResourceList, len(entries))
+	var first error
 	for _, key := range slices.Sorted(maps.Keys(entries)) {
-		q, err := reservedQuantity(key, entries[key])
-		if err != nil {
-			return nil, err
-		}
+		q, bad := reservedQuantity(key, entries[key])
+		first = cmp.Or(first, bad)
 		out[v1.ResourceName(key)] = q
+	}
+	switch {
+	case first != nil:
+		return nil, first
+	case len(out) == 0:
+		return nil, nil
 	}
 	return out, nil
 }
 
-// reservedQuantity checks one entry and returns the quantity kubelet keeps.
+// reservedQuantity checks one entry (name first, then the quantity's syntax,
+// then its sign) and returns the quantity kubelet keeps.
 func reservedQuantity(key, text string) (resource.Quantity, error) {
-	switch v1.ResourceName(key) {
-	case v1.ResourceCPU, v1.ResourceMemory, v1.ResourceEphemeralStorage, "pid":
-	default:
-		return resource.Quantity{}, fmt.Errorf(quoteReserveUnknown, key)
+	var bad error
+	q, syntax := resource.ParseQuantity(text)
+	switch name := v1.ResourceName(key); {
+	case name != v1.ResourceCPU && name != v1.ResourceMemory && name != v1.ResourceEphemeralStorage && name != "pid":
+		bad = fmt.Errorf(quoteReserveUnknown, key)
+	case syntax != nil:
+		bad = fmt.Errorf(quoteReserveBadQuantity, text, key, syntax)
+	case q.Sign() < 0:
+		bad = fmt.Errorf(quoteReserveNegative, key, text)
+	case name == v1.ResourceCPU:
+		q = wholeMillicores(q)
 	}
-	q, err := resource.ParseQuantity(text)
-	if err != nil {
-		return resource.Quantity{}, fmt.Errorf(quoteReserveBadQuantity, text, key, err)
-	}
-	if q.Sign() < 0 {
-		return resource.Quantity{}, fmt.Errorf(quoteReserveNegative, key, text)
-	}
-	if key != string(v1.ResourceCPU) {
-		return q, nil
-	}
-	// Half-up to millicores, done in int64 micro-units like kubelet (so a
-	// value too large for them wraps the same way).
-	micro := q.ScaledValue(resource.Micro)
-	return *resource.NewMilliQuantity((micro+500)/1000, q.Format), nil
+	return q, bad
+}
+
+// wholeMillicores rounds half up to 1m, in int64 micro-units like kubelet
+// (so an absurdly large value wraps the same way), keeping the format.
+func wholeMillicores(q resource.Quantity) resource.Quantity {
+	return *resource.NewMilliQuantity((q.ScaledValue(resource.Micro)+500)/1000, q.Format)
 }
 
 // validSignal reports kubelet's eviction signals (eviction/helpers.go).

@@ -1,9 +1,8 @@
 package podres
 
 import (
-	"strings"
-
 	v1 "k8s.io/api/core/v1"
+	resourcehelper "k8s.io/component-helpers/resource"
 )
 
 // The QoS class follows the rules kubernetes.io documents under "Pod Quality
@@ -21,38 +20,49 @@ import (
 // An unset request or limit reads as zero, so "requests.cpu: 0" is the same
 // as leaving cpu out.
 
-// qosTally counts, over every (requirements block, cpu|memory) pair seen,
-// how each pair is set.
-type qosTally struct {
-	pinned int // request == limit > 0
-	unset  int // request == limit == 0
-	loose  int // request != limit
-}
+// pairState is how one requirements block sets one of cpu and memory.
+type pairState int
+
+const (
+	pairUnset  pairState = iota // neither request nor limit (or both zero)
+	pairPinned                  // request equal to limit, not zero
+	pairLoose                   // request and limit differ
+)
+
+// qosTally counts the (block, cpu|memory) pairs of a pod by state.
+type qosTally [3]int
 
 func (t *qosTally) observe(r *v1.ResourceRequirements) {
 	for _, name := range [...]v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory} {
-		req, lim := r.Requests[name], r.Limits[name]
-		switch {
-		case req.Cmp(lim) != 0:
-			t.loose++
-		case lim.Sign() == 0:
-			t.unset++
-		default:
-			t.pinned++
+		lim := r.Limits[name]
+		s := pairPinned
+		if lim.IsZero() {
+			s = pairUnset
 		}
+		if req := r.Requests[name]; req.Cmp(lim) != 0 {
+			s = pairLoose
+		}
+		t[s]++
 	}
 }
 
+func (t *qosTally) observeContainers(cs []v1.Container) {
+	for i := range cs {
+		t.observe(&cs[i].Resources)
+	}
+}
+
+// class: Guaranteed needs every pair pinned, BestEffort every pair unset
+// (a pod without blocks is BestEffort); anything else is Burstable.
 func (t qosTally) class() v1.PodQOSClass {
+	mixed := t[pairPinned] > 0 && t[pairUnset] > 0
 	switch {
-	case t.loose > 0:
+	case t[pairLoose] > 0 || mixed:
 		return v1.PodQOSBurstable
-	case t.pinned == 0:
-		return v1.PodQOSBestEffort
-	case t.unset == 0:
+	case t[pairPinned] > 0:
 		return v1.PodQOSGuaranteed
 	}
-	return v1.PodQOSBurstable
+	return v1.PodQOSBestEffort
 }
 
 // QOS returns the pod's QoS class (see the rules above).
@@ -63,36 +73,16 @@ func QOS(pod *v1.Pod) v1.PodQOSClass {
 	var t qosTally
 	if IsPodLevelResourcesSet(pod) {
 		t.observe(pod.Spec.Resources)
-		return t.class()
-	}
-	for _, group := range [...][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
-		for i := range group {
-			t.observe(&group[i].Resources)
-		}
+	} else {
+		t.observeContainers(pod.Spec.InitContainers)
+		t.observeContainers(pod.Spec.Containers)
 	}
 	return t.class()
 }
 
-// podLevelResource reports whether name may be set in spec.resources: cpu,
-// memory and huge pages.
-func podLevelResource(name v1.ResourceName) bool {
-	return name == v1.ResourceCPU || name == v1.ResourceMemory ||
-		strings.HasPrefix(string(name), v1.ResourceHugePagesPrefix)
-}
-
 // IsPodLevelResourcesSet reports whether spec.resources requests or limits
 // a resource that may be set at pod level (cpu, memory, hugepages-<size>).
+// It is the component-helpers function kubelet itself calls.
 func IsPodLevelResourcesSet(pod *v1.Pod) bool {
-	pr := pod.Spec.Resources
-	if pr == nil {
-		return false
-	}
-	for _, list := range [...]v1.ResourceList{pr.Requests, pr.Limits} {
-		for name := range list {
-			if podLevelResource(name) {
-				return true
-			}
-		}
-	}
-	return false
+	return resourcehelper.IsPodLevelResourcesSet(pod)
 }
