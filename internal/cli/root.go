@@ -65,6 +65,7 @@ func Main(ctx context.Context, env Env) int {
 	cmd.SetOut(env.Stdout)
 	cmd.SetErr(env.Stderr)
 	err := cmd.ExecuteContext(ctx)
+	app.reportRefused()
 	if err != nil && !isFindings(err) {
 		msg := err.Error()
 		msg = strings.TrimPrefix(msg, ErrUsage.Error()+": ")

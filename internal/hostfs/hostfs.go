@@ -38,6 +38,9 @@ type FS struct {
 	rootFD int // O_PATH descriptor of root for openat2(RESOLVE_IN_ROOT); -1 when unused
 	rec    *recorder
 	faults *Faults // fault injection for tests (see WithFaults); nil counts nothing
+	// refused logs paths refused as not regular files (see Refused); shared
+	// by copies of the FS.
+	refused *refusals
 }
 
 // Access kinds recorded by an FS.
@@ -72,7 +75,7 @@ func New(root string) (*FS, error) {
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("%s: not a directory", root)
 	}
-	f := &FS{root: abs, rootFD: -1}
+	f := &FS{root: abs, rootFD: -1, refused: &refusals{paths: map[string]string{}}}
 	if abs != "/" {
 		if fd, err := unix.Open(abs, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err == nil {
 			f.rootFD = fd
@@ -179,6 +182,7 @@ func (f *FS) read(p string) ([]byte, error) {
 		return nil, &fs.PathError{Op: "fstat", Path: p, Err: err}
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		f.noteRefused(p, fileType(st.Mode))
 		return nil, &fs.PathError{Op: "open", Path: p, Err: fmt.Errorf("%w (%s): refusing to read it", ErrNotRegular, fileType(st.Mode))}
 	}
 	if st.Size > MaxFileSize {
