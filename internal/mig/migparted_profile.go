@@ -97,15 +97,18 @@ func profileSizes(s string) (c, g, gb int, err error) {
 	if len(fields) < 2 {
 		return 0, 0, 0, errors.New(quoteFieldCount)
 	}
-	units := []string{"c", "g", "gb"}[3-len(fields):]
-	n := make([]int, len(fields))
+	// Checked left to right (the first bad field is the one reported);
+	// with two fields the compute part is left out.
+	units := [3]string{"c", "g", "gb"}
+	skip := 3 - len(fields)
+	var n [3]int
 	for i, f := range fields {
-		if n[i], err = sizeField(f, units[i]); err != nil {
+		if n[skip+i], err = sizeField(f, units[skip+i]); err != nil {
 			return 0, 0, 0, err
 		}
 	}
-	if len(n) == 2 {
-		return n[0], n[0], n[1], nil
+	if skip == 1 {
+		n[0] = n[1]
 	}
 	return n[0], n[1], n[2], nil
 }

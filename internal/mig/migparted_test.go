@@ -320,6 +320,7 @@ func TestParseMigProfile(t *testing.T) {
 		"1g.5":                      "cannot parse fields of '1g.5': missing 'gb' from '%dgb'",
 		"1c.1g.5gb.x":               "cannot parse fields of '1c.1g.5gb.x': missing 'gb' from '%dgb'",
 		"1c.1x.5gb":                 "cannot parse fields of '1c.1x.5gb': missing 'g' from '%dg'",
+		"1x.yg.5":                   "cannot parse fields of '1x.yg.5': missing 'c' from '%dc'",
 		"xg.5gb":                    "cannot parse fields of 'xg.5gb': malformed number in '%dg'",
 		"1g.99999999999999999999gb": "cannot parse fields of '1g.99999999999999999999gb': malformed number in '%dgb'",
 		"1g.5gb+":                   "cannot parse attributes of '1g.5gb+': empty attribute in list",
@@ -470,4 +471,27 @@ func FuzzParseMigProfile(f *testing.F) {
 			}
 		}
 	})
+}
+
+// BenchmarkParseMigParted reads mig-parted's DGX Station example (9
+// labels, 18 entries; the 2023 rules also accept it, for before/after).
+func BenchmarkParseMigParted(b *testing.B) {
+	data := examples(b)["dgx-station-80gb-config.yaml"]
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		if _, err := ParseMigParted(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkParseMigProfile(b *testing.B) {
+	names := []string{"1g.5gb", "1c.3g.40gb", "1g.10gb+me", "2c.4g.40gb", "7g.80gb"}
+	for b.Loop() {
+		for _, n := range names {
+			if _, err := ParseMigProfile(n); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
 }
