@@ -52,16 +52,16 @@ func corpus(t *testing.T) []string {
 	}
 	return append(out,
 		"", "1g", "g", ".", "..", "...", "1g.", ".5gb", "1g.5gb.", "1c.1g.5gb.6gb",
-		"1g.5gb", "1c.1g.5gb", "0g.0gb", "0c.0g.0gb", "5g.5gb", "10000c.10000g.500000gb",
+		"1g.5gb", "1c.1g.5gb", "0g.0gb", "0c.0g.0gb", "5g.5gb", "20000c.3g.999999gb",
 		"007g.040gb", "1g.99999999999999999999gb", "9223372036854775807g.1gb", "9223372036854775808g.1gb",
-		" 1g.5gb", "1g.5gb ", "1 g.5gb", "1g .5gb", "1g. 5gb", "1g.5 gb", "1g.5g b", "1c . 1g . 5gb",
+		" 2g.10gb", "2g.10gb ", "2 g.10gb", "2g .10gb", "2g. 10gb", "2g.10 gb", "2g.10g b", "3c . 3g . 20gb",
 		"\t1g.5gb", "1g.5gb\n", "1g.5gb\u00a0", "\u20281g.5gb", "1g.5gb\x85", "1g.5gb\xff",
-		"1r.1g.5gb", "1c.f1g.5gb", "1g.5gbk", "1g.5", "1G.5GB", "1C.1g.5gb", "+1g.5gb", "-1g.5gb", "1c.-1g.5gb",
+		"1q.1g.10gb", "1c.z1g.10gb", "2g.10gbx", "2g.10", "1G.5GB", "1C.1g.5gb", "+1g.5gb", "-1g.5gb", "1c.-1g.5gb",
 		"1g.5gb+", "1g.5gb-", "1g.5gb+,", "1g.5gb+,,", "1g.5gb+me,", "1g.5gb+me,,", "1g.5gb+ me", "1g.5gb+me ",
 		"1g.5gb+me", "1g.5gb-me", "1g.5gb+me,me", "1g.5gb-me,me", "1g.5gb+me,gfx", "1g.5gb+gfx,me",
 		"1g.5gb+me.all", "1g.5gb+.me", "1g.5gb+me.", "1g.5gb+m..e", "1g.5gb+2me", "1g.5gb+m2", "1g.5gb+M",
-		"1g.5gb+m_e", "1g.5gb+mé", "1g.5gb+me+x", "1g.5gb+me-x", "1g.5gb-me+x", "1g.5gb*me", "1g.5gb+me,you,them",
-		"1c.1g.5gb+me,you,them", "bogus", "+", "-", "+-", "1g.5gb++", "1g.5gb--", "1g-5gb", "1g+.5gb",
+		"1g.5gb+m_e", "1g.5gb+mé", "1g.5gb+me+x", "1g.5gb+me-x", "1g.5gb-me+x", "2g.10gb^me", "2g.10gb+gfx,me,xyz",
+		"1c.2g.10gb+gfx,me,xyz", "nonsense", "+", "-", "+-", "1g.5gb++", "1g.5gb--", "1g-5gb", "1g+.5gb",
 	)
 }
 
