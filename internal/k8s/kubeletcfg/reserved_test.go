@@ -48,3 +48,12 @@ func TestParseReserved(t *testing.T) {
 		}
 	}
 }
+
+func BenchmarkParseReserved(b *testing.B) {
+	m := map[string]string{"cpu": "1500m", "memory": "2Gi", "ephemeral-storage": "10Gi", "pid": "1000"}
+	for b.Loop() {
+		if _, err := ParseReserved(m); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -100,3 +100,26 @@ func TestQOSPodLevelAndStatus(t *testing.T) {
 		}
 	}
 }
+
+// benchPods is a fixed mix of pod shapes for BenchmarkQOS.
+func benchPods() []*v1.Pod {
+	g := map[string]string{"cpu": "2", "memory": "4Gi"}
+	b := map[string]string{"cpu": "1"}
+	return []*v1.Pod{
+		{Spec: v1.PodSpec{Containers: []v1.Container{ctr("a", false, g, g), ctr("b", false, g, g), ctr("c", false, g, g)}}},
+		{Spec: v1.PodSpec{InitContainers: []v1.Container{ctr("i", false, g, g)}, Containers: []v1.Container{ctr("a", false, g, g), ctr("b", false, b, nil)}}},
+		{Spec: v1.PodSpec{Containers: []v1.Container{ctr("a", false, nil, nil), ctr("b", false, nil, map[string]string{"nvidia.com/gpu": "1"})}}},
+		{Spec: v1.PodSpec{Containers: []v1.Container{ctr("a", false, nil, nil)}, Resources: &v1.ResourceRequirements{Requests: ctr("", false, g, nil).Resources.Requests, Limits: ctr("", false, g, nil).Resources.Requests}}},
+	}
+}
+
+func BenchmarkQOS(b *testing.B) {
+	pods := benchPods()
+	for b.Loop() {
+		for _, p := range pods {
+			if QOS(p) == "" {
+				b.Fatal("no class")
+			}
+		}
+	}
+}
