@@ -72,10 +72,10 @@ func (rs Resources) Format(i int, amount int64) string {
 	return resource.NewQuantity(amount, resource.DecimalSI).String()
 }
 
-// BoundPod is a pod already running on a node.
+// BoundPod is a pod already running on a node and its effective requests.
 type BoundPod struct {
-	Namespace, Name string
-	Req             []int64
+	Pod *v1.Pod
+	Req []int64
 }
 
 // Node is a node with what is free on it.
@@ -135,6 +135,37 @@ func EffectiveRequests(pod *v1.Pod) v1.ResourceList {
 	return req
 }
 
+// requestVector writes pod's effective requests for res into out. Pods with
+// init containers or pod-level resources go through EffectiveRequests; for
+// the rest (a sum over app containers of request-else-limit, plus overhead)
+// it reads the quantities directly, without building maps.
+func (rs Resources) requestVector(pod *v1.Pod, out []int64) {
+	if len(pod.Spec.InitContainers) > 0 || pod.Spec.Resources != nil {
+		req := EffectiveRequests(pod)
+		for i, name := range rs {
+			if q, ok := req[name]; ok {
+				out[i] = rs.amount(name, q)
+			}
+		}
+		return
+	}
+	for i, name := range rs {
+		var sum int64
+		for c := range pod.Spec.Containers {
+			r := &pod.Spec.Containers[c].Resources
+			if q, ok := r.Requests[name]; ok {
+				sum += rs.amount(name, q)
+			} else if q, ok := r.Limits[name]; ok {
+				sum += rs.amount(name, q)
+			}
+		}
+		if q, ok := pod.Spec.Overhead[name]; ok {
+			sum += rs.amount(name, q)
+		}
+		out[i] = sum
+	}
+}
+
 // needsDefault reports whether some container has a limit without a request.
 func needsDefault(pod *v1.Pod) bool {
 	for _, cs := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
@@ -153,13 +184,21 @@ func needsDefault(pod *v1.Pod) bool {
 // the effective requests of every pod bound to it (spec.nodeName set, not
 // Succeeded or Failed).
 func NewCluster(nodes []*v1.Node, pods []*v1.Pod, res Resources) *Cluster {
+	R := len(res)
 	c := &Cluster{Res: res, Nodes: make([]Node, len(nodes)), index: make(map[string]int, len(nodes))}
+	flat := make([]int64, 2*R*len(nodes))
 	for i, n := range nodes {
 		nd := &c.Nodes[i]
 		nd.Name = n.Name
 		nd.Obj = n
-		nd.Alloc = res.vector(n.Status.Allocatable)
-		nd.Free = append([]int64(nil), nd.Alloc...)
+		nd.Alloc = flat[2*R*i : 2*R*i+R : 2*R*i+R]
+		nd.Free = flat[2*R*i+R : 2*R*(i+1) : 2*R*(i+1)]
+		for r, name := range res {
+			if q, ok := n.Status.Allocatable[name]; ok {
+				nd.Alloc[r] = res.amount(name, q)
+			}
+		}
+		copy(nd.Free, nd.Alloc)
 		nd.FreePods = 110
 		if q, ok := n.Status.Allocatable[v1.ResourcePods]; ok {
 			nd.FreePods = q.Value()
@@ -173,7 +212,11 @@ func NewCluster(nodes []*v1.Node, pods []*v1.Pod, res Resources) *Cluster {
 		}
 		c.index[n.Name] = i
 	}
-	for _, p := range pods {
+	// bound pods: node of each, then one flat array of pods and requests
+	on := make([]int32, len(pods))
+	count := make([]int32, len(nodes)+1)
+	for pi, p := range pods {
+		on[pi] = -1
 		if p.Spec.NodeName == "" || p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed {
 			continue
 		}
@@ -182,13 +225,33 @@ func NewCluster(nodes []*v1.Node, pods []*v1.Pod, res Resources) *Cluster {
 			c.Ignored++
 			continue
 		}
+		on[pi] = int32(i)
+		count[i+1]++
+	}
+	for i := 1; i <= len(nodes); i++ {
+		count[i] += count[i-1]
+	}
+	bound := make([]BoundPod, count[len(nodes)])
+	reqs := make([]int64, R*len(bound))
+	next := append([]int32(nil), count[:len(nodes)]...)
+	for pi, p := range pods {
+		i := on[pi]
+		if i < 0 {
+			continue
+		}
+		k := next[i]
+		next[i]++
+		req := reqs[R*int(k) : R*int(k+1) : R*int(k+1)]
+		res.requestVector(p, req)
+		bound[k] = BoundPod{Pod: p, Req: req}
 		nd := &c.Nodes[i]
-		req := res.vector(EffectiveRequests(p))
 		for r := range req {
 			nd.Free[r] -= req[r]
 		}
 		nd.FreePods--
-		nd.Pods = append(nd.Pods, BoundPod{Namespace: p.Namespace, Name: p.Name, Req: req})
+	}
+	for i := range c.Nodes {
+		c.Nodes[i].Pods = bound[count[i]:count[i+1]:count[i+1]]
 	}
 	return c
 }

@@ -39,16 +39,19 @@ func (g *Gang) Pods() int {
 const MaxSearchSteps = 20_000_000
 
 type engine struct {
-	c        *Cluster
-	topo     *Topology
-	g        *Gang
-	fits     [][]int32 // [task][node]
-	reason   []string  // per node: why it takes no pod of the first task that cannot use it
-	detail   []string
-	prim     int
-	undec    int // domains the multi-task search gave up on
-	lastFits bool
-	steps    int
+	c      *Cluster
+	topo   *Topology
+	g      *Gang
+	fits   [][]int32 // [task][node]
+	reason []string  // per node: why it takes no pod of the first task that cannot use it
+	detail []string
+	// shortTask is the task whose pod a too-full node cannot hold (its
+	// detail is written only for the nodes the report lists)
+	shortTask []int32
+	prim      int
+	undec     int // domains the multi-task search gave up on
+	lastFits  bool
+	steps     int
 }
 
 func newEngine(c *Cluster, topo *Topology, g *Gang) *engine {
@@ -56,6 +59,7 @@ func newEngine(c *Cluster, topo *Topology, g *Gang) *engine {
 	e.fits = make([][]int32, len(g.Tasks))
 	e.reason = make([]string, len(c.Nodes))
 	e.detail = make([]string, len(c.Nodes))
+	e.shortTask = make([]int32, len(c.Nodes))
 	for ti, t := range g.Tasks {
 		t.req = c.Res.vector(t.Requests)
 		e.fits[ti] = make([]int32, len(c.Nodes))
@@ -74,7 +78,7 @@ func newEngine(c *Cluster, topo *Topology, g *Gang) *engine {
 			} else if e.reason[ni] == "" {
 				e.reason[ni], e.detail[ni] = why, det
 				if why == ReasonTooFull {
-					e.detail[ni] = t.shortOf(c, n)
+					e.shortTask[ni] = int32(ti)
 				}
 			}
 		}
@@ -98,7 +102,11 @@ type domainStats struct {
 }
 
 func (e *engine) stats(id int, nodes []int, name string) domainStats {
-	s := domainStats{id: id, caps: make([]int, len(e.g.Tasks)), nodes: nodes, name: name, maybeOK: true}
+	return e.statsInto(id, nodes, name, make([]int, len(e.g.Tasks)))
+}
+
+func (e *engine) statsInto(id int, nodes []int, name string, caps []int) domainStats {
+	s := domainStats{id: id, caps: caps, nodes: nodes, name: name, maybeOK: true}
 	for _, ni := range nodes {
 		usable := false
 		for ti := range e.g.Tasks {
@@ -140,9 +148,11 @@ func better(a, b domainStats) bool {
 func (e *engine) levelStats(level int) []domainStats {
 	ids := e.topo.ByLevel[level]
 	out := make([]domainStats, 0, len(ids))
-	for _, id := range ids {
+	T := len(e.g.Tasks)
+	caps := make([]int, T*len(ids))
+	for k, id := range ids {
 		d := &e.topo.Domains[id]
-		out = append(out, e.stats(id, d.Nodes, d.Name))
+		out = append(out, e.statsInto(id, d.Nodes, d.Name, caps[T*k:T*(k+1):T*(k+1)]))
 	}
 	return out
 }

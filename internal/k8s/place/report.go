@@ -302,7 +302,7 @@ func (e *engine) moves(best domainStats, short int) *Move {
 			if e.prim >= 0 && pods[a].Req[e.prim] != pods[b].Req[e.prim] {
 				return pods[a].Req[e.prim] > pods[b].Req[e.prim]
 			}
-			return pods[a].Name < pods[b].Name
+			return pods[a].Pod.Name < pods[b].Pod.Name
 		})
 		if len(pods) > 64 {
 			pods = pods[:64]
@@ -332,31 +332,52 @@ func (e *engine) moves(best domainStats, short int) *Move {
 		}
 		return int(k)
 	}
+	// next[ci]: the fewest more pods to move on candidate ci for a gain,
+	// and that gain (0: none); recomputed only for the candidate taken
+	type step struct{ m, gain int }
+	nextStep := func(ci int) step {
+		base := gainAt(ci, taken[ci])
+		for m := taken[ci] + 1; m <= len(cs[ci].pods); m++ {
+			if g := gainAt(ci, m) - base; g > 0 {
+				return step{m - taken[ci], g}
+			}
+		}
+		return step{}
+	}
+	steps := make([]step, len(cs))
+	for ci := range cs {
+		steps[ci] = nextStep(ci)
+	}
 	var moved []string
-	for short > 0 {
-		bi, bm, bg := -1, 0, 0
-		for ci := range cs {
-			base := gainAt(ci, taken[ci])
-			for m := taken[ci] + 1; m <= len(cs[ci].pods); m++ {
-				gain := gainAt(ci, m) - base
-				if gain <= 0 {
-					continue
-				}
-				dm := m - taken[ci]
-				if bi < 0 || gain*(bm) > bg*dm || gain*bm == bg*dm && gain > bg {
-					bi, bm, bg = ci, dm, gain
-				}
-				break
+	for short > 0 && len(moved) < 1<<16 {
+		bi := -1
+		for ci, st := range steps {
+			if st.gain == 0 {
+				continue
+			}
+			if bi < 0 {
+				bi = ci
+				continue
+			}
+			b := steps[bi]
+			// best gain per moved pod, then the bigger gain
+			if st.gain*b.m > b.gain*st.m || st.gain*b.m == b.gain*st.m && st.gain > b.gain {
+				bi = ci
 			}
 		}
 		if bi < 0 {
 			return nil
 		}
-		for _, p := range cs[bi].pods[taken[bi] : taken[bi]+bm] {
-			moved = append(moved, fmt.Sprintf("%s/%s on %s", p.Namespace, p.Name, e.c.Nodes[cs[bi].ni].Name))
+		st := steps[bi]
+		for _, p := range cs[bi].pods[taken[bi] : taken[bi]+st.m] {
+			moved = append(moved, fmt.Sprintf("%s/%s on %s", p.Pod.Namespace, p.Pod.Name, e.c.Nodes[cs[bi].ni].Name))
 		}
-		taken[bi] += bm
-		short -= bg
+		taken[bi] += st.m
+		short -= st.gain
+		steps[bi] = nextStep(bi)
+	}
+	if short > 0 {
+		return nil
 	}
 	return &Move{Domain: e.ref(best.id), Pods: moved}
 }
@@ -462,7 +483,11 @@ func (e *engine) excludedExamples(x *Explain, center int) {
 			continue
 		}
 		seen[ni] = true
-		x.ExcludedNodes = append(x.ExcludedNodes, ExcludedNode{Node: e.c.Nodes[ni].Name, Reason: e.reason[ni], Detail: e.detail[ni]})
+		det := e.detail[ni]
+		if e.reason[ni] == ReasonTooFull {
+			det = e.g.Tasks[e.shortTask[ni]].shortOf(e.c, &e.c.Nodes[ni])
+		}
+		x.ExcludedNodes = append(x.ExcludedNodes, ExcludedNode{Node: e.c.Nodes[ni].Name, Reason: e.reason[ni], Detail: det})
 	}
 }
 

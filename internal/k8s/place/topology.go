@@ -51,6 +51,12 @@ func LabelTopology(c *Cluster, keys []string) *Topology {
 		value  string
 	}
 	ids := map[key]int{}
+	// exports list nodes rack by rack: reuse the previous node's domain when
+	// the parent and value repeat, before hashing
+	prev := make([]int, len(keys))
+	for i := range prev {
+		prev[i] = -1
+	}
 	for ni := range c.Nodes {
 		lab := c.Nodes[ni].Obj.Labels
 		parent := -1
@@ -59,7 +65,10 @@ func LabelTopology(c *Cluster, keys []string) *Topology {
 			if !ok {
 				break
 			}
-			id, ok := ids[key{parent, v}]
+			id := prev[li]
+			if id < 0 || t.Domains[id].Parent != parent || t.Domains[id].Name != v {
+				id, ok = ids[key{parent, v}]
+			}
 			if !ok {
 				id = len(t.Domains)
 				ids[key{parent, v}] = id
@@ -70,6 +79,7 @@ func LabelTopology(c *Cluster, keys []string) *Topology {
 				}
 			}
 			t.Domains[id].Nodes = append(t.Domains[id].Nodes, ni)
+			prev[li] = id
 			parent = id
 		}
 	}
