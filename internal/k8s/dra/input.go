@@ -1,0 +1,150 @@
+package dra
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/dynamic-resource-allocation/cel"
+)
+
+// Input is everything one `dra allocate` run decides on.
+type Input struct {
+	Slices  []*resourceapi.ResourceSlice
+	Classes []*resourceapi.DeviceClass
+	// Claims are allocated together, in order, as for one pod.
+	Claims []*resourceapi.ResourceClaim
+	// Allocated are claims with status.allocation: their devices are in use.
+	Allocated []*resourceapi.ResourceClaim
+	// Nodes are the node names to try (empty: every node a slice names).
+	Nodes []string
+
+	cel     *cel.Cache
+	classes map[string]*resourceapi.DeviceClass
+	memo    map[matchMemo]bool
+}
+
+type matchMemo struct {
+	dev  *resourceapi.Device
+	expr string
+}
+
+func (in *Input) init() {
+	if in.cel == nil {
+		in.cel = NewCELCache()
+	}
+	if in.classes == nil {
+		in.classes = make(map[string]*resourceapi.DeviceClass, len(in.Classes))
+		for _, c := range in.Classes {
+			in.classes[c.Name] = c
+		}
+	}
+	if in.memo == nil {
+		in.memo = map[matchMemo]bool{}
+	}
+}
+
+func (in *Input) class(name string) *resourceapi.DeviceClass { return in.classes[name] }
+
+func (in *Input) sliceList() []*resourceapi.ResourceSlice { return in.Slices }
+
+// allocatedSet is the devices in use: every result of an allocated claim
+// except admin-access and shared (shareID) results.
+func (in *Input) allocatedSet() map[deviceID]bool {
+	out := map[deviceID]bool{}
+	for _, c := range in.Allocated {
+		if c.Status.Allocation == nil {
+			continue
+		}
+		for _, r := range c.Status.Allocation.Devices.Results {
+			if r.AdminAccess != nil && *r.AdminAccess {
+				continue
+			}
+			if r.ShareID != nil {
+				continue
+			}
+			out[deviceID{r.Driver, r.Pool, r.Device}] = true
+		}
+	}
+	return out
+}
+
+func (in *Input) sharedInUse() bool {
+	for _, c := range in.Allocated {
+		if c.Status.Allocation == nil {
+			continue
+		}
+		for _, r := range c.Status.Allocation.Devices.Results {
+			if r.ShareID != nil && (r.AdminAccess == nil || !*r.AdminAccess) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// NodeNames are the nodes Run tries: Nodes, else every spec.nodeName of the
+// slices (sorted), else one node "node" when slices only use selectors.
+func (in *Input) NodeNames() []string {
+	if len(in.Nodes) > 0 {
+		return in.Nodes
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, s := range in.Slices {
+		if s.Spec.NodeName != nil && *s.Spec.NodeName != "" && !seen[*s.Spec.NodeName] {
+			seen[*s.Spec.NodeName] = true
+			out = append(out, *s.Spec.NodeName)
+		}
+		for _, d := range s.Spec.Devices {
+			if d.NodeName != nil && *d.NodeName != "" && !seen[*d.NodeName] {
+				seen[*d.NodeName] = true
+				out = append(out, *d.NodeName)
+			}
+		}
+	}
+	slices.Sort(out)
+	if len(out) == 0 {
+		out = []string{"node"}
+	}
+	return out
+}
+
+// NodeObject is the Node a name stands for: the name and its hostname label.
+func NodeObject(name string) *corev1.Node {
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/hostname": name}}}
+}
+
+// matches evaluates selectors on d with upstream's CEL (cached per device
+// and expression).
+func (in *Input) matches(ctx context.Context, d *device, sels []resourceapi.DeviceSelector, what string) (bool, error) {
+	for i, s := range sels {
+		if s.CEL == nil {
+			return false, fmt.Errorf("%s: selector #%d: CEL expression empty (unsupported selector type?)", what, i)
+		}
+		key := matchMemo{d.dev, s.CEL.Expression}
+		if v, ok := in.memo[key]; ok {
+			if !v {
+				return false, nil
+			}
+			continue
+		}
+		expr := in.cel.GetOrCompile(s.CEL.Expression)
+		if expr.Error != nil {
+			return false, fmt.Errorf("%s: selector #%d: CEL compile error: %w", what, i, expr.Error)
+		}
+		ok, _, err := expr.DeviceMatches(ctx, cel.Device{Driver: d.id.driver, AllowMultipleAllocations: d.dev.AllowMultipleAllocations,
+			Attributes: d.dev.Attributes, Capacity: d.dev.Capacity})
+		if err != nil {
+			return false, fmt.Errorf("%s: selector #%d on device %s: CEL runtime error: %w", what, i, d.id, cel.EnhanceRuntimeError(err))
+		}
+		in.memo[key] = ok
+		if !ok {
+			return false, nil
+		}
+	}
+	return true, nil
+}
