@@ -61,8 +61,9 @@ func ParseKinds(s string) ([]string, error) {
 }
 
 // Analyze reads the IRQs of the selected devices of t and plans their
-// affinity. Host files that are missing become warnings; a
-// /proc/interrupts that does not parse is an error.
+// affinity. Host files that are missing become warnings, and so do
+// /proc/interrupts rows that do not parse (they are skipped); a
+// /proc/interrupts whose header does not parse is an error.
 func Analyze(ctx context.Context, fsys *hostfs.FS, t *topo.Topology, o Options) (*Report, error) {
 	if len(o.Kinds) == 0 {
 		o.Kinds = defaultKinds()
@@ -75,6 +76,8 @@ func Analyze(ctx context.Context, fsys *hostfs.FS, t *topo.Topology, o Options) 
 		warn("/proc/interrupts: %v (served-where counts unknown)", unwrapPath(err))
 	} else if table, err = ParseInterrupts(b); err != nil {
 		return nil, err
+	} else {
+		rep.Warnings = append(rep.Warnings, table.Warnings...)
 	}
 	// Index the table once: devices look their rows up by PCI address,
 	// then every IRQ by number.

@@ -18,7 +18,14 @@ type Interrupts struct {
 	// have a column, so ids may have gaps).
 	CPUs []int
 	Rows []Row
+	// Warnings name the rows that were skipped because they do not parse
+	// ("/proc/interrupts line 7: ..."), at most maxRowWarnings of them and
+	// then a count of the rest.
+	Warnings []string
 }
+
+// maxRowWarnings bounds the warnings about skipped rows.
+const maxRowWarnings = 20
 
 // Row is one line of /proc/interrupts.
 type Row struct {
@@ -75,7 +82,9 @@ func FindBDF(s string) string {
 // ParseInterrupts parses /proc/interrupts. The first line names the CPU
 // columns ("CPU0 CPU1 ..."); each following line is "<label>: <count per
 // column> <description>". Named rows with fewer counts (ERR, MIS) are kept
-// with the counts they have. Errors name the line and the reason.
+// with the counts they have. A header that does not parse is an error; a row
+// that does not parse is skipped with a warning naming its line and the
+// reason (one odd row must not cost the whole table).
 func ParseInterrupts(b []byte) (*Interrupts, error) {
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	sc.Buffer(make([]byte, 0, 64<<10), 8<<20)
@@ -103,60 +112,78 @@ func ParseInterrupts(b []byte) (*Interrupts, error) {
 		return nil, fmt.Errorf("/proc/interrupts line 1: no CPU columns")
 	}
 	labels := map[string]bool{}
+	skipped := 0
 	for ln := 2; sc.Scan(); ln++ {
 		line := sc.Text()
 		if strings.TrimSpace(line) == "" {
 			continue
 		}
-		label, rest, ok := strings.Cut(line, ":")
-		label = strings.TrimSpace(label)
-		if !ok || label == "" || strings.ContainsAny(label, " \t") {
-			return nil, fmt.Errorf("/proc/interrupts line %d: want \"<irq>: counts...\", got %q", ln, short(line))
-		}
-		if labels[label] {
-			return nil, fmt.Errorf("/proc/interrupts line %d: %s listed twice", ln, label)
-		}
-		labels[label] = true
-		r := Row{Label: label, IRQ: -1}
-		if n, err := strconv.Atoi(label); err == nil {
-			if n < 0 {
-				return nil, fmt.Errorf("/proc/interrupts line %d: negative IRQ %d", ln, n)
+		r, err := parseRow(line, ln, len(out.CPUs), labels)
+		if err != nil {
+			if skipped++; skipped <= maxRowWarnings {
+				out.Warnings = append(out.Warnings, err.Error()+" (row skipped)")
 			}
-			r.IRQ = n
+			continue
 		}
-		// Counts: up to one per column, each a decimal field.
-		pos := 0
-		for len(r.Counts) < len(out.CPUs) {
-			start := pos
-			for start < len(rest) && (rest[start] == ' ' || rest[start] == '\t') {
-				start++
-			}
-			end := start
-			for end < len(rest) && rest[end] >= '0' && rest[end] <= '9' {
-				end++
-			}
-			if end == start || (end < len(rest) && rest[end] != ' ' && rest[end] != '\t') {
-				break
-			}
-			v, err := strconv.ParseUint(rest[start:end], 10, 64)
-			if err != nil {
-				return nil, fmt.Errorf("/proc/interrupts line %d (%s): count %q: %w", ln, label, short(rest[start:end]), err)
-			}
-			r.Counts = append(r.Counts, v)
-			pos = end
-		}
-		if r.IRQ >= 0 && len(r.Counts) != len(out.CPUs) {
-			return nil, fmt.Errorf("/proc/interrupts line %d (IRQ %d): %d counts for %d CPU columns", ln, r.IRQ, len(r.Counts), len(out.CPUs))
-		}
-		r.Desc = strings.Join(strings.Fields(rest[pos:]), " ")
-		r.Actions = actions(rest[pos:])
-		r.BDF = FindBDF(rest[pos:])
 		out.Rows = append(out.Rows, r)
+	}
+	if skipped > maxRowWarnings {
+		out.Warnings = append(out.Warnings, fmt.Sprintf("/proc/interrupts: %d more rows skipped", skipped-maxRowWarnings))
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("/proc/interrupts: %w", err)
 	}
 	return out, nil
+}
+
+// parseRow parses line ln of /proc/interrupts, a table of ncols CPU
+// columns. labels holds the labels of the rows kept so far; a row is added
+// to it only when it parses.
+func parseRow(line string, ln, ncols int, labels map[string]bool) (Row, error) {
+	label, rest, ok := strings.Cut(line, ":")
+	label = strings.TrimSpace(label)
+	if !ok || label == "" || strings.ContainsAny(label, " \t") {
+		return Row{}, fmt.Errorf("/proc/interrupts line %d: want \"<irq>: counts...\", got %q", ln, short(line))
+	}
+	if labels[label] {
+		return Row{}, fmt.Errorf("/proc/interrupts line %d: %s listed twice", ln, short(label))
+	}
+	r := Row{Label: label, IRQ: -1}
+	if n, err := strconv.Atoi(label); err == nil {
+		if n < 0 {
+			return Row{}, fmt.Errorf("/proc/interrupts line %d: negative IRQ %d", ln, n)
+		}
+		r.IRQ = n
+	}
+	// Counts: up to one per column, each a decimal field.
+	pos := 0
+	for len(r.Counts) < ncols {
+		start := pos
+		for start < len(rest) && (rest[start] == ' ' || rest[start] == '\t') {
+			start++
+		}
+		end := start
+		for end < len(rest) && rest[end] >= '0' && rest[end] <= '9' {
+			end++
+		}
+		if end == start || (end < len(rest) && rest[end] != ' ' && rest[end] != '\t') {
+			break
+		}
+		v, err := strconv.ParseUint(rest[start:end], 10, 64)
+		if err != nil {
+			return Row{}, fmt.Errorf("/proc/interrupts line %d (%s): count %q: %w", ln, short(label), short(rest[start:end]), err)
+		}
+		r.Counts = append(r.Counts, v)
+		pos = end
+	}
+	if r.IRQ >= 0 && len(r.Counts) != ncols {
+		return Row{}, fmt.Errorf("/proc/interrupts line %d (IRQ %d): %d counts for %d CPU columns", ln, r.IRQ, len(r.Counts), ncols)
+	}
+	r.Desc = strings.Join(strings.Fields(rest[pos:]), " ")
+	r.Actions = actions(rest[pos:])
+	r.BDF = FindBDF(rest[pos:])
+	labels[label] = true
+	return r, nil
 }
 
 // actions extracts the handler names of a device row: the kernel prints them

@@ -73,20 +73,30 @@ func TestParseInterrupts(t *testing.T) {
 }
 
 func TestParseInterruptsErrors(t *testing.T) {
+	// A header that does not parse is an error.
 	cases := map[string]string{
-		"":                                      "empty",
-		"CPU0 CPUx\n":                           `header field "CPUx"`,
-		"CPU0 CPU0\n":                           "CPU0 listed twice",
-		"   \n":                                 "no CPU columns",
-		"CPU0 CPU1\n 5: 1\n":                    "IRQ 5): 1 counts for 2 CPU columns",
-		"CPU0\n 5: 1 x\n 5: 2 y\n":              "5 listed twice",
-		"CPU0\nno colon here\n":                 "line 2",
-		"CPU0\n 7: 99999999999999999999999 x\n": "count",
+		"":            "empty",
+		"CPU0 CPUx\n": `header field "CPUx"`,
+		"CPU0 CPU0\n": "CPU0 listed twice",
+		"   \n":       "no CPU columns",
 	}
 	for in, want := range cases {
 		_, err := ParseInterrupts([]byte(in))
 		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "/proc/interrupts") {
 			t.Errorf("ParseInterrupts(%q) = %v, want an error naming the file and %q", in, err, want)
+		}
+	}
+	// A row that does not parse is skipped with a warning naming its line.
+	rows := map[string]string{
+		"CPU0 CPU1\n 5: 1\n":                    "line 2 (IRQ 5): 1 counts for 2 CPU columns",
+		"CPU0\n 5: 1 x\n 5: 2 y\n":              "line 3: 5 listed twice",
+		"CPU0\nno colon here\n":                 "line 2",
+		"CPU0\n 7: 99999999999999999999999 x\n": "count",
+	}
+	for in, want := range rows {
+		table, err := ParseInterrupts([]byte(in))
+		if err != nil || len(table.Warnings) != 1 || !strings.Contains(table.Warnings[0], want) || !strings.Contains(table.Warnings[0], "/proc/interrupts") {
+			t.Errorf("ParseInterrupts(%q) = %v, %v; want one warning naming the file and %q", in, table, err, want)
 		}
 	}
 }
