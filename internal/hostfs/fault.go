@@ -2,8 +2,11 @@ package hostfs
 
 import (
 	"fmt"
+	"runtime"
 	"sync"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // Op is a write-side operation an FS counts for fault injection.
@@ -73,9 +76,16 @@ func (fl *Faults) Log() []string {
 // WithFaults returns a copy of f that counts its write-side operations in
 // fl and faults the one fl selects. The copy shares f's root.
 func (f *FS) WithFaults(fl *Faults) *FS {
-	c := *f
-	c.faults = fl
-	return &c
+	c := &FS{root: f.root, rootFD: -1, rec: f.rec, faults: fl}
+	if f.rootFD >= 0 {
+		// The copy holds its own descriptor: f's is closed when f is
+		// collected, which may be long before the copy is.
+		if fd, err := unix.FcntlInt(uintptr(f.rootFD), unix.F_DUPFD_CLOEXEC, 0); err == nil {
+			c.rootFD = fd
+			runtime.AddCleanup(c, func(fd int) { unix.Close(fd) }, fd)
+		}
+	}
+	return c
 }
 
 // op counts write-side operation op on host path p and returns the injected
