@@ -1,0 +1,248 @@
+package houserules
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// Host access: every read and write of a host path goes through
+// internal/hostfs (the --root flag, resolution inside the root, O_NONBLOCK and
+// regular-file checks, fault injection). This test parses every non-test Go
+// file of the product and fails on a direct file-system call anywhere else.
+
+// fileCalls are the calls that touch a file system by path.
+var fileCalls = map[string][]string{
+	"os": {
+		"Open", "OpenFile", "ReadFile", "WriteFile", "Create", "CreateTemp", "MkdirAll", "Mkdir", "MkdirTemp",
+		"Remove", "RemoveAll", "Rename", "Symlink", "Link", "Readlink", "Stat", "Lstat", "ReadDir",
+		"Chmod", "Chown", "Lchown", "Chtimes", "Truncate", "DirFS", "CopyFS",
+	},
+	"io/ioutil":     {"ReadFile", "WriteFile", "ReadDir", "TempFile", "TempDir"},
+	"path/filepath": {"Walk", "WalkDir", "EvalSymlinks", "Glob"},
+	"syscall":       {"Open", "Openat", "Mkdir", "Unlink", "Rename", "Stat", "Lstat"},
+}
+
+// hostAccessAllowed lists the files outside internal/hostfs that may make
+// such calls, each with the calls it may make and why they are not host
+// paths. Keep it short: a new entry needs a reason a reviewer accepts.
+var hostAccessAllowed = map[string]struct {
+	calls []string // nil: any call
+	why   string
+}{
+	// Test-support packages, imported only by _test.go files (a key ending in
+	// "/" covers a directory): they build, copy and compare fixture trees in
+	// testdata/ and t.TempDir(), never a host.
+	"internal/goldenfile/":          {nil, "golden files under testdata/"},
+	"internal/testhost/":            {nil, "writes, copies and snapshots fixture trees"},
+	"internal/tune/tunetest/":       {nil, "overlays a tuning fixture on a test tree"},
+	"internal/journal/journaltest/": {nil, "snapshots and compares test trees byte for byte"},
+	"internal/bind/testdata/":       {nil, "test program exec'd by bind tests"},
+	"scripts/":                      {nil, "benchmark drivers, not shipped"},
+
+	// User input files named on the command line (-f, --node,
+	// --kubelet-config, --profile FILE): they are the user's files on the
+	// machine gpunode runs on, resolved like any command-line path (from the
+	// working directory, not below --root), and may legitimately be pipes
+	// ("-f <(...)"); a read blocked on one is ended by SIGINT/SIGTERM (see
+	// internal/cli's signal handling).
+	"internal/k8s/node/file.go":       {[]string{"os.ReadFile"}, "node file given with --node"},
+	"internal/k8s/kubeletcfg/load.go": {[]string{"os.ReadFile"}, "KubeletConfiguration given with --kubelet-config"},
+	"internal/k8s/objects/load.go":    {[]string{"os.Open"}, "cluster object files given with -f"},
+	"internal/cli/k8s.go":             {[]string{"os.Open"}, "hints file given with k8s merge -f"},
+	"internal/cli/k8s_admit.go":       {[]string{"os.Open"}, "pods file given with k8s admit -f"},
+	"internal/cli/mig.go":             {[]string{"os.Open"}, "mig-parted config given with -f"},
+	"internal/tune/profile.go":        {[]string{"os.ReadFile"}, "profile file given with --profile FILE (profiles by name are read through hostfs)"},
+
+	// bind's exec runs the command on this machine (execve does not know
+	// --root), so its PATH lookup stats this machine's files, like execvp.
+	"internal/bind/exec.go": {[]string{"os.Stat"}, "PATH lookup for the command bind executes"},
+}
+
+// allowance returns the allow-list entry covering file rel, and its key.
+func allowance(rel string) (key string, calls []string, ok bool) {
+	if a, ok := hostAccessAllowed[rel]; ok {
+		return rel, a.calls, true
+	}
+	for k, a := range hostAccessAllowed {
+		if strings.HasSuffix(k, "/") && strings.HasPrefix(rel, k) {
+			return k, a.calls, true
+		}
+	}
+	return "", nil, false
+}
+
+// productGoFiles returns the module's non-test Go files (slash paths relative
+// to the repository root), leaving out nested modules (conformance/).
+func productGoFiles(t *testing.T) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(repoRoot, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(repoRoot, path)
+		rel = filepath.ToSlash(rel)
+		if d.IsDir() {
+			switch d.Name() {
+			case ".git", "vendor", "node_modules":
+				return filepath.SkipDir
+			}
+			if rel != "." && fileExists(filepath.Join(path, "go.mod")) {
+				return filepath.SkipDir // another module
+			}
+			return nil
+		}
+		if strings.HasSuffix(rel, ".go") && !strings.HasSuffix(rel, "_test.go") {
+			out = append(out, rel)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+// fileSystemCalls returns the direct file-system calls in one Go file as
+// "pkg.Func" (pkg is the import path's last element) with their positions.
+func fileSystemCalls(t *testing.T, fset *token.FileSet, path string) map[string][]token.Position {
+	t.Helper()
+	f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	// Local name -> import path, for the packages watched.
+	names := map[string]string{}
+	for _, imp := range f.Imports {
+		ip, _ := strconv.Unquote(imp.Path.Value)
+		if _, ok := fileCalls[ip]; !ok {
+			continue
+		}
+		name := ip[strings.LastIndex(ip, "/")+1:]
+		if imp.Name != nil {
+			name = imp.Name.Name
+		}
+		names[name] = ip
+	}
+	out := map[string][]token.Position{}
+	ast.Inspect(f, func(n ast.Node) bool {
+		sel, ok := n.(*ast.SelectorExpr)
+		if !ok {
+			return true
+		}
+		id, ok := sel.X.(*ast.Ident)
+		if !ok {
+			return true
+		}
+		ip, ok := names[id.Name]
+		if !ok || !slices.Contains(fileCalls[ip], sel.Sel.Name) {
+			return true
+		}
+		key := ip[strings.LastIndex(ip, "/")+1:] + "." + sel.Sel.Name
+		out[key] = append(out[key], fset.Position(sel.Pos()))
+		return true
+	})
+	return out
+}
+
+func TestNoHostFileAccessOutsideHostfs(t *testing.T) {
+	fset := token.NewFileSet()
+	files := productGoFiles(t)
+	if len(files) < 50 {
+		t.Fatalf("only %d product files found; is repoRoot right?", len(files))
+	}
+	used := map[string]bool{}
+	var violations []string
+	for _, rel := range files {
+		if strings.HasPrefix(rel, "internal/hostfs/") {
+			continue
+		}
+		key, calls, listed := allowance(rel)
+		for call, pos := range fileSystemCalls(t, fset, filepath.Join(repoRoot, filepath.FromSlash(rel))) {
+			if listed && (calls == nil || slices.Contains(calls, call)) {
+				used[key+" "+call] = true
+				continue
+			}
+			for _, p := range pos {
+				violations = append(violations, rel+":"+strconv.Itoa(p.Line)+": "+call+" outside internal/hostfs")
+			}
+		}
+	}
+	sort.Strings(violations)
+	for _, v := range violations {
+		t.Error(v + " (host paths go through hostfs; a non-host use needs an entry in hostAccessAllowed with its reason)")
+	}
+	// Entries that no longer match anything should be removed; reported,
+	// not failed, so that fixing a call elsewhere does not break this test.
+	for rel, a := range hostAccessAllowed {
+		for _, c := range a.calls {
+			if !used[rel+" "+c] {
+				t.Logf("allow-list entry %s %s matches no call any more: remove it", rel, c)
+			}
+		}
+	}
+}
+
+// The detector itself: it must see aliased imports and every listed call.
+func TestFileSystemCallDetector(t *testing.T) {
+	dir := t.TempDir()
+	src := `package p
+import (
+	stdos "os"
+	"path/filepath"
+)
+func f() {
+	stdos.ReadFile("/proc/cpuinfo")
+	_ = stdos.Getenv("X")
+	filepath.WalkDir("/sys", nil)
+	_ = filepath.Join("a", "b")
+}
+`
+	p := filepath.Join(dir, "p.go")
+	if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got := fileSystemCalls(t, token.NewFileSet(), p)
+	if len(got) != 2 || len(got["os.ReadFile"]) != 1 || len(got["filepath.WalkDir"]) != 1 {
+		t.Errorf("detector found %v; want os.ReadFile and filepath.WalkDir only", got)
+	}
+}
+
+// The test-support packages are allowed direct file access only because no
+// product code imports them.
+func TestTestSupportNotImportedByProduct(t *testing.T) {
+	fset := token.NewFileSet()
+	for _, rel := range productGoFiles(t) {
+		if key, calls, ok := allowance(rel); ok && calls == nil && strings.HasSuffix(key, "/") {
+			continue // test support itself
+		}
+		f, err := parser.ParseFile(fset, filepath.Join(repoRoot, filepath.FromSlash(rel)), nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, imp := range f.Imports {
+			ip, _ := strconv.Unquote(imp.Path.Value)
+			rest, ok := strings.CutPrefix(ip, "github.com/gpunode/gpunode/")
+			if !ok {
+				continue
+			}
+			if key, calls, ok := allowance(rest + "/x.go"); ok && calls == nil {
+				t.Errorf("%s imports %s, which may touch files directly only as test support (%s)", rel, ip, key)
+			}
+		}
+	}
+}
