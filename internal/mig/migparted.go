@@ -376,16 +376,15 @@ func (r *specReader) entry(v json.RawMessage, p fieldPath) (MigConfigSpec, error
 	return e, nil
 }
 
-// filter reads device-filter: one string (null and "" mean no filter) or a
-// list of strings.
+// filter reads device-filter: one string (null and "" mean no filter, the
+// same as leaving it out) or a list of strings.
 func (r *specReader) filter(v json.RawMessage, p fieldPath) (DeviceFilter, error) {
 	var one string
 	if json.Unmarshal(v, &one) == nil {
-		f := DeviceFilter{Single: true}
-		if one != "" {
-			f.IDs = []string{one}
+		if one == "" {
+			return DeviceFilter{}, nil
 		}
-		return f, nil
+		return DeviceFilter{IDs: []string{one}, Single: true}, nil
 	}
 	var list []string
 	if json.Unmarshal(v, &list) == nil {

@@ -3,6 +3,7 @@ package mig
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -106,14 +107,8 @@ func TestPublishedExamplesParse(t *testing.T) {
 					}
 				}
 			}
-			// Writing the spec back and reading it again gives the same spec.
-			out, err := yaml.Marshal(spec)
-			if err != nil {
-				t.Fatal(err)
-			}
-			back, err := ParseMigParted(out)
-			if err != nil || !reflect.DeepEqual(back, spec) {
-				t.Fatalf("round trip: %v\n%s", err, out)
+			if why := acceptedSpecProblem(spec); why != "" {
+				t.Fatal(why)
 			}
 		})
 	}
@@ -229,7 +224,7 @@ func TestParseMigPartedAccepts(t *testing.T) {
 		{"null filter and counts", "version: v1\nmig-configs:\n  a:\n  - device-filter: null\n    devices: []\n    mig-enabled: true\n    mig-devices: {1g.5gb: null, 2g.10gb: 1}\n", func(s *MigPartedSpec) bool {
 			e := s.MigConfigs["a"][0]
 			c, there := e.MigDevices["1g.5gb"]
-			return e.DeviceFilter.Single && len(e.Filters()) == 0 && !e.Devices.All && len(e.Devices.Indices) == 0 && there && c == 0
+			return reflect.DeepEqual(e.DeviceFilter, DeviceFilter{}) && !e.Devices.All && len(e.Devices.Indices) == 0 && there && c == 0
 		}},
 		{"zero counts beside one", "version: v1\nmig-configs:\n  a:\n  - devices: [0, 3]\n    device-filter: [\"0x233010DE:0x16C110DE\", junk]\n    mig-enabled: true\n    mig-devices: {1g.10gb: 0, 0g.0gb+x1.y: 2}\n", func(s *MigPartedSpec) bool {
 			e := s.MigConfigs["a"][0]
@@ -396,53 +391,76 @@ func TestFilterDeviceID(t *testing.T) {
 	}
 }
 
+// acceptedSpecProblem returns what is wrong with a spec ParseMigParted
+// accepted, "" when it keeps every promise: a version-less spec is empty,
+// labels have entries, MIG on means a mig-devices map and off means an
+// empty one, every map passes AssertValid, and writing the spec out gives a
+// file that reads back to the same spec.
+func acceptedSpecProblem(spec *MigPartedSpec) string {
+	if spec.Version == "" {
+		if spec.MigConfigs != nil {
+			return "labels without a version"
+		}
+		return ""
+	}
+	if spec.Version != MigPartedVersion {
+		return "version " + spec.Version
+	}
+	for label, entries := range spec.MigConfigs {
+		if len(entries) == 0 {
+			return "empty label " + label
+		}
+		for _, e := range entries {
+			switch {
+			case e.MigEnabled && e.MigDevices == nil:
+				return label + ": MIG on without mig-devices"
+			case !e.MigEnabled && len(e.MigDevices) != 0:
+				return label + ": MIG off with mig-devices"
+			case e.MigDevices.AssertValid() != nil:
+				return label + ": " + e.MigDevices.AssertValid().Error()
+			}
+		}
+	}
+	written, err := yaml.Marshal(spec)
+	if err != nil {
+		return err.Error()
+	}
+	if again, err := ParseMigParted(written); err != nil || !reflect.DeepEqual(again, spec) {
+		return fmt.Sprintf("does not read back (%v):\n%s", err, written)
+	}
+	return ""
+}
+
 func FuzzParseMigPartedConfig(f *testing.F) {
-	f.Add(examples(f)["systemd-config.yaml"])
-	f.Add([]byte("version: v1\nmig-configs:\n  a:\n  - devices: [0, 1]\n    device-filter: \"0x233010DE\"\n    mig-enabled: true\n    mig-devices: {1c.3g.40gb-me: 1, 2g.20gb: 0}\n"))
-	f.Add([]byte(`{"version":"v1","mig-configs":{"a":[{"devices":"all","mig-enabled":false,"mig-devices":null}]}}`))
+	seeds := []string{
+		string(examples(f)["systemd-config.yaml"]),
+		"version: v1\nmig-configs:\n  a:\n  - devices: [0, 1]\n    device-filter: \"0x233010DE\"\n    mig-enabled: true\n    mig-devices: {1c.3g.40gb-me: 1, 2g.20gb: 0}\n",
+		`{"version":"v1","mig-configs":{"a":[{"devices":"all","mig-enabled":false,"mig-devices":null}]}}`,
+	}
+	for _, s := range seeds {
+		f.Add([]byte(s))
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		spec, err := ParseMigParted(data)
-		if err != nil {
-			var se *SpecError
-			if !errors.As(err, &se) && !strings.HasPrefix(err.Error(), "not YAML: ") {
-				t.Fatalf("unexpected error kind %T: %v", err, err)
+		var refusal *SpecError
+		switch {
+		case err == nil:
+			if why := acceptedSpecProblem(spec); why != "" {
+				t.Fatal(why)
 			}
-			if se != nil && (se.Msg == "" || se.Line < 0) {
-				t.Fatalf("empty refusal %+v", se)
+		case errors.As(err, &refusal):
+			if refusal.Msg == "" || refusal.Line < 0 {
+				t.Fatalf("empty refusal %+v", refusal)
 			}
-			return
-		}
-		if spec.Version != MigPartedVersion && (spec.Version != "" || spec.MigConfigs != nil) {
-			t.Fatalf("accepted version %q", spec.Version)
-		}
-		for label, entries := range spec.MigConfigs {
-			if len(entries) == 0 {
-				t.Fatalf("accepted empty label %q", label)
-			}
-			for _, e := range entries {
-				if e.MigEnabled && e.MigDevices == nil || !e.MigEnabled && len(e.MigDevices) > 0 {
-					t.Fatalf("accepted %+v", e)
-				}
-				if err := e.MigDevices.AssertValid(); err != nil {
-					t.Fatalf("accepted invalid mig-devices: %v", err)
-				}
-			}
-		}
-		if spec.Version == "" {
-			return // an empty document: nothing to write back
-		}
-		// What was accepted writes back to a file that reads the same.
-		out, err := yaml.Marshal(spec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		back, err := ParseMigParted(out)
-		if err != nil || !reflect.DeepEqual(back.MigConfigs, spec.MigConfigs) {
-			t.Fatalf("round trip: %v\n%s", err, out)
+		case !strings.HasPrefix(err.Error(), "not YAML: "):
+			t.Fatalf("neither a refusal nor a YAML error: %T %v", err, err)
 		}
 	})
 }
 
+// FuzzParseMigProfile: an accepted name has sane parts, its canonical
+// spelling reads back to the same parts, and its attributes are the text
+// after the sign; a refused non-empty name is quoted in the error.
 func FuzzParseMigProfile(f *testing.F) {
 	for _, s := range []string{"1g.5gb", "1c.3g.40gb+me", "7g.80gb", "1g.24gb-me", "1g.24gb+me.all,gfx", "1g.5gb+me,x,", ""} {
 		f.Add(s)
@@ -450,24 +468,29 @@ func FuzzParseMigProfile(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		p, err := ParseMigProfile(s)
 		if err != nil {
-			if !strings.Contains(err.Error(), "'"+s+"'") && s != "" {
+			if s != "" && !strings.Contains(err.Error(), "'"+s+"'") {
 				t.Fatalf("%q: error does not quote the profile: %v", s, err)
 			}
 			return
 		}
-		if p.C < 0 || p.G < 0 || p.GB < 0 || len(p.Attributes) > 0 && len(p.NegAttributes) > 0 {
-			t.Fatalf("%q -> %+v", s, p)
+		problems := map[string]bool{
+			"negative size":            min(p.C, p.G, p.GB) < 0,
+			"both signs":               p.Attributes != nil && p.NegAttributes != nil,
+			"attributes without a '+'": (p.Attributes != nil) != strings.Contains(s, "+"),
+			"attributes without a '-'": (p.NegAttributes != nil) != strings.Contains(s, "-"),
 		}
-		// The canonical name reads back to the same parts.
-		q, err := ParseMigProfile(p.String())
-		if err != nil || !reflect.DeepEqual(p, q) {
-			t.Fatalf("%q -> %q -> %+v, %v", s, p.String(), q, err)
+		if _, tail, ok := strings.Cut(s, "+"); ok && strings.Join(p.Attributes, ",") != tail {
+			problems["attributes differ from the text"] = true
 		}
-		// Attributes are exactly the text after the sign, in order.
-		if i := strings.IndexAny(s, "+-"); i >= 0 {
-			got := strings.Join(append(p.Attributes, p.NegAttributes...), ",")
-			if got != s[i+1:] {
-				t.Fatalf("%q: attributes %q", s, got)
+		if _, tail, ok := strings.Cut(s, "-"); ok && strings.Join(p.NegAttributes, ",") != tail {
+			problems["negative attributes differ from the text"] = true
+		}
+		if q, err := ParseMigProfile(p.String()); err != nil || !reflect.DeepEqual(p, q) {
+			problems["canonical name does not read back"] = true
+		}
+		for what, bad := range problems {
+			if bad {
+				t.Errorf("%q -> %+v (%q): %s", s, p, p.String(), what)
 			}
 		}
 	})
