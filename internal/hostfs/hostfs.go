@@ -21,7 +21,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/prometheus/procfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -504,11 +503,6 @@ func (f *FS) Stat(p string) (fs.FileInfo, error) {
 func (f *FS) Exists(p string) bool {
 	_, err := f.Stat(p)
 	return err == nil
-}
-
-// Proc returns a prometheus/procfs view of <root>/proc.
-func (f *FS) Proc() (procfs.FS, error) {
-	return procfs.NewFS(f.Path("/proc"))
 }
 
 // rename rewrites the path in a PathError to the host path the caller used.
