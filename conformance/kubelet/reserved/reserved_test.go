@@ -209,3 +209,23 @@ func TestLintReservedRandom(t *testing.T) {
 	}
 	t.Logf("%d random maps: kubelet accepted %d, rejected %d; gpunode agreed on all", *cases, ok, failed)
 }
+
+// FuzzLintReserved compares one- and two-entry maps built from arbitrary
+// strings (go test runs the seeds; -fuzz explores).
+func FuzzLintReserved(f *testing.F) {
+	for i, v := range corpusValues {
+		f.Add(corpusKeys[i%len(corpusKeys)], v, "memory", corpusValues[(i*7)%len(corpusValues)])
+	}
+	f.Fuzz(func(t *testing.T, k1, val1, k2, val2 string) {
+		compareOne(t, map[string]string{k1: val1})
+		if k1 == k2 {
+			return
+		}
+		m := map[string]string{k1: val1, k2: val2}
+		want, wantErr := kubeletParseReserved(m)
+		got, gotErr := kubeletcfg.ParseReserved(m)
+		if (wantErr == nil) != (gotErr == nil) || wantErr == nil && listText(got) != listText(want) {
+			t.Fatalf("%q: gpunode %s %v, kubelet %s %v", m, listText(got), gotErr, listText(want), wantErr)
+		}
+	})
+}
