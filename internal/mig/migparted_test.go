@@ -328,9 +328,17 @@ func TestParseMigProfile(t *testing.T) {
 		"1g.5gb+mé":                 "cannot parse attributes of '1g.5gb+mé': non alpha-numeric character or digit in attribute",
 		"1g.5gb+me+x":               "cannot parse attributes of '1g.5gb+me+x': non alpha-numeric character or digit in attribute",
 	}
-	for in, want := range bad {
-		if _, err := ParseMigProfile(in); err == nil || err.Error() != want {
-			t.Errorf("%q: %v\n  want %s", in, err, want)
+	refusesWith(t, bad, func(s string) error { _, err := ParseMigProfile(s); return err })
+}
+
+// refusesWith checks that parse refuses every key of texts with exactly the
+// text it maps to.
+func refusesWith(t *testing.T, texts map[string]string, parse func(string) error) {
+	t.Helper()
+	for _, in := range sortedKeys(texts) {
+		got := fmt.Sprint(parse(in))
+		if got != texts[in] {
+			t.Errorf("%q:\n   got %s\n  want %s", in, got, texts[in])
 		}
 	}
 }
@@ -342,7 +350,7 @@ func TestFilterDeviceID(t *testing.T) {
 		"590352606":             {Device: 0x2330, Vendor: 0x10DE},
 		"0x2330_10DE":           {Device: 0x2330, Vendor: 0x10DE},
 		"0x2330":                {Device: 0, Vendor: 0x2330},
-		"0x25B610DE:0x14A910DE": {Device: 0x25B6, Vendor: 0x10DE, SubsystemDevice: 0x14A9, SubsystemVendor: 0x10DE, HasSubsystem: true},
+		"0x233010DE:0x16C110DE": {Device: 0x2330, Vendor: 0x10DE, SubsystemDevice: 0x16C1, SubsystemVendor: 0x10DE, HasSubsystem: true},
 		"-1":                    {Device: 0xFFFF, Vendor: 0xFFFF},
 	}
 	for in, want := range ok {
@@ -357,32 +365,38 @@ func TestFilterDeviceID(t *testing.T) {
 		"0x233010DE:x": `unable to create Subsystem from string '0x233010DE:x': strconv.ParseInt: parsing "x": invalid syntax`,
 		"":             `unable to create DeviceID from string '': strconv.ParseInt: parsing "": invalid syntax`,
 	}
-	for in, want := range bad {
-		if _, err := ParseFilterDeviceID(in); err == nil || err.Error() != want {
-			t.Errorf("%q: %v\n  want %s", in, err, want)
-		}
-	}
+	refusesWith(t, bad, func(s string) error { _, err := ParseFilterDeviceID(s); return err })
 
-	a16 := DeviceID{Device: 0x25B6, Vendor: 0x10DE, SubsystemDevice: 0x14A9, SubsystemVendor: 0x10DE, HasSubsystem: true}
-	a2 := DeviceID{Device: 0x25B6, Vendor: 0x10DE, SubsystemDevice: 0x157E, SubsystemVendor: 0x10DE, HasSubsystem: true}
-	filters := []struct {
-		f       DeviceFilter
-		a16, a2 bool
-	}{
-		{DeviceFilter{}, true, true},
-		{DeviceFilter{IDs: []string{"0x25B610DE"}, Single: true}, true, true},
-		{DeviceFilter{IDs: []string{"0x25B610DE:0x14A910DE"}}, true, false},
-		{DeviceFilter{IDs: []string{"0x233010DE", "0x25B610DE:0x157E10DE"}}, false, true},
-		{DeviceFilter{IDs: []string{"junk"}}, false, false},
-		{DeviceFilter{IDs: []string{"0x25B6"}}, false, false},
+	// Two boards of one GPU model that differ only in subsystem, and which
+	// of them each filter selects.
+	boards := map[byte]DeviceID{
+		'A': {Device: 0x2330, Vendor: 0x10DE, SubsystemDevice: 0x16C1, SubsystemVendor: 0x10DE, HasSubsystem: true},
+		'B': {Device: 0x2330, Vendor: 0x10DE, SubsystemDevice: 0x1839, SubsystemVendor: 0x10DE, HasSubsystem: true},
 	}
-	for _, tc := range filters {
-		e := MigConfigSpec{DeviceFilter: tc.f, Devices: DeviceSelector{All: true}}
-		if e.MatchesDeviceFilter(a16) != tc.a16 || e.MatchesDeviceFilter(a2) != tc.a2 {
-			t.Errorf("filter %+v: %v %v, want %v %v", tc.f, e.MatchesDeviceFilter(a16), e.MatchesDeviceFilter(a2), tc.a16, tc.a2)
+	selects := map[string]string{
+		"":                                 "AB",
+		"0x233010DE":                       "AB",
+		"0x233010DE:0x16C110DE":            "A",
+		"0x20B010DE,0x233010DE:0x183910DE": "B",
+		"not-an-id":                        "",
+		"0x2330":                           "",
+	}
+	for filter, want := range selects {
+		e := MigConfigSpec{Devices: DeviceSelector{All: true}}
+		if filter != "" {
+			e.DeviceFilter.IDs = strings.Split(filter, ",")
+		}
+		got := ""
+		for _, name := range []byte("AB") {
+			if e.MatchesDeviceFilter(boards[name]) {
+				got += string(name)
+			}
+		}
+		if got != want {
+			t.Errorf("filter %q selects boards %q, want %q", filter, got, want)
 		}
 	}
-	if s := a16.String(); s != "0x25B610DE:0x14A910DE" {
+	if s := boards['B'].String(); s != "0x233010DE:0x183910DE" {
 		t.Errorf("String %q", s)
 	}
 	sel := DeviceSelector{Indices: []int{0, 2}}
