@@ -25,6 +25,9 @@ const (
 // on disjoint parts of one Topology concurrently (CPUs; NUMA nodes and PCI),
 // each collecting its own warnings.
 type discoverer struct {
+	// ctx is the discovery's context: the per-CPU and per-node loops stop
+	// when it is cancelled (Discover then returns its error).
+	ctx      context.Context
 	fs       *hostfs.FS
 	t        *Topology
 	warnings []Warning
@@ -59,8 +62,8 @@ func (d *discoverer) warnErr(p string, err error, optional bool) {
 // another: discovery is bound by system-call latency, not CPU.
 func Discover(ctx context.Context, fsys *hostfs.FS) (*Topology, error) {
 	t := &Topology{SchemaVersion: SchemaVersion}
-	cpuD := &discoverer{fs: fsys, t: t}
-	devD := &discoverer{fs: fsys, t: t}
+	cpuD := &discoverer{ctx: ctx, fs: fsys, t: t}
+	devD := &discoverer{ctx: ctx, fs: fsys, t: t}
 	var devErr error
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -74,6 +77,9 @@ func Discover(ctx context.Context, fsys *hostfs.FS) (*Topology, error) {
 	t.CPUModel = cpuD.cpuModel()
 	cpuErr := cpuD.cpus()
 	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	if cpuErr != nil {
 		return nil, cpuErr
 	}
@@ -83,7 +89,7 @@ func Discover(ctx context.Context, fsys *hostfs.FS) (*Topology, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	d := &discoverer{fs: fsys, t: t, warnings: append(cpuD.warnings, devD.warnings...)}
+	d := &discoverer{ctx: ctx, fs: fsys, t: t, warnings: append(cpuD.warnings, devD.warnings...)}
 	if devD.singleNodeFallback {
 		t.NUMANodes[0].CPUs = t.OnlineCPUs
 	}
@@ -201,6 +207,9 @@ func (d *discoverer) cpus() error {
 	d.groups(index, "die_id", "die_cpus_list", true, func(c *CPU, id int, _ cpuset.CPUSet) { c.Die = max(id, 0) })
 	d.groups(index, "core_id", "thread_siblings_list", false, func(c *CPU, id int, m cpuset.CPUSet) { c.Core, c.Siblings = id, CPUList{m} })
 	for i := range t.CPUs {
+		if err := d.ctx.Err(); err != nil {
+			return err
+		}
 		c := &t.CPUs[i]
 		if !c.Online || c.L3 >= 0 {
 			continue
@@ -229,6 +238,9 @@ func (d *discoverer) groups(index map[int]int, idFile, listFile string, optional
 	t := d.t
 	done := make([]bool, len(t.CPUs))
 	for i := range t.CPUs {
+		if d.ctx.Err() != nil {
+			return // Discover returns the context's error
+		}
 		c := &t.CPUs[i]
 		if !c.Online || done[i] {
 			continue
@@ -345,6 +357,9 @@ func (d *discoverer) nodes() {
 	}
 	sort.Ints(ids)
 	for _, id := range ids {
+		if d.ctx.Err() != nil {
+			return // Discover returns the context's error
+		}
 		dir := fmt.Sprintf("%s/node%d", sysNode, id)
 		n := NUMANode{ID: id}
 		cpus, _ := d.cpuList(dir+"/cpulist", false)

@@ -144,8 +144,11 @@ func (d *discoverer) pci(ctx context.Context) error {
 		go func() {
 			defer wg.Done()
 			for i := range next {
+				if ctx.Err() != nil {
+					return // pci returns the context's error
+				}
 				c := cands[i]
-				wd := &discoverer{fs: d.fs, t: t}
+				wd := &discoverer{ctx: ctx, fs: d.fs, t: t}
 				dev := wd.device(c.bdf, c.kind, c.class, c.vendor)
 				switch c.kind {
 				case KindNIC:
