@@ -1,8 +1,9 @@
 package cpumanager
 
 import (
+	"errors"
 	"fmt"
-	"sort"
+	"slices"
 	"strconv"
 )
 
@@ -23,20 +24,49 @@ const (
 	Stable = "GA"
 )
 
+// Options are the parsed static policy options.
+type Options struct {
+	FullPhysicalCPUsOnly      bool
+	DistributeCPUsAcrossNUMA  bool
+	AlignBySocket             bool
+	DistributeCPUsAcrossCores bool
+	StrictCPUReservation      bool
+	PreferAlignByUncoreCache  bool
+}
+
+// optionSpec describes one option: its maturity in kubelet v1.37 and the
+// Options field it sets.
+type optionSpec struct {
+	maturity string
+	field    func(*Options) *bool
+}
+
+// lookupOption returns the description of a known option.
+func lookupOption(name string) (optionSpec, bool) {
+	switch name {
+	case FullPCPUsOnlyOption:
+		return optionSpec{Stable, func(o *Options) *bool { return &o.FullPhysicalCPUsOnly }}, true
+	case DistributeCPUsAcrossNUMAOption:
+		return optionSpec{Beta, func(o *Options) *bool { return &o.DistributeCPUsAcrossNUMA }}, true
+	case AlignBySocketOption:
+		return optionSpec{Alpha, func(o *Options) *bool { return &o.AlignBySocket }}, true
+	case DistributeCPUsAcrossCoresOption:
+		return optionSpec{Alpha, func(o *Options) *bool { return &o.DistributeCPUsAcrossCores }}, true
+	case StrictCPUReservationOption:
+		return optionSpec{Stable, func(o *Options) *bool { return &o.StrictCPUReservation }}, true
+	case PreferAlignByUnCoreCacheOption:
+		return optionSpec{Stable, func(o *Options) *bool { return &o.PreferAlignByUncoreCache }}, true
+	}
+	return optionSpec{}, false
+}
+
 // OptionMaturity returns the maturity of option in kubelet v1.37 ("alpha",
 // "beta", "GA") or "" when the option is unknown: alpha options need the
 // CPUManagerPolicyAlphaOptions feature gate (off by default), beta options
 // CPUManagerPolicyBetaOptions (on by default).
 func OptionMaturity(option string) string {
-	switch option {
-	case AlignBySocketOption, DistributeCPUsAcrossCoresOption:
-		return Alpha
-	case DistributeCPUsAcrossNUMAOption:
-		return Beta
-	case FullPCPUsOnlyOption, StrictCPUReservationOption, PreferAlignByUnCoreCacheOption:
-		return Stable
-	}
-	return ""
+	spec, _ := lookupOption(option)
+	return spec.maturity
 }
 
 // Gates are the feature gates that make CPU Manager options available.
@@ -63,91 +93,72 @@ func GatesFrom(featureGates map[string]bool) Gates {
 // CheckPolicyOptionAvailable returns kubelet's error for an unknown option or
 // one whose feature gate is off.
 func CheckPolicyOptionAvailable(option string, g Gates) error {
-	switch OptionMaturity(option) {
-	case "":
-		return fmt.Errorf("unknown CPU Manager Policy option: %q", option)
-	case Alpha:
-		if !g.AlphaOptions {
-			return fmt.Errorf("CPU Manager Policy Alpha-level Options not enabled, but option %q provided", option)
-		}
-	case Beta:
-		if !g.BetaOptions {
-			return fmt.Errorf("CPU Manager Policy Beta-level Options not enabled, but option %q provided", option)
-		}
+	spec, known := lookupOption(option)
+	switch {
+	case !known:
+		return fmt.Errorf(quoteUnknownOption, option)
+	case spec.maturity == Alpha && !g.AlphaOptions:
+		return fmt.Errorf(quoteAlphaOptionsOff, option)
+	case spec.maturity == Beta && !g.BetaOptions:
+		return fmt.Errorf(quoteBetaOptionsOff, option)
 	}
 	return nil
 }
 
-// Options are the parsed static policy options.
-type Options struct {
-	FullPhysicalCPUsOnly      bool
-	DistributeCPUsAcrossNUMA  bool
-	AlignBySocket             bool
-	DistributeCPUsAcrossCores bool
-	StrictCPUReservation      bool
-	PreferAlignByUncoreCache  bool
+// exclusiveOptions are the pairs kubelet refuses together, in the order it
+// checks them (the first pair found is the error).
+func exclusiveOptions() [4][2]string {
+	return [...][2]string{
+		{FullPCPUsOnlyOption, DistributeCPUsAcrossCoresOption},
+		{DistributeCPUsAcrossNUMAOption, DistributeCPUsAcrossCoresOption},
+		{PreferAlignByUnCoreCacheOption, DistributeCPUsAcrossCoresOption},
+		{PreferAlignByUnCoreCacheOption, DistributeCPUsAcrossNUMAOption},
+	}
 }
 
 // ParseOptions parses cpuManagerPolicyOptions as kubelet's
-// NewStaticPolicyOptions does (options are checked in name order, so the
-// first error is deterministic; kubelet's map order is random).
+// NewStaticPolicyOptions does. Options are taken in name order, so the first
+// error is deterministic (kubelet walks its map in random order).
 func ParseOptions(policyOptions map[string]string, g Gates) (Options, error) {
 	var opts Options
 	names := make([]string, 0, len(policyOptions))
-	for n := range policyOptions {
-		names = append(names, n)
+	for name := range policyOptions {
+		names = append(names, name)
 	}
-	sort.Strings(names)
+	slices.Sort(names)
 	for _, name := range names {
-		value := policyOptions[name]
 		if err := CheckPolicyOptionAvailable(name, g); err != nil {
 			return opts, err
 		}
-		v, err := strconv.ParseBool(value)
+		on, err := strconv.ParseBool(policyOptions[name])
 		if err != nil {
-			return opts, fmt.Errorf("bad value for option %q: %w", name, err)
+			return opts, fmt.Errorf(quoteBadOptionValue, name, err)
 		}
-		switch name {
-		case FullPCPUsOnlyOption:
-			opts.FullPhysicalCPUsOnly = v
-		case DistributeCPUsAcrossNUMAOption:
-			opts.DistributeCPUsAcrossNUMA = v
-		case AlignBySocketOption:
-			opts.AlignBySocket = v
-		case DistributeCPUsAcrossCoresOption:
-			opts.DistributeCPUsAcrossCores = v
-		case StrictCPUReservationOption:
-			opts.StrictCPUReservation = v
-		case PreferAlignByUnCoreCacheOption:
-			opts.PreferAlignByUncoreCache = v
+		spec, _ := lookupOption(name)
+		*spec.field(&opts) = on
+	}
+	for _, pair := range exclusiveOptions() {
+		a, _ := lookupOption(pair[0])
+		b, _ := lookupOption(pair[1])
+		if *a.field(&opts) && *b.field(&opts) {
+			return opts, fmt.Errorf(quoteOptionsExclusive, pair[0], pair[1])
 		}
-	}
-	if opts.FullPhysicalCPUsOnly && opts.DistributeCPUsAcrossCores {
-		return opts, fmt.Errorf("static policy options %s and %s can not be used at the same time", FullPCPUsOnlyOption, DistributeCPUsAcrossCoresOption)
-	}
-	if opts.DistributeCPUsAcrossNUMA && opts.DistributeCPUsAcrossCores {
-		return opts, fmt.Errorf("static policy options %s and %s can not be used at the same time", DistributeCPUsAcrossNUMAOption, DistributeCPUsAcrossCoresOption)
-	}
-	if opts.PreferAlignByUncoreCache && opts.DistributeCPUsAcrossCores {
-		return opts, fmt.Errorf("static policy options %s and %s can not be used at the same time", PreferAlignByUnCoreCacheOption, DistributeCPUsAcrossCoresOption)
-	}
-	if opts.PreferAlignByUncoreCache && opts.DistributeCPUsAcrossNUMA {
-		return opts, fmt.Errorf("static policy options %s and %s can not be used at the same time", PreferAlignByUnCoreCacheOption, DistributeCPUsAcrossNUMAOption)
 	}
 	return opts, nil
 }
 
 // ValidateOptions checks the options against the machine and the Topology
-// Manager policy, as kubelet's ValidateStaticPolicyOptions (the typo
-// "Topolgy" is kubelet's).
+// Manager policy, as kubelet's ValidateStaticPolicyOptions.
 func ValidateOptions(opts Options, topo *CPUTopology, topologyPolicy string) error {
-	if opts.AlignBySocket {
-		if topologyPolicy == "single-numa-node" {
-			return fmt.Errorf("Topolgy manager %s policy is incompatible with CPUManager %s policy option", "single-numa-node", AlignBySocketOption)
-		}
-		if topo.NumSockets > topo.NumNUMANodes {
-			return fmt.Errorf("Align by socket is not compatible with hardware where number of sockets are more than number of NUMA")
-		}
+	if !opts.AlignBySocket {
+		return nil
+	}
+	const singleNUMA = "single-numa-node"
+	if topologyPolicy == singleNUMA {
+		return fmt.Errorf(quoteSocketVsSingleNUMA, singleNUMA, AlignBySocketOption)
+	}
+	if topo.NumSockets > topo.NumNUMANodes {
+		return errors.New(quoteSocketsAboveNUMA)
 	}
 	return nil
 }

@@ -1,16 +1,23 @@
-// Package cpumanager is kubelet v1.37's CPU Manager static policy: topology
-// hints, packed (takeByTopologyNUMAPacked) and NUMA-distributed
-// (takeByTopologyNUMADistributed) allocation, the six policy options with
-// their maturity levels and incompatibilities, reservedSystemCPUs and
-// reservation by quantity, strict reservation, and the SMT alignment error.
+// Package cpumanager models kubelet v1.37's CPU Manager with the static
+// policy: topology hints for guaranteed containers and pods, exclusive CPU
+// allocation (packed by default, spread over NUMA nodes with
+// distribute-cpus-across-numa), the six policy options with their maturity
+// levels and incompatibilities, reservedSystemCPUs and reservation by
+// quantity, strict reservation, and the SMT alignment error.
 //
-// The allocation algorithm (cpu_assignment.go, topology.go, alignment.go) is
-// ported from kubelet; hint generation is rewritten to count CPUs per NUMA
-// node once and to bound the NUMA-mask enumeration (node.IterateMasks) so
-// that nodes with many NUMA nodes stay fast.
+// The allocator (layout.go, packed.go, numaspread.go) works on an index of
+// the machine built once per topology: CPUs and their groups (socket, NUMA
+// node, physical core, uncore cache) renumbered densely, with free-CPU
+// counters per group kept up to date as CPUs are picked. It reproduces
+// kubelet's choices exactly, ties and quirks included; the differential
+// tests in conformance/kubelet check that against kubelet itself. Hint
+// generation counts CPUs per NUMA node once and bounds the NUMA-mask
+// enumeration (node.IterateMasks) so that machines with many NUMA nodes
+// stay fast.
 package cpumanager
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/bits"
@@ -27,7 +34,9 @@ import (
 // ErrorSMTAlignment is the admission reason of an SMTAlignmentError.
 const ErrorSMTAlignment = "SMTAlignmentError"
 
-// SMTAlignmentError is kubelet's error for full-pcpus-only violations.
+// SMTAlignmentError rejects a container under full-pcpus-only: its request
+// is not a whole number of cores, or (CausedByPhysicalCPUs) there are not
+// enough CPUs left outside the cores that hold reserved CPUs.
 type SMTAlignmentError struct {
 	RequestedCPUs         int
 	CpusPerCore           int
@@ -36,31 +45,41 @@ type SMTAlignmentError struct {
 }
 
 func (e SMTAlignmentError) Error() string {
-	if e.CausedByPhysicalCPUs {
-		return fmt.Sprintf("SMT Alignment Error: not enough free physical CPUs: available physical CPUs = %d, requested CPUs = %d, CPUs per core = %d", e.AvailablePhysicalCPUs, e.RequestedCPUs, e.CpusPerCore)
+	if !e.CausedByPhysicalCPUs {
+		return fmt.Sprintf(quoteSMTNotMultiple, e.RequestedCPUs, e.CpusPerCore)
 	}
-	return fmt.Sprintf("SMT Alignment Error: requested %d cpus not multiple cpus per core = %d", e.RequestedCPUs, e.CpusPerCore)
+	return fmt.Sprintf(quoteSMTNotEnoughPhysical, e.AvailablePhysicalCPUs, e.RequestedCPUs, e.CpusPerCore)
 }
 
 // Type is the admission failure reason.
 func (e SMTAlignmentError) Type() string { return ErrorSMTAlignment }
 
+// reuseState is the CPUs that finished init containers of the pod being
+// admitted hand on to its later containers. Only the latest pod is kept.
+type reuseState struct {
+	pod  string
+	cpus cpuset.CPUSet
+}
+
 // Static is the static policy with its state (the shared pool and the
 // exclusive assignments). It is not safe for concurrent use; Clone it to try
 // an admission without committing it.
 type Static struct {
-	topo                 *CPUTopology
-	reserved             cpuset.CPUSet
-	reservedPhysicalCPUs cpuset.CPUSet
-	opts                 Options
-	cpuGroupSize         int
+	topo *CPUTopology
+	lo   *layout
+	opts Options
+	// threads is the number of hardware threads per core.
+	threads int
+	// reserved are the CPUs kept for system daemons; reservedCores the CPUs
+	// of every core holding one of them (full-pcpus-only never hands those
+	// out).
+	reserved, reservedCores cpuset.CPUSet
 	// MaxMasks bounds hint enumeration (0 = node.DefaultMaxMasks).
 	MaxMasks int
 
 	defaultSet  cpuset.CPUSet
 	assignments map[string]map[string]cpuset.CPUSet
-	cpusToReuse map[string]cpuset.CPUSet
-	reuseFor    string
+	reuse       reuseState
 
 	numaIDs  []int
 	capacity map[int]int // CPUs per NUMA node
@@ -82,54 +101,62 @@ func NumReservedCPUs(reservedSystemCPUs cpuset.CPUSet, kubeReserved, systemReser
 		total.Add(*systemReserved)
 	}
 	if total.IsZero() {
-		return 0, fmt.Errorf("[cpumanager] unable to determine reserved CPU resources for static policy")
+		return 0, errors.New(quoteNoReservation)
 	}
 	return int(math.Ceil(float64(total.MilliValue()) / 1000)), nil
 }
 
-// NewStatic builds the static policy as kubelet's NewStaticPolicy and
-// initialises its state (validateState on an empty state).
+// NewStatic builds the static policy, as kubelet's NewStaticPolicy, with an
+// empty state: the shared pool is every CPU (less the reserved ones under
+// strict-cpu-reservation). The reserved CPUs are reservedCPUs when given,
+// else the numReservedCPUs CPUs the policy's own allocator picks first.
 func NewStatic(topo *CPUTopology, numReservedCPUs int, reservedCPUs cpuset.CPUSet, opts Options, topologyPolicy string) (*Static, error) {
 	if err := ValidateOptions(opts, topo, topologyPolicy); err != nil {
-		return nil, fmt.Errorf("new static policy error: %w", err)
+		return nil, fmt.Errorf(quoteNewStaticPolicy, err)
 	}
 	p := &Static{
-		topo:         topo,
-		opts:         opts,
-		cpuGroupSize: topo.CPUsPerCore(),
-		assignments:  map[string]map[string]cpuset.CPUSet{},
-		cpusToReuse:  map[string]cpuset.CPUSet{},
-		capacity:     map[int]int{},
+		topo:        topo,
+		lo:          newLayout(topo),
+		opts:        opts,
+		threads:     topo.CPUsPerCore(),
+		assignments: map[string]map[string]cpuset.CPUSet{},
+		reuse:       reuseState{cpus: cpuset.New()},
+		capacity:    map[int]int{},
 	}
 	for _, info := range topo.CPUDetails {
 		p.capacity[info.NUMANodeID]++
 	}
-	p.numaIDs = topo.CPUDetails.NUMANodes().List()
-	allCPUs := topo.CPUDetails.CPUs()
-	var reserved cpuset.CPUSet
-	if reservedCPUs.Size() > 0 {
-		reserved = reservedCPUs
-	} else {
-		reserved, _ = p.takeByTopology(allCPUs, numReservedCPUs)
+	for id := range p.capacity {
+		p.numaIDs = append(p.numaIDs, id)
 	}
-	if reserved.Size() != numReservedCPUs {
-		return nil, fmt.Errorf("new static policy error: [cpumanager] unable to reserve the required amount of CPUs (size of %s did not equal %d)", reserved, numReservedCPUs)
+	sort.Ints(p.numaIDs)
+	every := topo.CPUDetails.CPUs()
+	if err := p.reserve(every, numReservedCPUs, reservedCPUs); err != nil {
+		return nil, fmt.Errorf(quoteNewStaticPolicy, err)
 	}
-	var reservedPhysicalCPUs cpuset.CPUSet
-	for _, cpu := range reserved.UnsortedList() {
-		core, err := topo.CPUCoreID(cpu)
-		if err != nil {
-			return nil, fmt.Errorf("new static policy error: [cpumanager] unable to build the reserved physical CPUs from the reserved set: %w", err)
-		}
-		reservedPhysicalCPUs = reservedPhysicalCPUs.Union(topo.CPUDetails.CPUsInCores(core))
-	}
-	p.reserved = reserved
-	p.reservedPhysicalCPUs = reservedPhysicalCPUs
-	p.defaultSet = allCPUs
+	p.defaultSet = every
 	if opts.StrictCPUReservation {
-		p.defaultSet = allCPUs.Difference(reserved)
+		p.defaultSet = every.Difference(p.reserved)
 	}
 	return p, nil
+}
+
+// reserve settles the reserved CPUs and the cores they occupy.
+func (p *Static) reserve(every cpuset.CPUSet, want int, explicit cpuset.CPUSet) error {
+	chosen := explicit
+	if chosen.IsEmpty() {
+		chosen, _ = p.takeByTopology(every, want)
+	}
+	if chosen.Size() != want {
+		return fmt.Errorf(quoteReserveSize, chosen, want)
+	}
+	cores, bad, ok := p.lo.groupsHolding(tierCore, chosen.List())
+	if !ok {
+		return fmt.Errorf(quoteReservedPhysicalCPUs, fmt.Errorf(quoteUnknownCPU, bad))
+	}
+	p.reserved = chosen
+	p.reservedCores = p.lo.cpusIn(tierCore, cores)
+	return nil
 }
 
 // Clone returns an independent copy of the policy and its state.
@@ -142,10 +169,6 @@ func (p *Static) Clone() *Static {
 			cm[k] = v
 		}
 		c.assignments[pod] = cm
-	}
-	c.cpusToReuse = make(map[string]cpuset.CPUSet, len(p.cpusToReuse))
-	for k, v := range p.cpusToReuse {
-		c.cpusToReuse[k] = v
 	}
 	return &c
 }
@@ -173,53 +196,46 @@ func (p *Static) Assigned(podUID, container string) (cpuset.CPUSet, bool) {
 }
 
 // GuaranteedCPUs is the number of exclusive CPUs the container gets: its
-// integral CPU request in a Guaranteed pod, else 0.
+// CPU request when the pod is Guaranteed and the request is a whole number
+// of CPUs, else 0.
 func (p *Static) GuaranteedCPUs(pod *v1.Pod, c *v1.Container) int {
 	if podres.QOS(pod) != v1.PodQOSGuaranteed {
 		return 0
 	}
-	q := c.Resources.Requests[v1.ResourceCPU]
-	if q.Value()*1000 != q.MilliValue() {
+	milli := c.Resources.Requests.Cpu().MilliValue()
+	if milli%1000 != 0 {
 		return 0
 	}
-	return int(q.Value())
+	return int(milli / 1000)
 }
 
-// PodGuaranteedCPUs is the pod-level count (init containers reuse,
-// sidecars accumulate), as kubelet's podGuaranteedCPUs.
+// PodGuaranteedCPUs is the pod's exclusive CPU need: the larger of its peak
+// during initialisation (each init container runs beside the sidecars
+// started before it) and its steady state (sidecars plus app containers).
 func (p *Static) PodGuaranteedCPUs(pod *v1.Pod) int {
-	byInit, byRestartable := 0, 0
+	initPeak, sidecars := 0, 0
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
-		if _, ok := c.Resources.Requests[v1.ResourceCPU]; !ok {
-			continue
-		}
 		n := p.GuaranteedCPUs(pod, c)
 		if podres.IsRestartableInitContainer(c) {
-			byRestartable += n
-		} else if byRestartable+n > byInit {
-			byInit = byRestartable + n
+			sidecars += n
+		} else {
+			initPeak = max(initPeak, sidecars+n)
 		}
 	}
-	byApp := 0
+	steady := sidecars
 	for i := range pod.Spec.Containers {
-		c := &pod.Spec.Containers[i]
-		if _, ok := c.Resources.Requests[v1.ResourceCPU]; !ok {
-			continue
-		}
-		byApp += p.GuaranteedCPUs(pod, c)
+		steady += p.GuaranteedCPUs(pod, &pod.Spec.Containers[i])
 	}
-	if byInit > byApp+byRestartable {
-		return byInit
-	}
-	return byApp + byRestartable
+	return max(initPeak, steady)
 }
 
+// reusable is what the pod's finished init containers left to reuse.
 func (p *Static) reusable(pod *v1.Pod) cpuset.CPUSet {
-	if p.reuseFor != string(pod.UID) {
-		return cpuset.New()
+	if p.reuse.pod == string(pod.UID) {
+		return p.reuse.cpus
 	}
-	return p.cpusToReuse[string(pod.UID)]
+	return cpuset.New()
 }
 
 // ContainerHints returns the container's "cpu" hints (nil map = no
@@ -312,7 +328,7 @@ func (p *Static) GenerateHints(available, reusable cpuset.CPUSet, request int) [
 	for i := range masks {
 		m := masks[i]
 		hints[i] = node.Hint{Affinity: &masks[i]}
-		if p.opts.AlignBySocket && p.isHintSocketAligned(m, minAffinitySize) {
+		if p.opts.AlignBySocket && p.fillsFewestSockets(m, minAffinitySize) {
 			hints[i].Preferred = true
 			continue
 		}
@@ -341,39 +357,61 @@ func greedyMinNodes(ids []int, capacity map[int]int, request int) int {
 	return 0
 }
 
-func (p *Static) isHintSocketAligned(m node.Mask, minAffinitySize int) bool {
-	perSocket := p.topo.NumNUMANodes / p.topo.NumSockets
-	if perSocket == 0 {
+// fillsFewestSockets is the align-by-socket preference: the mask's NUMA
+// nodes span exactly as many sockets as the smallest fitting mask needs,
+// counting the machine's NUMA nodes per socket.
+func (p *Static) fillsFewestSockets(m node.Mask, minAffinitySize int) bool {
+	numaPerSocket := quotient(p.topo.NumNUMANodes, p.topo.NumSockets)
+	if numaPerSocket == 0 {
 		return false
 	}
-	minSockets := (minAffinitySize + perSocket - 1) / perSocket
-	return p.topo.CPUDetails.SocketsInNUMANodes(m.Bits()...).Size() == minSockets
+	fewest := (minAffinitySize + numaPerSocket - 1) / numaPerSocket
+	return len(p.socketsUnder(m)) == fewest
 }
 
-func (p *Static) getAlignedCPUs(m node.Mask, allocatable cpuset.CPUSet) cpuset.CPUSet {
-	aligned := cpuset.New()
-	if p.opts.AlignBySocket {
-		for _, s := range p.topo.CPUDetails.SocketsInNUMANodes(m.Bits()...).UnsortedList() {
-			aligned = aligned.Union(allocatable.Intersection(p.topo.CPUDetails.CPUsInSockets(s)))
+// socketsUnder returns the socket groups holding CPUs of the mask's NUMA
+// nodes.
+func (p *Static) socketsUnder(m node.Mask) []int {
+	var ids []int
+	for _, numa := range m.Bits() {
+		if g, ok := p.lo.groupByLabel(tierNUMA, numa); ok {
+			for _, s := range p.lo.member[tierNUMA][g] {
+				ids = append(ids, p.lo.cpuIDs[s])
+			}
 		}
-		return aligned
 	}
-	for _, id := range m.Bits() {
-		aligned = aligned.Union(allocatable.Intersection(p.topo.CPUDetails.CPUsInNUMANodes(id)))
-	}
-	return aligned
+	socks, _, _ := p.lo.groupsHolding(tierSocket, ids)
+	return socks
 }
 
-func (p *Static) enforceSMTAlignment(numCPUs int) error {
+// withinAffinity narrows CPUs to the affinity's NUMA nodes, or with
+// align-by-socket to the whole sockets those nodes sit in.
+func (p *Static) withinAffinity(m node.Mask, cpus cpuset.CPUSet) cpuset.CPUSet {
+	if p.opts.AlignBySocket {
+		return cpus.Intersection(p.lo.cpusIn(tierSocket, p.socketsUnder(m)))
+	}
+	var numas []int
+	for _, numa := range m.Bits() {
+		if g, ok := p.lo.groupByLabel(tierNUMA, numa); ok {
+			numas = append(numas, g)
+		}
+	}
+	return cpus.Intersection(p.lo.cpusIn(tierNUMA, numas))
+}
+
+// smtCheck is full-pcpus-only's admission test.
+func (p *Static) smtCheck(n int) error {
 	if !p.opts.FullPhysicalCPUsOnly {
 		return nil
 	}
-	if numCPUs%p.cpuGroupSize != 0 {
-		return SMTAlignmentError{RequestedCPUs: numCPUs, CpusPerCore: p.cpuGroupSize}
+	e := SMTAlignmentError{RequestedCPUs: n, CpusPerCore: p.threads}
+	if n%p.threads != 0 {
+		return e
 	}
-	avail := p.defaultSet.Difference(p.reservedPhysicalCPUs).Size()
-	if numCPUs > avail {
-		return SMTAlignmentError{RequestedCPUs: numCPUs, CpusPerCore: p.cpuGroupSize, AvailablePhysicalCPUs: avail, CausedByPhysicalCPUs: true}
+	e.AvailablePhysicalCPUs = p.defaultSet.Difference(p.reservedCores).Size()
+	if n > e.AvailablePhysicalCPUs {
+		e.CausedByPhysicalCPUs = true
+		return e
 	}
 	return nil
 }
@@ -382,88 +420,86 @@ func (p *Static) enforceSMTAlignment(numCPUs int) error {
 // affinity (nil = no preference), as kubelet's Allocate. It returns the
 // assigned set (empty for shared-pool containers).
 func (p *Static) Allocate(pod *v1.Pod, c *v1.Container, affinity *node.Mask) (cpuset.CPUSet, error) {
-	numCPUs := p.GuaranteedCPUs(pod, c)
-	if numCPUs == 0 || podres.IsPodLevelResourcesSet(pod) {
+	n := p.GuaranteedCPUs(pod, c)
+	if n == 0 || podres.IsPodLevelResourcesSet(pod) {
 		return cpuset.New(), nil
 	}
-	if cs, ok := p.Assigned(string(pod.UID), c.Name); ok {
-		p.updateCPUsToReuse(pod, c, cs)
-		return cs, nil
+	uid := string(pod.UID)
+	if held, ok := p.Assigned(uid, c.Name); ok {
+		p.noteReuse(pod, c.Name, held)
+		return held, nil
 	}
-	if err := p.enforceSMTAlignment(numCPUs); err != nil {
+	if err := p.smtCheck(n); err != nil {
 		return cpuset.New(), err
 	}
-	result, err := p.allocateCPUs(numCPUs, affinity, p.reusable(pod))
+	got, err := p.carve(n, affinity, p.reusable(pod))
 	if err != nil {
 		return cpuset.New(), err
 	}
-	if p.assignments[string(pod.UID)] == nil {
-		p.assignments[string(pod.UID)] = map[string]cpuset.CPUSet{}
+	if p.assignments[uid] == nil {
+		p.assignments[uid] = map[string]cpuset.CPUSet{}
 	}
-	p.assignments[string(pod.UID)][c.Name] = result
-	p.updateCPUsToReuse(pod, c, result)
-	return result, nil
+	p.assignments[uid][c.Name] = got
+	p.noteReuse(pod, c.Name, got)
+	return got, nil
 }
 
-func (p *Static) allocateCPUs(numCPUs int, affinity *node.Mask, reusable cpuset.CPUSet) (cpuset.CPUSet, error) {
-	allocatable := p.Available().Union(reusable)
-	result := cpuset.New()
+// carve takes n CPUs out of the free ones plus reusable: first as many as
+// the affinity's CPUs offer, then the rest from anywhere; the result leaves
+// the shared pool.
+func (p *Static) carve(n int, affinity *node.Mask, reusable cpuset.CPUSet) (cpuset.CPUSet, error) {
+	pool := p.Available().Union(reusable)
+	got := cpuset.New()
 	if affinity != nil {
-		aligned := p.getAlignedCPUs(*affinity, allocatable)
-		n := aligned.Size()
-		if numCPUs < n {
-			n = numCPUs
-		}
-		got, err := p.takeByTopology(aligned, n)
+		near := p.withinAffinity(*affinity, pool)
+		first, err := p.takeByTopology(near, min(n, near.Size()))
 		if err != nil {
 			return cpuset.New(), err
 		}
-		result = result.Union(got)
+		got = first
 	}
-	rest, err := p.takeByTopology(allocatable.Difference(result), numCPUs-result.Size())
+	rest, err := p.takeByTopology(pool.Difference(got), n-got.Size())
 	if err != nil {
 		return cpuset.New(), err
 	}
-	result = result.Union(rest)
-	p.defaultSet = p.defaultSet.Difference(result)
-	return result, nil
+	got = got.Union(rest)
+	p.defaultSet = p.defaultSet.Difference(got)
+	return got, nil
 }
 
-func (p *Static) updateCPUsToReuse(pod *v1.Pod, c *v1.Container, cs cpuset.CPUSet) {
-	uid := string(pod.UID)
-	if p.reuseFor != uid {
-		p.cpusToReuse = map[string]cpuset.CPUSet{}
-		p.reuseFor = uid
-	}
-	if _, ok := p.cpusToReuse[uid]; !ok {
-		p.cpusToReuse[uid] = cpuset.New()
+// noteReuse records what container name of pod hands on: CPUs of an
+// ordinary init container become reusable by the pod's later containers;
+// CPUs of any other container (sidecars, app containers) stop being so.
+func (p *Static) noteReuse(pod *v1.Pod, name string, cpus cpuset.CPUSet) {
+	if uid := string(pod.UID); p.reuse.pod != uid {
+		p.reuse = reuseState{pod: uid, cpus: cpuset.New()}
 	}
 	for i := range pod.Spec.InitContainers {
-		ic := &pod.Spec.InitContainers[i]
-		if c.Name == ic.Name {
-			if podres.IsRestartableInitContainer(ic) {
-				break
+		if ic := &pod.Spec.InitContainers[i]; ic.Name == name {
+			if !podres.IsRestartableInitContainer(ic) {
+				p.reuse.cpus = p.reuse.cpus.Union(cpus)
+				return
 			}
-			p.cpusToReuse[uid] = p.cpusToReuse[uid].Union(cs)
-			return
+			break
 		}
 	}
-	p.cpusToReuse[uid] = p.cpusToReuse[uid].Difference(cs)
+	p.reuse.cpus = p.reuse.cpus.Difference(cpus)
 }
 
-func (p *Static) takeByTopology(available cpuset.CPUSet, numCPUs int) (cpuset.CPUSet, error) {
+// takeByTopology runs the allocator the options select.
+func (p *Static) takeByTopology(cpus cpuset.CPUSet, n int) (cpuset.CPUSet, error) {
 	strategy := CPUSortingStrategyPacked
 	if p.opts.DistributeCPUsAcrossCores {
 		strategy = CPUSortingStrategySpread
 	}
+	chunk := 0 // packed
 	if p.opts.DistributeCPUsAcrossNUMA {
-		group := 1
+		chunk = 1
 		if p.opts.FullPhysicalCPUsOnly {
-			group = p.cpuGroupSize
+			chunk = p.threads
 		}
-		return takeByTopologyNUMADistributed(p.topo, available, numCPUs, group, strategy, p.opts.AlignBySocket)
 	}
-	return takeByTopologyNUMAPacked(p.topo, available, numCPUs, strategy, p.opts.PreferAlignByUncoreCache)
+	return p.lo.take(cpus, n, strategy, chunk, p.opts.PreferAlignByUncoreCache, p.opts.AlignBySocket)
 }
 
 // TakeByTopology exposes the allocator (for tests and explanations).
