@@ -42,6 +42,17 @@ type looseEntry struct {
 }
 
 func TestPublishedExamplesParse(t *testing.T) {
+	// validatesOK is the offline verdict on each published example. The
+	// Hopper file asks for eight 1g.10gb and an 8g.80gb, which the
+	// catalogue's H100 (7 compute slices) cannot hold; the default file
+	// names products the catalogue lacks (RTX PRO 6000 Blackwell, GB200).
+	validatesOK := map[string]bool{
+		"examples-config.yaml":         true,
+		"dgx-station-80gb-config.yaml": true,
+		"systemd-config.yaml":          true,
+		"systemd-config-hopper.yaml":   false,
+		"systemd-config-default.yaml":  false,
+	}
 	for name, data := range examples(t) {
 		t.Run(name, func(t *testing.T) {
 			spec, err := ParseMigParted(data)
@@ -109,6 +120,14 @@ func TestPublishedExamplesParse(t *testing.T) {
 			}
 			if why := acceptedSpecProblem(spec); why != "" {
 				t.Fatal(why)
+			}
+			// And each validates offline, one result per label.
+			v, err := Builtin().Validate(context.Background(), spec, ValidateOptions{File: name})
+			if err != nil || len(v.Configs) != len(spec.MigConfigs) {
+				t.Fatalf("validate: %v", err)
+			}
+			if want, known := validatesOK[name]; known && v.OK != want {
+				t.Errorf("validate OK = %v, want %v", v.OK, want)
 			}
 		})
 	}
