@@ -258,12 +258,17 @@ func (l *linter) reservations() (kube, system v1.ResourceList) {
 // checked in key order, so of several bad entries the first by name is the
 // one reported (kubelet reports whichever its map walk meets first).
 func ParseReserved(entries map[string]string) (v1.ResourceList, error) {
-	out := make(v1.ResourceList, len(entries))
+	names := make([]v1.ResourceName, 0, len(entries))
+	for k := range entries {
+		names = append(names, v1.ResourceName(k))
+	}
+	slices.Sort(names)
+	out := make(v1.ResourceList, len(names))
 	var first error
-	for _, key := range slices.Sorted(maps.Keys(entries)) {
-		q, bad := reservedQuantity(key, entries[key])
+	for _, name := range names {
+		q, bad := reservedQuantity(name, entries[string(name)])
 		first = cmp.Or(first, bad)
-		out[v1.ResourceName(key)] = q
+		out[name] = q
 	}
 	switch {
 	case first != nil:
@@ -276,16 +281,16 @@ func ParseReserved(entries map[string]string) (v1.ResourceList, error) {
 
 // reservedQuantity checks one entry (name first, then the quantity's syntax,
 // then its sign) and returns the quantity kubelet keeps.
-func reservedQuantity(key, text string) (resource.Quantity, error) {
+func reservedQuantity(name v1.ResourceName, text string) (resource.Quantity, error) {
 	var bad error
 	q, syntax := resource.ParseQuantity(text)
-	switch name := v1.ResourceName(key); {
+	switch {
 	case name != v1.ResourceCPU && name != v1.ResourceMemory && name != v1.ResourceEphemeralStorage && name != "pid":
-		bad = fmt.Errorf(quoteReserveUnknown, key)
+		bad = fmt.Errorf(quoteReserveUnknown, name)
 	case syntax != nil:
-		bad = fmt.Errorf(quoteReserveBadQuantity, text, key, syntax)
+		bad = fmt.Errorf(quoteReserveBadQuantity, text, name, syntax)
 	case q.Sign() < 0:
-		bad = fmt.Errorf(quoteReserveNegative, key, text)
+		bad = fmt.Errorf(quoteReserveNegative, name, text)
 	case name == v1.ResourceCPU:
 		q = wholeMillicores(q)
 	}

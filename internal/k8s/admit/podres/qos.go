@@ -2,6 +2,7 @@ package podres
 
 import (
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	resourcehelper "k8s.io/component-helpers/resource"
 )
 
@@ -33,16 +34,18 @@ const (
 type qosTally [3]int
 
 func (t *qosTally) observe(r *v1.ResourceRequirements) {
-	for _, name := range [...]v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory} {
-		lim := r.Limits[name]
-		s := pairPinned
-		if lim.IsZero() {
-			s = pairUnset
-		}
-		if req := r.Requests[name]; req.Cmp(lim) != 0 {
-			s = pairLoose
-		}
-		t[s]++
+	t.count(r.Requests[v1.ResourceCPU], r.Limits[v1.ResourceCPU])
+	t.count(r.Requests[v1.ResourceMemory], r.Limits[v1.ResourceMemory])
+}
+
+func (t *qosTally) count(req, lim resource.Quantity) {
+	switch {
+	case req.Cmp(lim) != 0:
+		t[pairLoose]++
+	case lim.IsZero():
+		t[pairUnset]++
+	default:
+		t[pairPinned]++
 	}
 }
 
@@ -67,13 +70,13 @@ func (t qosTally) class() v1.PodQOSClass {
 
 // QOS returns the pod's QoS class (see the rules above).
 func QOS(pod *v1.Pod) v1.PodQOSClass {
-	if c := pod.Status.QOSClass; c != "" {
-		return c
-	}
 	var t qosTally
-	if IsPodLevelResourcesSet(pod) {
+	switch {
+	case pod.Status.QOSClass != "":
+		return pod.Status.QOSClass
+	case IsPodLevelResourcesSet(pod):
 		t.observe(pod.Spec.Resources)
-	} else {
+	default:
 		t.observeContainers(pod.Spec.InitContainers)
 		t.observeContainers(pod.Spec.Containers)
 	}
