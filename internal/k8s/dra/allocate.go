@@ -143,6 +143,9 @@ func (in *Input) RunUpstream(ctx context.Context, node *corev1.Node) ([]resource
 func Run(ctx context.Context, in *Input, o Options) (*Report, error) {
 	o = o.withDefaults()
 	in.init()
+	for _, c := range in.Claims {
+		DefaultClaimSpec(&c.Spec)
+	}
 	if err := Validate(in); err != nil {
 		return nil, err
 	}
@@ -222,7 +225,7 @@ func runNode(ctx context.Context, in *Input, node *corev1.Node, o Options) (*Nod
 		nr.Fits = false
 		nr.Explain = explain(ctx, in, p, s, o)
 		nr.Explain.Solver = "gpunode"
-		nr.Explain.Upstream = fmt.Sprintf("the upstream allocator was still searching after %s; gpunode stopped it", roundDur(time.Since(start)))
+		nr.Explain.Upstream = fmt.Sprintf("gpunode proved this after %s, before the upstream allocator answered (it was stopped)", roundDur(time.Since(start)))
 		nr.Explain.GpunodeMillis = ms(searchTime)
 		return nr, nil
 	case perr == nil && serr == nil:

@@ -134,6 +134,29 @@ func convertTemplateV1beta1(m map[string]any) {
 	convertRequestsV1beta1(asMap(asMap(m["spec"])["spec"]))
 }
 
+// DefaultClaimSpec applies the apiserver's defaults to a claim spec:
+// allocationMode ExactCount and count 1 for requests and subrequests.
+func DefaultClaimSpec(spec *resourceapi.ResourceClaimSpec) {
+	for i := range spec.Devices.Requests {
+		r := &spec.Devices.Requests[i]
+		if r.Exactly != nil {
+			defaultMode(&r.Exactly.AllocationMode, &r.Exactly.Count)
+		}
+		for j := range r.FirstAvailable {
+			defaultMode(&r.FirstAvailable[j].AllocationMode, &r.FirstAvailable[j].Count)
+		}
+	}
+}
+
+func defaultMode(mode *resourceapi.DeviceAllocationMode, count *int64) {
+	if *mode == "" {
+		*mode = resourceapi.DeviceAllocationModeExactCount
+	}
+	if *mode == resourceapi.DeviceAllocationModeExactCount && *count == 0 {
+		*count = 1
+	}
+}
+
 // LoadSlices decodes ResourceSlices. A slice must have a driver and a pool,
 // and device names must be unique within a pool.
 func LoadSlices(file string, data []byte) ([]Loaded[*resourceapi.ResourceSlice], error) {
@@ -194,6 +217,7 @@ func LoadClaims(file string, data []byte) ([]Loaded[*resourceapi.ResourceClaim],
 	}
 	seen := map[string]bool{}
 	for _, c := range out {
+		DefaultClaimSpec(&c.Obj.Spec)
 		if c.Obj.Namespace == "" {
 			c.Obj.Namespace = "default"
 		}
@@ -213,6 +237,7 @@ func LoadTemplates(file string, data []byte) ([]Loaded[*resourceapi.ResourceClai
 		return nil, err
 	}
 	for _, t := range out {
+		DefaultClaimSpec(&t.Obj.Spec.Spec)
 		if t.Obj.Namespace == "" {
 			t.Obj.Namespace = "default"
 		}

@@ -110,7 +110,9 @@ func profileEngines(arch string, p mig.Profile, product *mig.Product, gpuSMs int
 
 func qty(v int64) resource.Quantity { return *resource.NewQuantity(v, resource.DecimalSI) }
 
-func bytesQty(mib int64) resource.Quantity { return *resource.NewQuantity(mib*1024*1024, resource.BinarySI) }
+func bytesQty(mib int64) resource.Quantity {
+	return *resource.NewQuantity(mib*1024*1024, resource.BinarySI)
+}
 
 var rfc1123Bad = regexp.MustCompile(`[^a-z0-9-]`)
 
@@ -247,7 +249,12 @@ func Slices(o SliceOptions) (*SliceList, error) {
 				e := profileEngines(g.Architecture, p, product, g.SMCount)
 				fullE = engines{max(fullE.sms, e.sms), max(fullE.copy, e.copy), max(fullE.dec, e.dec), max(fullE.enc, e.enc), max(fullE.jpeg, e.jpeg), max(fullE.ofa, e.ofa)}
 			}
+			// The memory counter holds the GPU's memory or the largest
+			// profile's (catalogue sizes are nominal GB), whichever is more.
 			memMiB := int64(g.MemoryMiB)
+			for _, p := range product.Profiles {
+				memMiB = max(memMiB, int64(p.MemoryGB)*1024)
+			}
 			counters := migCounters(fullE, memMiB, 0, product.MemorySlices)
 			gd.sets = append(gd.sets, resourceapi.CounterSet{Name: set, Counters: counters})
 			full.Capacity = migCapacity(fullE, memMiB, false, 0, 0)
