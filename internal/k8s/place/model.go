@@ -24,7 +24,9 @@ package place
 
 import (
 	"fmt"
+	"runtime"
 	"sort"
+	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -234,17 +236,31 @@ func NewCluster(nodes []*v1.Node, pods []*v1.Pod, res Resources) *Cluster {
 	bound := make([]BoundPod, count[len(nodes)])
 	reqs := make([]int64, R*len(bound))
 	next := append([]int32(nil), count[:len(nodes)]...)
-	for pi, p := range pods {
+	slot := make([]int32, len(pods))
+	for pi := range pods {
+		if i := on[pi]; i >= 0 {
+			slot[pi] = next[i]
+			next[i]++
+		}
+	}
+	parallel(len(pods), func(lo, hi int) {
+		for pi := lo; pi < hi; pi++ {
+			if on[pi] < 0 {
+				continue
+			}
+			k := int(slot[pi])
+			req := reqs[R*k : R*(k+1) : R*(k+1)]
+			res.requestVector(pods[pi], req)
+			bound[k] = BoundPod{Pod: pods[pi], Req: req}
+		}
+	})
+	for pi := range pods {
 		i := on[pi]
 		if i < 0 {
 			continue
 		}
-		k := next[i]
-		next[i]++
-		req := reqs[R*int(k) : R*int(k+1) : R*int(k+1)]
-		res.requestVector(p, req)
-		bound[k] = BoundPod{Pod: p, Req: req}
 		nd := &c.Nodes[i]
+		req := bound[slot[pi]].Req
 		for r := range req {
 			nd.Free[r] -= req[r]
 		}
@@ -254,6 +270,26 @@ func NewCluster(nodes []*v1.Node, pods []*v1.Pod, res Resources) *Cluster {
 		c.Nodes[i].Pods = bound[count[i]:count[i+1]:count[i+1]]
 	}
 	return c
+}
+
+// parallel runs fn over [0, n) split into one range per CPU (one range
+// when n is small); the ranges write disjoint data.
+func parallel(n int, fn func(lo, hi int)) {
+	w := runtime.GOMAXPROCS(0)
+	if n < 4096 || w < 2 {
+		fn(0, n)
+		return
+	}
+	var wg sync.WaitGroup
+	for k := 0; k < w; k++ {
+		lo, hi := n*k/w, n*(k+1)/w
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fn(lo, hi)
+		}()
+	}
+	wg.Wait()
 }
 
 // Task is one kind of pod of the gang: Count identical pods.

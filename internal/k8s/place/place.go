@@ -64,7 +64,14 @@ func newEngine(c *Cluster, topo *Topology, g *Gang) *engine {
 		t.req = c.Res.vector(t.Requests)
 		e.fits[ti] = make([]int32, len(c.Nodes))
 	}
-	for ni := range c.Nodes {
+	parallel(len(c.Nodes), func(lo, hi int) { e.evaluate(lo, hi) })
+	return e
+}
+
+// evaluate computes how many pods of each task nodes [lo, hi) can take.
+func (e *engine) evaluate(lo, hi int) {
+	c, g := e.c, e.g
+	for ni := lo; ni < hi; ni++ {
 		n := &c.Nodes[ni]
 		any := false
 		for ti, t := range g.Tasks {
@@ -86,7 +93,6 @@ func newEngine(c *Cluster, topo *Topology, g *Gang) *engine {
 			e.reason[ni], e.detail[ni] = "", ""
 		}
 	}
-	return e
 }
 
 // domainStats is what best fit ranks a domain by.

@@ -48,6 +48,7 @@ type Explain struct {
 	Nodes         int            `json:"nodes"`
 	UsableNodes   int            `json:"usableNodes"`
 	Search        []LevelSearch  `json:"search"`
+	FreeResource  string         `json:"freeResource,omitempty"` // what tree rows' free counts
 	Tree          []TreeRow      `json:"tree"`
 	Excluded      map[string]int `json:"excluded"`
 	ExcludedNodes []ExcludedNode `json:"excludedNodes,omitempty"`
@@ -174,6 +175,9 @@ func Place(ctx context.Context, c *Cluster, topo *Topology, g *Gang) (*Report, e
 		center = best.id
 		rep.Domain = e.ref(best.id)
 		e.whyNot(x, best)
+	}
+	if e.prim >= 0 {
+		x.FreeResource = string(c.Res[e.prim])
 	}
 	x.Tree = e.tree(center)
 	e.excludedExamples(x, center)
@@ -531,7 +535,7 @@ func (r *Report) WriteTable(w io.Writer, o output.Options) error {
 		ew.Printf("%s inside one %s\n\n", o.Paint("31", "DOES NOT FIT"), x.Required)
 	}
 	tw := output.NewTabWriter(ew)
-	fmt.Fprintln(tw, "DOMAIN\tNODES\tGANG PODS\tFREE\t")
+	fmt.Fprintf(tw, "DOMAIN\tNODES\tGANG PODS\tFREE %s\t\n", x.FreeResource)
 	for _, row := range x.Tree {
 		name := strings.Repeat("  ", row.Depth) + row.Level + "=" + row.Name
 		if row.Level == ClusterLevel {
