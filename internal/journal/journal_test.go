@@ -884,3 +884,38 @@ func FuzzDecode(f *testing.F) {
 
 // fsImmutableFL is FS_IMMUTABLE_FL of linux/fs.h (chattr +i).
 const fsImmutableFL = 0x10
+
+// TestEmptyOpenJournalDoesNotBlock: a transaction interrupted before its
+// first step (here: the directory fsync after the journal's first rename
+// fails) changed nothing and never blocks the next run.
+func TestEmptyOpenJournalDoesNotBlock(t *testing.T) {
+	ctx := context.Background()
+	fsys, root := newHost(t)
+	orig := snap(t, root)
+	fl := &hostfs.Faults{Hook: func(n int, op hostfs.Op, p string) error {
+		if op == hostfs.OpFsync && p == stateDir {
+			return syscall.EIO
+		}
+		return nil
+	}}
+	act := plan(func(tx *Tx) []Action {
+		a, _ := tx.SetValue("a", "/proc/sys/vm/swappiness", "60\n", "0")
+		return []Action{a}
+	})
+	if _, err := Run(ctx, fsys.WithFaults(fl), stateDir, Meta{Owner: "tune"}, act); err == nil {
+		t.Fatal("Run succeeded")
+	}
+	assertSame(t, orig, root)
+	// Even when the empty journal is left (a kill right after its rename).
+	tx := &Transaction{ID: "000001-tune", Meta: Meta{Owner: "tune"}, State: StateOpen, Steps: []Step{}}
+	if err := persistTx(fsys, stateDir+"/000001-tune.journal", tx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(ctx, fsys, stateDir, Meta{Owner: "tune"}, act); err != nil {
+		t.Fatalf("Run after an empty open journal: %v", err)
+	}
+	got, err := Load(fsys, stateDir+"/000001-tune.journal")
+	if err != nil || got.State != StateRolledBack {
+		t.Fatalf("empty journal: %+v %v", got, err)
+	}
+}

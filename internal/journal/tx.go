@@ -206,7 +206,8 @@ func (e *Error) Unwrap() error { return e.Err }
 //
 // Run refuses to start while the directory is unsafe (see CheckDir), holds
 // a journal it cannot read, or holds an open transaction of meta.Owner
-// (ErrInterrupted: roll it back first). Temporary files of the journal
+// with steps (ErrInterrupted: roll it back first); an open one without
+// steps changed nothing and is closed. Temporary files of the journal
 // itself left by a killed process are removed under the lock.
 func Run(ctx context.Context, fsys *hostfs.FS, dir string, meta Meta, plan PlanFunc, opts ...Option) (*Result, error) {
 	o := buildOptions(opts)
@@ -232,7 +233,14 @@ func Run(ctx context.Context, fsys *hostfs.FS, dir string, meta Meta, plan PlanF
 			return nil, fmt.Errorf("journal %s: %w; move it out of %s or fix it before changing this host again", t.file, t.err, dir)
 		}
 		if t.tx.Meta.Owner == meta.Owner && t.tx.State == StateOpen {
-			return nil, interrupted(t)
+			if len(t.tx.Steps) > 0 {
+				return nil, interrupted(t)
+			}
+			// Interrupted before its first step: it changed nothing.
+			t.tx.State, t.tx.Ended, t.tx.Reason = StateRolledBack, o.now().UTC(), "interrupted before any change; closed by the next run"
+			if err := persistTx(fsys, t.file, t.tx); err != nil {
+				return nil, fmt.Errorf("close empty journal %s: %w", t.tx.ID, err)
+			}
 		}
 		seq = max(seq, t.seq)
 	}
@@ -251,6 +259,9 @@ func Run(ctx context.Context, fsys *hostfs.FS, dir string, meta Meta, plan PlanF
 	r := &runner{fsys: fsys, file: path.Join(dir, id+ext), o: o,
 		tx: Transaction{ID: id, Meta: meta, State: StateOpen, Steps: []Step{}}}
 	if err := r.persist(); err != nil {
+		// The file may be in place (a failed directory fsync after the
+		// rename): it holds no step, remove it.
+		_ = fsys.Remove(r.file)
 		return nil, fmt.Errorf("journal %s: %w (nothing was changed)", id, err)
 	}
 	for i := 0; i < len(actions); {
