@@ -524,7 +524,15 @@ func (r *Report) WriteTable(w io.Writer, o output.Options) error {
 	if x.Mode != "" {
 		ew.Printf(", mode %s", x.Mode)
 	}
-	ew.Printf("\n%d nodes, %d usable\n\n", x.Nodes, x.UsableNodes)
+	ew.Printf("\n%d nodes, %d usable\n", x.Nodes, x.UsableNodes)
+	var searched []string
+	for _, s := range x.Search {
+		searched = append(searched, fmt.Sprintf("%s (%d of %d domains big enough)", s.Level, s.Fitting, s.Domains))
+	}
+	if len(searched) > 0 {
+		ew.Printf("searched %s\n", strings.Join(searched, ", then "))
+	}
+	ew.Printf("\n")
 	if r.Fits {
 		nodes := map[string]bool{}
 		for _, p := range r.Placements {
