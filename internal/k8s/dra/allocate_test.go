@@ -7,21 +7,21 @@ import (
 )
 
 func TestPCIeRootInfeasible48(t *testing.T) {
-	nr := runOne(t, pcieInput(t, 48), Options{Solver: SolverGpunode})
+	nr := runOne(t, pcieInput(t, 48), Options{Solver: SolverGpunode, Explain: true})
 	if nr.Fits {
 		t.Fatalf("9 GPUs on one root of 8 fit: %+v", nr)
 	}
 	if nr.Explain == nil || !strings.Contains(nr.Explain.Reason, "largest group") {
 		t.Fatalf("explain: %+v", nr.Explain)
 	}
-	if len(nr.Explain.NearestFits) == 0 || !strings.Contains(nr.Explain.NearestFits[0], "count 8 instead of 9") {
+	if len(nr.Explain.NearestFits) == 0 || !strings.Contains(nr.Explain.NearestFits[0], "count 24 instead of 25") {
 		t.Fatalf("nearest: %+v", nr.Explain.NearestFits)
 	}
 	t.Log(nr.Explain.Reason, nr.Explain.NearestFits)
 }
 
 func TestMIG25of24(t *testing.T) {
-	nr := runOne(t, migInput(t, 25), Options{Solver: SolverGpunode})
+	nr := runOne(t, migInput(t, 25), Options{Solver: SolverGpunode, Explain: true})
 	if nr.Fits {
 		t.Fatal("25 x 2g fit where 24 exist")
 	}

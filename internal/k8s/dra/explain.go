@@ -109,7 +109,9 @@ func explain(ctx context.Context, in *Input, p *problem, s *searcher, o Options)
 	}
 	e.Failing = f
 	e.Reason = fmt.Sprintf("claim %s, request %s: %s", c.key, req.name, strings.Join(parts, "; "))
-	e.NearestFits = nearest(ctx, in, p, ci, ri)
+	if o.Explain {
+		e.NearestFits = nearest(ctx, in, p, ci, ri)
+	}
 	return e
 }
 

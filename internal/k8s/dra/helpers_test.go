@@ -64,10 +64,11 @@ func matchAttr(attr string, reqs ...string) resourceapi.DeviceConstraint {
 	return resourceapi.DeviceConstraint{Requests: reqs, MatchAttribute: ptr.To(resourceapi.FullyQualifiedName(attr))}
 }
 
-// pcieInput: 9 GPUs on one PCIe root of a node with n GPUs, 8 per root.
+// pcieInput: n/2+1 GPUs on one PCIe root of a node with n GPUs on two
+// roots (the shape the issue measured upstream on).
 func pcieInput(t testing.TB, n int) *Input {
-	return &Input{Slices: synthNode(t, "n1", n, 8, MIGNone), Classes: gpuClasses(),
-		Claims: []*resourceapi.ResourceClaim{claimOf("train", []resourceapi.DeviceRequest{exact("gpus", "gpu.nvidia.com", 9)}, matchAttr(AttrPCIeRoot))}}
+	return &Input{Slices: synthNode(t, "n1", n, n/2, MIGNone), Classes: gpuClasses(),
+		Claims: []*resourceapi.ResourceClaim{claimOf("train", []resourceapi.DeviceRequest{exact("gpus", "gpu.nvidia.com", int64(n/2+1))}, matchAttr(AttrPCIeRoot))}}
 }
 
 // migInput: k x 2g.20gb on a dynamic-MIG node of 8 H100s (24 exist).

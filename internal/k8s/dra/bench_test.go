@@ -1,0 +1,56 @@
+package dra
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// The targets: unsatisfiable matchAttribute pcieRoot over 48 GPUs and
+// 25 x 2g on a dynamic-MIG node with 24 decided in <= 10 ms each, next to the
+// upstream allocator measured in the same run (it is cut off after
+// upstreamCap; ns/op then says the cap, and "timedout" is 1).
+const upstreamCap = 3 * time.Second
+
+func benchRun(b *testing.B, mk func() *Input, o Options) {
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		in := mk()
+		b.StartTimer()
+		rep, err := Run(context.Background(), in, o)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if rep.Nodes[0].Fits {
+			b.Fatal("fits")
+		}
+		if rep.Nodes[0].Undecided {
+			b.ReportMetric(1, "timedout")
+		}
+	}
+}
+
+func BenchmarkPCIeRoot48Gpunode(b *testing.B) {
+	benchRun(b, func() *Input { return pcieInput(b, 48) }, Options{})
+}
+
+func BenchmarkPCIeRoot48Upstream(b *testing.B) {
+	benchRun(b, func() *Input { return pcieInput(b, 48) }, Options{Solver: SolverUpstream, UpstreamLimit: upstreamCap})
+}
+
+func BenchmarkPCIeRoot32Gpunode(b *testing.B) {
+	benchRun(b, func() *Input { return pcieInput(b, 32) }, Options{})
+}
+
+func BenchmarkPCIeRoot32Upstream(b *testing.B) {
+	benchRun(b, func() *Input { return pcieInput(b, 32) }, Options{Solver: SolverUpstream, UpstreamLimit: upstreamCap})
+}
+
+func BenchmarkMIG25of24Gpunode(b *testing.B) {
+	benchRun(b, func() *Input { return migInput(b, 25) }, Options{})
+}
+
+func BenchmarkMIG25of24Upstream(b *testing.B) {
+	benchRun(b, func() *Input { return migInput(b, 25) }, Options{Solver: SolverUpstream, UpstreamLimit: upstreamCap})
+}
