@@ -77,7 +77,7 @@ func sample(n, want int) []int {
 	return out
 }
 
-// sweepSize is the number of fault points per command: 24 by default (6
+// sweepSize is the number of fault points per command: 12 by default (4
 // with -short), GPUNODE_SWEEP when set (the figures in the README use 200).
 func sweepSize() int {
 	if s := os.Getenv("GPUNODE_SWEEP"); s != "" {
@@ -86,9 +86,9 @@ func sweepSize() int {
 		}
 	}
 	if testing.Short() {
-		return 6
+		return 4
 	}
-	return 24
+	return 12
 }
 
 var sweepErrnos = []syscall.Errno{syscall.ENOSPC, syscall.EIO, syscall.EROFS, syscall.EPERM, syscall.EDQUOT}
@@ -279,19 +279,19 @@ func TestFaultSweepRollback(t *testing.T) {
 // 'tune rollback') and is killed with SIGKILL by the fault seam at the Nth
 // write-side operation; the parent then recovers (status + rollback, or a
 // rerun of the rollback) and compares the tree. GPUNODE_KILL_SAMPLE sets the
-// number of kill points per command (default 8, 3 with -short; .ci/run
+// number of kill points per command (default 4, 2 with -short; .ci/run
 // uses 20).
 func TestKillSweep(t *testing.T) {
 	if os.Getenv("GPUNODE_KILL_CHILD") != "" {
 		return
 	}
 	onTmpfs(t)
-	want := 8
+	want := 4
+	if testing.Short() {
+		want = 2
+	}
 	if s := os.Getenv("GPUNODE_KILL_SAMPLE"); s != "" {
 		want, _ = strconv.Atoi(s)
-	}
-	if testing.Short() {
-		want = 3
 	}
 	ctx := context.Background()
 	cat := NewCatalogue()
