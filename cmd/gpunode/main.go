@@ -4,17 +4,13 @@
 package main
 
 import (
-	"context"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/gpunode/gpunode/internal/cli"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := cli.Main(ctx, cli.OSEnv(os.Args[1:]))
-	stop()
-	os.Exit(code)
+	// SIGINT and SIGTERM cancel the command's context; one that has not
+	// stopped within cli.SignalGrace is ended (see cli.MainWithSignals).
+	os.Exit(cli.MainWithSignals(cli.OSEnv(os.Args[1:])))
 }

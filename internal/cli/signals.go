@@ -1,0 +1,65 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+)
+
+// SignalGrace is how long a command has, after SIGINT or SIGTERM cancelled
+// its context, to return on its own before MainWithSignals ends it. Every
+// loop over host data and every blocking host read honours the context well
+// within it; the grace only catches what cannot be cancelled from inside the
+// process: a read of a pipe the user named (-f -, -f <(...)), or a child
+// process that does not die when killed.
+const SignalGrace = 750 * time.Millisecond
+
+// MainWithSignals runs Main with a context that SIGINT and SIGTERM cancel,
+// and returns the process exit code. A command that has not returned
+// SignalGrace after the signal, or a second signal, ends the run with exit
+// status 128+signal (130 for SIGINT, 143 for SIGTERM) and a message on
+// stderr; the caller then exits, which ends whatever was still blocked. A
+// command that returns a failure after the signal (its context's error)
+// exits with the same status.
+// Transactions stay safe: a journaled change survives a SIGKILL at any point,
+// and this is no worse.
+func MainWithSignals(env Env) int {
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan int, 1)
+	go func() { done <- Main(ctx, env) }()
+	var sig os.Signal
+	select {
+	case code := <-done:
+		return code
+	case sig = <-sigs:
+	}
+	cancel()
+	grace := time.NewTimer(SignalGrace)
+	defer grace.Stop()
+	select {
+	case code := <-done:
+		if code < ExitFailure {
+			return code // it finished its work anyway
+		}
+		return signalExit(sig)
+	case <-grace.C:
+	case <-sigs:
+	}
+	fmt.Fprintf(env.Stderr, "gpunode: stopped by %v\n", sig)
+	return signalExit(sig)
+}
+
+// signalExit is the conventional exit status of a run ended by sig.
+func signalExit(sig os.Signal) int {
+	if s, ok := sig.(syscall.Signal); ok {
+		return 128 + int(s)
+	}
+	return ExitFailure
+}
