@@ -613,7 +613,7 @@ func (r *Report) WriteTable(w io.Writer, o output.Options) error {
 	if n := x.Nearest; n != nil {
 		ew.Printf("\nnearest fit:\n")
 		if n.FewerPods != nil {
-			ew.Printf("  fewer pods: %s fit in %s=%s\n", plural(n.FewerPods.Pods, "pod"), n.FewerPods.Domain.Level, n.FewerPods.Domain.Name)
+			ew.Printf("  fewer pods: %d of the %d pods fit in %s=%s\n", n.FewerPods.Pods, x.Pods, n.FewerPods.Domain.Level, n.FewerPods.Domain.Name)
 		}
 		if n.HigherLevel != nil {
 			ew.Printf("  a higher level: the whole gang fits in %s=%s\n", n.HigherLevel.Level, n.HigherLevel.Name)
