@@ -402,7 +402,7 @@ func (a *App) gpuJournalKinds(ctx context.Context, b gpu.Backend, m *mps.Manager
 func (a *App) newGPURollbackCommand(f *gpuFlags) *cobra.Command {
 	var dryRun bool
 	var journalDir, stateDir, control string
-	var owners []string
+	var owners, skip []string
 	cmd := &cobra.Command{
 		Use:   "rollback",
 		Short: "Undo the GPU layer's journaled changes (persistence, clocks, MPS daemons, MIG), newest first",
@@ -437,7 +437,13 @@ rollback' handles the OS settings.`,
 			rep := GPURollbackReport{SchemaVersion: "gpunode.gpu.rollback/v1", DryRun: dryRun, Transactions: []journal.TxReport{}}
 			var firstErr error
 			for _, o := range owners {
-				r, err := journal.Rollback(ctx, host, journalDir, journal.WithOwner(o), journal.WithKinds(kinds), journal.WithDryRun(dryRun))
+				var mine []string
+				for _, ref := range skip {
+					if id, _, _ := strings.Cut(ref, ":"); strings.HasSuffix(id, "-"+o) {
+						mine = append(mine, ref)
+					}
+				}
+				r, err := journal.Rollback(ctx, host, journalDir, journal.WithOwner(o), journal.WithKinds(kinds), journal.WithDryRun(dryRun), journal.WithSkip(mine...))
 				rep.Transactions = append(rep.Transactions, r.Transactions...)
 				if err != nil && firstErr == nil {
 					firstErr = err
@@ -454,5 +460,6 @@ rollback' handles the OS settings.`,
 	cmd.Flags().StringVar(&stateDir, "state-dir", mps.DefaultStateDir, "MPS state directory (for reverting started daemons)")
 	cmd.Flags().StringVar(&control, "mps-control", mps.ControlBinary, "the nvidia-cuda-mps-control program")
 	cmd.Flags().StringSliceVar(&owners, "owner", []string{gpu.JournalOwner, mps.JournalOwner, miglive.JournalOwner}, "journal owners to roll back: gpu, mps, mig")
+	cmd.Flags().StringSliceVar(&skip, "skip", nil, "skip step ID:N (as a failed rollback prints it) whose original cannot be written back; the original stays in the journal")
 	return cmd
 }

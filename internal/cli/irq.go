@@ -75,6 +75,7 @@ the originals. When irqbalance runs, the output says how to keep it away.`,
 		},
 	}
 	var dry bool
+	var skip []string
 	rollback := &cobra.Command{
 		Use:   "rollback",
 		Short: "Restore the IRQ affinity recorded by 'gpunode irq apply'",
@@ -84,7 +85,7 @@ the originals. When irqbalance runs, the output says how to keep it away.`,
 			if err != nil {
 				return err
 			}
-			rep, err := irq.Rollback(cmd.Context(), fs, f.journalDir, dry)
+			rep, err := irq.Rollback(cmd.Context(), fs, f.journalDir, dry, journal.WithSkip(skip...))
 			if rerr := a.Render(rollbackView{SchemaVersion: "gpunode.irq.rollback/v1", Report: rep}); rerr != nil && err == nil {
 				err = rerr
 			}
@@ -92,6 +93,7 @@ the originals. When irqbalance runs, the output says how to keep it away.`,
 		},
 	}
 	rollback.Flags().BoolVar(&dry, "dry-run", false, "say what would be restored and change nothing")
+	rollback.Flags().StringSliceVar(&skip, "skip", nil, "skip step ID:N (as a failed rollback prints it) whose original cannot be written back; the original stays in the journal")
 	cmd.AddCommand(plan, apply, rollback)
 	return cmd
 }
