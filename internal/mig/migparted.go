@@ -180,6 +180,16 @@ func ParseMigParted(data []byte) (*MigPartedSpec, error) {
 	return nil, fmt.Errorf("not YAML: %w", err)
 }
 
+// UnmarshalJSON applies the same rules when a spec is decoded with
+// encoding/json or sigs.k8s.io/yaml directly (errors then carry no line).
+func (s *MigPartedSpec) UnmarshalJSON(b []byte) error {
+	spec, err := (&specReader{}).document(b)
+	if err == nil {
+		*s = *spec
+	}
+	return err
+}
+
 // step is one element of a field path: a map key, or a list index when
 // key is "" and index >= 0.
 type step struct {

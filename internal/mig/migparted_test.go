@@ -2,6 +2,7 @@ package mig
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -215,6 +216,19 @@ func TestParseMigPartedRefusals(t *testing.T) {
 	}
 	if _, err := ParseMigParted([]byte("version: v1\nmig-configs: [\n")); err == nil || !strings.Contains(err.Error(), "not YAML: yaml: line") {
 		t.Errorf("syntax error: %v", err)
+	}
+}
+
+func TestDecodeWithEncodingJSON(t *testing.T) {
+	var spec MigPartedSpec
+	err := json.Unmarshal([]byte(`{"version":"v1","mig-configs":{"a":[{"devices":[1],"mig-enabled":true,"mig-devices":{"1g.10gb":1}}]}}`), &spec)
+	if err != nil || !spec.MigConfigs["a"][0].MatchesDevices(1) || spec.MigConfigs["a"][0].MigDevices["1g.10gb"] != 1 {
+		t.Fatalf("%+v %v", spec, err)
+	}
+	err = yaml.Unmarshal([]byte("version: v1\nmig-configs:\n  a:\n  - devices: all\n"), &spec)
+	var se *SpecError
+	if !errors.As(err, &se) || se.Path != "mig-configs.a[0]" || se.Line != 0 || se.Msg != "missing required field: mig-enabled" {
+		t.Fatalf("%v", err)
 	}
 }
 
