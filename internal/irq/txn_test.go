@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -152,4 +153,97 @@ func TestFaultSweepIRQApply(t *testing.T) {
 		drop()
 	}
 	t.Logf("irq apply: %d IRQ changes, %d write-side operations, %d faults tried, %d clean aborts, %d identical after rollback", len(res.Changes), n, len(points), clean, len(points))
+}
+
+// TestKillSweepIRQ re-executes the test binary, which runs 'irq apply' on
+// the DGX host and is killed with SIGKILL by the fault seam at a sampled
+// write-side operation; the parent rolls back and compares the tree.
+// GPUNODE_KILL_SAMPLE sets the number of points (default 4, 2 with -short).
+func TestKillSweepIRQ(t *testing.T) {
+	if os.Getenv("GPUNODE_IRQ_KILL_CHILD") != "" {
+		return
+	}
+	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() && unix.Access("/dev/shm", unix.W_OK) == nil {
+		t.Setenv("TMPDIR", "/dev/shm")
+	}
+	want := 4
+	if testing.Short() {
+		want = 2
+	}
+	if s := os.Getenv("GPUNODE_KILL_SAMPLE"); s != "" {
+		want, _ = strconv.Atoi(s)
+	}
+	root := testhost.Copy(t, "dgx-h100")
+	if err := os.MkdirAll(filepath.Join(root, "var/lib/gpunode"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	fsys, tp := host(t, root)
+	base, err := journaltest.NewBaseline(root, "var/lib/gpunode")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	rep, err := Analyze(ctx, fsys, tp, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := &hostfs.Faults{NoSync: true}
+	if _, err := Apply(ctx, fsys.WithFaults(count), rep, ApplyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Rollback(ctx, fsys, "", false); err != nil {
+		t.Fatal(err)
+	}
+	n := count.Count()
+	kills, interrupted := 0, 0
+	for i := 0; i < want; i++ {
+		k := 1 + i*(n-1)/max(want-1, 1)
+		c := exec.Command(os.Args[0], "-test.run=^TestKillChildIRQ$")
+		c.Env = append(os.Environ(), "GPUNODE_IRQ_KILL_CHILD="+root, "GPUNODE_KILL_AT="+strconv.Itoa(k))
+		out, err := c.CombinedOutput()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || !ee.Sys().(syscall.WaitStatus).Signaled() || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+			t.Fatalf("kill at %d: child ended with %v, want SIGKILL:\n%s", k, err, out)
+		}
+		infos, err := journal.List(fsys, journal.DefaultDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, in := range infos {
+			if in.Err != nil {
+				t.Fatalf("kill at %d: journal %s unreadable: %v", k, in.File, in.Err)
+			}
+			if in.Tx.State == journal.StateOpen {
+				interrupted++
+			}
+		}
+		if _, err := Rollback(ctx, fsys, "", false); err != nil {
+			t.Fatalf("kill at %d (%s): rollback: %v", k, count.Log()[k-1], err)
+		}
+		if d, err := base.Diff(); err != nil || len(d) > 0 {
+			t.Fatalf("kill at %d (%s): tree differs: %v\n%s", k, count.Log()[k-1], err, strings.Join(d, "\n"))
+		}
+		infos, _ = journal.List(fsys, journal.DefaultDir)
+		for _, in := range infos {
+			os.Remove(fsys.Path(in.File))
+		}
+		kills++
+	}
+	t.Logf("SIGKILL: irq apply %d kills (%d left an open journal), all byte-identical after rollback", kills, interrupted)
+}
+
+// TestKillChildIRQ is TestKillSweepIRQ's child process.
+func TestKillChildIRQ(t *testing.T) {
+	root := os.Getenv("GPUNODE_IRQ_KILL_CHILD")
+	if root == "" {
+		t.Skip("child process of TestKillSweepIRQ")
+	}
+	k, _ := strconv.Atoi(os.Getenv("GPUNODE_KILL_AT"))
+	fsys, tp := host(t, root)
+	rep, err := Analyze(context.Background(), fsys, tp, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Apply(context.Background(), fsys.WithFaults(&hostfs.Faults{At: k, Kill: true, NoSync: true}), rep, ApplyOptions{})
+	t.Fatalf("finished (%v) before operation %d", err, k)
 }

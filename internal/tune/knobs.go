@@ -955,11 +955,26 @@ func revertDirty(_ context.Context, fsys *hostfs.FS, s journal.Step) error {
 	if rp == "" || bp == "" {
 		return errors.New("tune.dirty step without ratioPath/bytesPath")
 	}
+	// Write only what differs: a change that failed (or never happened)
+	// left the files as they were, and one of them may refuse writes.
+	same := func(p, raw string) bool {
+		b, err := fsys.ReadFile(p)
+		return err == nil && string(b) == raw
+	}
+	rSame, bSame := same(rp, s.Data["ratioRaw"]), same(bp, s.Data["bytesRaw"])
+	if rSame && bSame {
+		return nil
+	}
 	if !fsys.IsKernelFile(rp) {
-		if err := fsys.WriteString(rp, s.Data["ratioRaw"]); err != nil {
-			return err
+		if !rSame {
+			if err := fsys.WriteString(rp, s.Data["ratioRaw"]); err != nil {
+				return err
+			}
 		}
-		return fsys.WriteString(bp, s.Data["bytesRaw"])
+		if !bSame {
+			return fsys.WriteString(bp, s.Data["bytesRaw"])
+		}
+		return nil
 	}
 	if r, ok := strings.CutSuffix(s.Original, "%"); ok {
 		if cur, _ := fsys.ReadString(bp); cur != "0" {
