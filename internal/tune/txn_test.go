@@ -442,7 +442,8 @@ func TestFailedApplyReportSaysReverted(t *testing.T) {
 // TestRacingCommands runs a slowed apply against concurrent rollbacks and
 // applies: each command either does all its work or is refused (ErrLocked)
 // having changed nothing; no apply reports success with part of its
-// changes, and no journal holds a torn original.
+// changes, and no journal holds a torn original. GPUNODE_RACE_ROUNDS sets
+// the number of rounds (default 10, 3 with -short).
 func TestRacingCommands(t *testing.T) {
 	onTmpfs(t)
 	ctx := context.Background()
@@ -461,6 +462,9 @@ func TestRacingCommands(t *testing.T) {
 	rounds := 10
 	if testing.Short() {
 		rounds = 3
+	}
+	if s := os.Getenv("GPUNODE_RACE_ROUNDS"); s != "" {
+		rounds, _ = strconv.Atoi(s)
 	}
 	var locked, applied, rolled int
 	for r := 0; r < rounds; r++ {
