@@ -26,6 +26,10 @@ import (
 // errBudget: the search hit its node budget and decided nothing.
 var errBudget = errors.New("search budget exhausted")
 
+// errAllConstraint: an All request's device broke a claim constraint, which
+// makes the upstream allocator fail the whole allocation.
+var errAllConstraint = errors.New("all-devices request breaks a claim constraint")
+
 // pick is one device of a solution.
 type pick struct {
 	claim  int
@@ -53,7 +57,8 @@ type searcher struct {
 	setOf   []int
 	numSets int
 	// stats for explanations
-	boundFails int
+	boundFails     int
+	constraintFail bool
 }
 
 func newSearcher(ctx context.Context, p *problem, budget int) *searcher {
@@ -84,6 +89,9 @@ func newSearcher(ctx context.Context, p *problem, budget int) *searcher {
 // solve returns a solution, nil when none exists, or errBudget.
 func (s *searcher) solve() ([]pick, error) {
 	ok, err := s.claim(0)
+	if errors.Is(err, errAllConstraint) {
+		return nil, nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -278,7 +286,14 @@ func (s *searcher) allDevices(ci, ri int, a *alt) (bool, error) {
 	taken := 0
 	ok := true
 	for _, d := range a.cands {
+		s.constraintFail = false
 		if !s.take(ci, a, d) {
+			if s.constraintFail {
+				// The allocator stops with an error here ("cannot add
+				// device ... because a claim constraint would not be
+				// satisfied"): nothing fits.
+				return false, errAllConstraint
+			}
 			ok = false
 			break
 		}
@@ -325,15 +340,18 @@ func (s *searcher) take(ci int, a *alt, d int) bool {
 		}
 		v := attrKey(lookupAttr(dev, k.attr))
 		if v == "" {
+			s.constraintFail = true
 			return false
 		}
 		switch k.kind {
 		case matchConstraint:
 			if v != s.matchVal[i] {
+				s.constraintFail = true
 				return false
 			}
 		case distinctConstraint:
 			if s.distinct[i][v] > 0 {
+				s.constraintFail = true
 				return false
 			}
 		}
