@@ -919,3 +919,31 @@ func TestEmptyOpenJournalDoesNotBlock(t *testing.T) {
 		t.Fatalf("empty journal: %+v %v", got, err)
 	}
 }
+
+// TestLockNeverLeavesRoot (defect 6): when the journal directory cannot be
+// resolved inside the root (here a link to an absolute path whose first
+// component is a regular file inside the root), the lock used to be opened
+// at the unresolved path, which the kernel followed out of the root.
+func TestLockNeverLeavesRoot(t *testing.T) {
+	ctx := context.Background()
+	fsys, root := newHost(t)
+	outside := t.TempDir() // e.g. /tmp/TestX/002
+	first := strings.Split(strings.TrimPrefix(outside, "/"), "/")[0]
+	if err := os.WriteFile(filepath.Join(root, first), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(root, "var/lib"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(root, "var/lib/gpunode")); err != nil {
+		t.Fatal(err)
+	}
+	_, rerr := Rollback(ctx, fsys, stateDir)
+	_, werr := Run(ctx, fsys, stateDir, Meta{Owner: "tune"}, plan(func(*Tx) []Action { return nil }))
+	if ents, _ := os.ReadDir(outside); len(ents) > 0 {
+		t.Fatalf("files created outside the root: %v (rollback: %v, run: %v)", ents, rerr, werr)
+	}
+	if rerr == nil || werr == nil {
+		t.Fatalf("rollback = %v, run = %v; want both to refuse the unresolvable directory", rerr, werr)
+	}
+}
