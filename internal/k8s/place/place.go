@@ -395,6 +395,12 @@ func (e *engine) search(order []int) ([][2]int, bool) {
 				next = append(next, state{rem: rem, parent: si, take: take})
 			}
 		}
+		// pruning compares states pairwise: count that work too
+		e.steps += len(next) * len(next)
+		if e.steps > MaxSearchSteps {
+			e.undec++
+			return nil, false
+		}
 		next = paretoMin(next, func(s state) []int { return s.rem })
 		layers = append(layers, next)
 		for si, st := range next {
