@@ -154,6 +154,42 @@ func BenchmarkPlace10k(b *testing.B) {
 	}
 }
 
+// BenchmarkPlace10kTwoTasks: a launcher (1 pod, no GPU) plus 1,023 workers
+// x 4 GPUs, and 512 + 512 workers of two GPU sizes: the exact multi-task
+// search on 10,240 nodes.
+func BenchmarkPlace10kTwoTasks(b *testing.B) {
+	nodes, pods := genCluster(20, 16, 32, 1)
+	mk := func(name string, n int, cpu string, gpus int) *Task {
+		names := make([]string, n)
+		for i := range names {
+			names[i] = fmt.Sprintf("%s-%d", name, i)
+		}
+		c := v1.Container{Name: "c", Resources: v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu)}}}
+		if gpus > 0 {
+			c.Resources.Limits = v1.ResourceList{ResourceGPU: *resource.NewQuantity(int64(gpus), resource.DecimalSI)}
+		}
+		return newTask(name, n, names, &v1.PodTemplateSpec{Spec: v1.PodSpec{Containers: []v1.Container{c}}})
+	}
+	for _, tc := range []struct {
+		name  string
+		tasks func() []*Task
+	}{
+		{"launcher+1023x4gpu", func() []*Task { return []*Task{mk("launcher", 1, "8", 0), mk("worker", 1023, "40", 4)} }},
+		{"512x2gpu+512x4gpu", func() []*Task { return []*Task{mk("small", 512, "20", 2), mk("big", 512, "40", 4)} }},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			var rep *Report
+			start := cpuTime()
+			for i := 0; i < b.N; i++ {
+				g := &Gang{Workload: "bench", Style: StyleVolcano, Tasks: tc.tasks(), Required: -1, Preferred: -1}
+				rep = placeParsed(b, nodes, pods, g)
+			}
+			reportCPU(b, start)
+			b.ReportMetric(float64(len(rep.Placements)), "placed")
+		})
+	}
+}
+
 // BenchmarkPlaceScale: cost against nodes (1k, 10k, 50k) and gang size.
 func BenchmarkPlaceScale(b *testing.B) {
 	for _, blocks := range []int{2, 20, 100} {

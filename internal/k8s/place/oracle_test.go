@@ -298,3 +298,41 @@ func TestAgainstBruteForce(t *testing.T) {
 		t.Errorf("random cases too one-sided: %d fit, %d of them multi-task", fitsSeen, multi)
 	}
 }
+
+// paretoGeneral is the quadratic definition, for checking paretoMin2.
+func paretoGeneral(in [][]int) map[[2]int]bool {
+	out := map[[2]int]bool{}
+	for i, v := range in {
+		dominated := false
+		for j, w := range in {
+			if j != i && w[0] <= v[0] && w[1] <= v[1] && (w[0] < v[0] || w[1] < v[1] || j < i) {
+				dominated = true
+				break
+			}
+		}
+		if !dominated {
+			out[[2]int{v[0], v[1]}] = true
+		}
+	}
+	return out
+}
+
+func TestParetoMin2(t *testing.T) {
+	r := rand.New(rand.NewSource(2))
+	for c := 0; c < 2000; c++ {
+		var in [][]int
+		for k := r.Intn(12); k >= 0; k-- {
+			in = append(in, []int{r.Intn(6), r.Intn(6)})
+		}
+		want := paretoGeneral(in)
+		got := paretoMin(append([][]int(nil), in...), func(v []int) []int { return v })
+		if len(got) != len(want) {
+			t.Fatalf("%v: got %v, want %v", in, got, want)
+		}
+		for _, v := range got {
+			if !want[[2]int{v[0], v[1]}] {
+				t.Fatalf("%v: got %v, want %v", in, got, want)
+			}
+		}
+	}
+}

@@ -396,7 +396,11 @@ func (e *engine) search(order []int) ([][2]int, bool) {
 			}
 		}
 		// pruning compares states pairwise: count that work too
-		e.steps += len(next) * len(next)
+		if len(e.g.Tasks) == 2 {
+			e.steps += len(next)
+		} else {
+			e.steps += len(next) * len(next)
+		}
 		if e.steps > MaxSearchSteps {
 			e.undec++
 			return nil, false
@@ -415,6 +419,9 @@ func (e *engine) search(order []int) ([][2]int, bool) {
 // paretoMin keeps the states whose vectors no other state's vector is
 // componentwise <= (the first of equal vectors is kept).
 func paretoMin[S any](in []S, vec func(S) []int) []S {
+	if len(in) > 0 && len(vec(in[0])) == 2 {
+		return paretoMin2(in, vec)
+	}
 	sort.SliceStable(in, func(a, b int) bool {
 		sa, sb := 0, 0
 		for _, x := range vec(in[a]) {
@@ -445,6 +452,29 @@ func paretoMin[S any](in []S, vec func(S) []int) []S {
 		}
 		if !dominated {
 			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// paretoMin2 is paretoMin for two tasks in O(n log n): in order of the first
+// coordinate (then the second), a vector survives iff its second coordinate
+// is below every earlier one's.
+func paretoMin2[S any](in []S, vec func(S) []int) []S {
+	sort.SliceStable(in, func(a, b int) bool {
+		va, vb := vec(in[a]), vec(in[b])
+		if va[0] != vb[0] {
+			return va[0] < vb[0]
+		}
+		return va[1] < vb[1]
+	})
+	var out []S
+	best := 0
+	for i, s := range in {
+		v := vec(s)
+		if i == 0 || v[1] < best {
+			out = append(out, s)
+			best = v[1]
 		}
 	}
 	return out
