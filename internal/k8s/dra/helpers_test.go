@@ -89,3 +89,8 @@ func runOne(t testing.TB, in *Input, o Options) NodeReport {
 	}
 	return rep.Nodes[0]
 }
+
+type (
+	resourceSliceT = resourceapi.ResourceSlice
+	resourceClaimT = resourceapi.ResourceClaim
+)
