@@ -17,7 +17,7 @@ const (
 // takeByTopologyNUMAPacked picks numCPUs CPUs of availableCPUs the way
 // kubelet's default static policy does (see layout.pack).
 func takeByTopologyNUMAPacked(topo *CPUTopology, availableCPUs cpuset.CPUSet, numCPUs int, strategy CPUSortingStrategy, preferAlignByUncoreCache bool) (cpuset.CPUSet, error) {
-	return newLayout(topo).take(availableCPUs, numCPUs, strategy, 0, preferAlignByUncoreCache, false)
+	return newLayout(topo).take(availableCPUs, numCPUs, strategy == CPUSortingStrategySpread, 0, preferAlignByUncoreCache, false)
 }
 
 // takeByTopologyNUMADistributed picks numCPUs CPUs of availableCPUs spread
@@ -25,20 +25,20 @@ func takeByTopologyNUMAPacked(topo *CPUTopology, availableCPUs cpuset.CPUSet, nu
 // kubelet's distribute-cpus-across-numa option does (see
 // layout.spreadOverNUMA).
 func takeByTopologyNUMADistributed(topo *CPUTopology, availableCPUs cpuset.CPUSet, numCPUs int, cpuGroupSize int, strategy CPUSortingStrategy, alignBySocket bool) (cpuset.CPUSet, error) {
-	return newLayout(topo).take(availableCPUs, numCPUs, strategy, cpuGroupSize, false, alignBySocket)
+	return newLayout(topo).take(availableCPUs, numCPUs, strategy == CPUSortingStrategySpread, cpuGroupSize, false, alignBySocket)
 }
 
-// take runs the packed allocation (chunk 0) or the NUMA-distributed one
-// (chunk > 0) on a CPU set.
-func (lo *layout) take(avail cpuset.CPUSet, n int, strategy CPUSortingStrategy, chunk int, byCache, bySocket bool) (cpuset.CPUSet, error) {
-	spread := strategy == CPUSortingStrategySpread
-	var got []int
-	var err error
+// take runs the packed allocation (chunk 0; byCache applies) or the
+// NUMA-distributed one (chunk > 0; bySocket applies) on a CPU set; spread
+// orders single CPUs across cores.
+func (lo *layout) take(avail cpuset.CPUSet, n int, spread bool, chunk int, byCache, bySocket bool) (cpuset.CPUSet, error) {
+	run := func(free []int) ([]int, error) { return lo.pack(free, n, avail.Size(), spread, byCache) }
 	if chunk > 0 {
-		got, err = lo.spreadOverNUMA(lo.slots(avail), n, avail.Size(), chunk, spread, bySocket)
-	} else {
-		got, err = lo.pack(lo.slots(avail), n, avail.Size(), spread, byCache)
+		run = func(free []int) ([]int, error) {
+			return lo.spreadOverNUMA(free, n, avail.Size(), chunk, spread, bySocket)
+		}
 	}
+	got, err := run(lo.slots(avail))
 	if err != nil {
 		return cpuset.New(), err
 	}

@@ -138,7 +138,6 @@ type spreadSearch struct {
 	bySocket bool
 	order    []int // NUMA nodes with free CPUs, in rank (may repeat a node)
 	nodes    []int // the same, each node once: the population of the score
-	stuck    bool  // TRANSITION: kubelet would loop forever
 }
 
 // candidate is a scored NUMA combination.
@@ -219,7 +218,6 @@ func (s *spreadSearch) judge(combo []int) (score float64, extraNodes []int, extr
 			}
 			copy(trial, left)
 			if !handOut(trial, picked, rest, s.chunk) {
-				s.stuck = true
 				return true
 			}
 			if v := imbalance(trial, s.nodes); v < score {
@@ -340,7 +338,6 @@ func (s *spreadSearch) carryOut(c *candidate) ([]int, error) {
 			progress = true
 		}
 		if !progress {
-			s.stuck = true
 			break // kubelet loops forever here; report the shortfall instead
 		}
 	}
@@ -357,21 +354,15 @@ func (s *spreadSearch) carryOut(c *candidate) ([]int, error) {
 // slots in chunks of chunk CPUs (offered: the caller's set size, for the
 // error text).
 func (lo *layout) spreadOverNUMA(free []int, want, offered, chunk int, spread, bySocket bool) ([]int, error) {
-	got, err, _ := lo.spreadOverNUMAStuck(free, want, offered, chunk, spread, bySocket)
-	return got, err
-}
-
-func (lo *layout) spreadOverNUMAStuck(free []int, want, offered, chunk int, spread, bySocket bool) (got []int, err error, stuck bool) {
 	if want%chunk != 0 {
-		got, err = lo.pack(free, want, offered, spread, false)
-		return got, err, false
+		return lo.pack(free, want, offered, spread, false)
 	}
 	d := newDraft(lo, free, want, spread)
 	if d.satisfied() {
-		return nil, nil, false
+		return nil, nil
 	}
 	if d.owed > d.nFree {
-		return nil, fmt.Errorf(quoteNotEnoughCPUs, want, offered), false
+		return nil, fmt.Errorf(quoteNotEnoughCPUs, want, offered)
 	}
 	s := &spreadSearch{d: d, want: want, chunk: chunk, bySocket: bySocket, order: d.rank(tierNUMA)}
 	s.nodes = slices.Clone(s.order)
@@ -388,10 +379,8 @@ func (lo *layout) spreadOverNUMAStuck(free []int, want, offered, chunk int, spre
 	most := min(needChunks, len(s.nodes))
 	for k := fewest; k <= most; k++ {
 		if c := s.best(k); c != nil {
-			got, err := s.carryOut(c)
-			return got, err, s.stuck
+			return s.carryOut(c)
 		}
 	}
-	got, err = lo.pack(free, want, offered, spread, false)
-	return got, err, s.stuck
+	return lo.pack(free, want, offered, spread, false)
 }

@@ -150,14 +150,13 @@ func ParseOptions(policyOptions map[string]string, g Gates) (Options, error) {
 // ValidateOptions checks the options against the machine and the Topology
 // Manager policy, as kubelet's ValidateStaticPolicyOptions.
 func ValidateOptions(opts Options, topo *CPUTopology, topologyPolicy string) error {
-	if !opts.AlignBySocket {
-		return nil
-	}
 	const singleNUMA = "single-numa-node"
-	if topologyPolicy == singleNUMA {
+	switch {
+	case !opts.AlignBySocket:
+		return nil
+	case topologyPolicy == singleNUMA:
 		return fmt.Errorf(quoteSocketVsSingleNUMA, singleNUMA, AlignBySocketOption)
-	}
-	if topo.NumSockets > topo.NumNUMANodes {
+	case topo.NumSockets > topo.NumNUMANodes:
 		return errors.New(quoteSocketsAboveNUMA)
 	}
 	return nil

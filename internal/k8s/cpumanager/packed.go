@@ -203,27 +203,21 @@ func (d *draft) partCache(c int) {
 // rank, take whole caches while at least a cache's worth is owed, and try to
 // fit the rest into the cache at hand.
 func (d *draft) caches() {
-	for _, c := range d.rank(tierCache) {
+	visit := d.rank(tierCache)
+	for i := 0; i < len(visit) && !d.satisfied(); i++ {
 		if d.owed >= d.lo.perCache {
 			d.wholeGroups(tierCache)
 		}
-		if d.satisfied() {
-			return
-		}
-		d.partCache(c)
-		if d.satisfied() {
-			return
+		if !d.satisfied() {
+			d.partCache(visit[i])
 		}
 	}
 }
 
 // pickSingles picks single CPUs until nothing is owed.
 func (d *draft) pickSingles() {
-	for _, s := range d.singles() {
-		d.pick([]int{s})
-		if d.satisfied() {
-			return
-		}
+	for queue := d.singles(); len(queue) > 0 && !d.satisfied(); queue = queue[1:] {
+		d.pick(queue[:1])
 	}
 }
 

@@ -45,10 +45,11 @@ type SMTAlignmentError struct {
 }
 
 func (e SMTAlignmentError) Error() string {
-	if !e.CausedByPhysicalCPUs {
-		return fmt.Sprintf(quoteSMTNotMultiple, e.RequestedCPUs, e.CpusPerCore)
+	format, args := quoteSMTNotMultiple, []any{e.RequestedCPUs, e.CpusPerCore}
+	if e.CausedByPhysicalCPUs {
+		format, args = quoteSMTNotEnoughPhysical, []any{e.AvailablePhysicalCPUs, e.RequestedCPUs, e.CpusPerCore}
 	}
-	return fmt.Sprintf(quoteSMTNotEnoughPhysical, e.AvailablePhysicalCPUs, e.RequestedCPUs, e.CpusPerCore)
+	return fmt.Sprintf(format, args...)
 }
 
 // Type is the admission failure reason.
@@ -360,13 +361,14 @@ func greedyMinNodes(ids []int, capacity map[int]int, request int) int {
 // fillsFewestSockets is the align-by-socket preference: the mask's NUMA
 // nodes span exactly as many sockets as the smallest fitting mask needs,
 // counting the machine's NUMA nodes per socket.
-func (p *Static) fillsFewestSockets(m node.Mask, minAffinitySize int) bool {
-	numaPerSocket := quotient(p.topo.NumNUMANodes, p.topo.NumSockets)
-	if numaPerSocket == 0 {
+func (p *Static) fillsFewestSockets(m node.Mask, fewestNUMA int) bool {
+	perSocket := quotient(p.topo.NumNUMANodes, p.topo.NumSockets)
+	if perSocket < 1 {
 		return false
 	}
-	fewest := (minAffinitySize + numaPerSocket - 1) / numaPerSocket
-	return len(p.socketsUnder(m)) == fewest
+	// spanned sockets must hold fewestNUMA nodes, and one socket fewer must not
+	spanned := len(p.socketsUnder(m))
+	return spanned*perSocket >= fewestNUMA && (spanned-1)*perSocket < fewestNUMA
 }
 
 // socketsUnder returns the socket groups holding CPUs of the mask's NUMA
@@ -449,20 +451,23 @@ func (p *Static) Allocate(pod *v1.Pod, c *v1.Container, affinity *node.Mask) (cp
 // the shared pool.
 func (p *Static) carve(n int, affinity *node.Mask, reusable cpuset.CPUSet) (cpuset.CPUSet, error) {
 	pool := p.Available().Union(reusable)
-	got := cpuset.New()
+	sources := []cpuset.CPUSet{pool}
 	if affinity != nil {
-		near := p.withinAffinity(*affinity, pool)
-		first, err := p.takeByTopology(near, min(n, near.Size()))
+		sources = append([]cpuset.CPUSet{p.withinAffinity(*affinity, pool)}, sources...)
+	}
+	got := cpuset.New()
+	for i, src := range sources {
+		src = src.Difference(got)
+		wanted := n - got.Size()
+		if i+1 < len(sources) { // a preferred source gives what it has
+			wanted = min(wanted, src.Size())
+		}
+		more, err := p.takeByTopology(src, wanted)
 		if err != nil {
 			return cpuset.New(), err
 		}
-		got = first
+		got = got.Union(more)
 	}
-	rest, err := p.takeByTopology(pool.Difference(got), n-got.Size())
-	if err != nil {
-		return cpuset.New(), err
-	}
-	got = got.Union(rest)
 	p.defaultSet = p.defaultSet.Difference(got)
 	return got, nil
 }
@@ -488,18 +493,16 @@ func (p *Static) noteReuse(pod *v1.Pod, name string, cpus cpuset.CPUSet) {
 
 // takeByTopology runs the allocator the options select.
 func (p *Static) takeByTopology(cpus cpuset.CPUSet, n int) (cpuset.CPUSet, error) {
-	strategy := CPUSortingStrategyPacked
-	if p.opts.DistributeCPUsAcrossCores {
-		strategy = CPUSortingStrategySpread
-	}
-	chunk := 0 // packed
-	if p.opts.DistributeCPUsAcrossNUMA {
+	o := p.opts
+	var chunk int // 0: packed; else NUMA-distributed in chunks of whole cores or CPUs
+	switch {
+	case !o.DistributeCPUsAcrossNUMA:
+	case o.FullPhysicalCPUsOnly:
+		chunk = p.threads
+	default:
 		chunk = 1
-		if p.opts.FullPhysicalCPUsOnly {
-			chunk = p.threads
-		}
 	}
-	return p.lo.take(cpus, n, strategy, chunk, p.opts.PreferAlignByUncoreCache, p.opts.AlignBySocket)
+	return p.lo.take(cpus, n, o.DistributeCPUsAcrossCores, chunk, o.PreferAlignByUncoreCache, o.AlignBySocket)
 }
 
 // TakeByTopology exposes the allocator (for tests and explanations).

@@ -1,6 +1,9 @@
 package cpumanager
 
 import (
+	"maps"
+	"slices"
+
 	"k8s.io/utils/cpuset"
 
 	"github.com/gpunode/gpunode/internal/k8s/node"
@@ -33,13 +36,7 @@ type CPUInfo struct {
 }
 
 // CPUs returns the set of logical CPU ids.
-func (d CPUDetails) CPUs() cpuset.CPUSet {
-	ids := make([]int, 0, len(d))
-	for id := range d {
-		ids = append(ids, id)
-	}
-	return cpuset.New(ids...)
-}
+func (d CPUDetails) CPUs() cpuset.CPUSet { return cpuset.New(slices.Collect(maps.Keys(d))...) }
 
 // CPUsPerCore is the number of hardware threads per physical core as
 // kubelet computes it (logical CPUs divided by cores, 0 without cores).
