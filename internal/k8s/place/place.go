@@ -330,6 +330,7 @@ func (e *engine) expand(a [][2]int) [][]int {
 // absorbable whenever a larger one is, since what a node can hold is closed
 // under taking fewer pods), so the frontier stays small.
 func (e *engine) search(order []int) ([][2]int, bool) {
+	e.steps = 0 // the bound is per domain
 	T := len(e.g.Tasks)
 	demand := make([]int, T)
 	for ti, t := range e.g.Tasks {
