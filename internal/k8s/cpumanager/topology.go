@@ -42,10 +42,10 @@ func (d CPUDetails) CPUs() cpuset.CPUSet { return cpuset.New(slices.Collect(maps
 // kubelet computes it (logical CPUs divided by cores, 0 without cores).
 func (topo *CPUTopology) CPUsPerCore() int { return quotient(topo.NumCPUs, topo.NumCores) }
 
-// FromNode describes node n for the CPU Manager the way kubelet's Discover
-// describes a machine from cAdvisor: a core is named after the lowest CPU id
-// among its threads (node files already number cores so), and a CPU without
-// its own uncore cache id shares its socket's.
+// FromNode describes node n for the CPU Manager as kubelet's Discover
+// describes a machine from cAdvisor's data. The node model already names a
+// core after the lowest CPU id among its threads, as kubelet does, so ids
+// carry over unchanged; the counts are those of distinct ids.
 func FromNode(n *node.Node) *CPUTopology {
 	topo := &CPUTopology{NumCPUs: len(n.CPUs), CPUDetails: make(CPUDetails, len(n.CPUs))}
 	distinct := [4]map[int]struct{}{{}, {}, {}, {}}
