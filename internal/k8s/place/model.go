@@ -303,14 +303,27 @@ type Task struct {
 	affinity nodeaffinity.RequiredNodeAffinity
 }
 
-// Exclusion reasons, in the order they are checked.
+// Exclusion reasons (JSON codes), in the order they are checked.
 const (
 	ReasonCordoned = "cordoned"
-	ReasonNotReady = "not Ready"
+	ReasonNotReady = "notReady"
 	ReasonTainted  = "tainted"
-	ReasonAffinity = "node selector/affinity"
-	ReasonTooFull  = "too full"
+	ReasonAffinity = "affinity"
+	ReasonTooFull  = "tooFull"
 )
+
+// ReasonText is how the table says a reason.
+func ReasonText(r string) string {
+	switch r {
+	case ReasonNotReady:
+		return "not Ready"
+	case ReasonAffinity:
+		return "node selector/affinity"
+	case ReasonTooFull:
+		return "too full"
+	}
+	return r
+}
 
 // fit returns how many pods of t node n can take, and when none, why.
 func (t *Task) fit(n *Node) (int, string, string) {

@@ -598,13 +598,13 @@ func (r *Report) WriteTable(w io.Writer, o output.Options) error {
 		var parts []string
 		for _, k := range []string{ReasonCordoned, ReasonNotReady, ReasonTainted, ReasonAffinity, ReasonTooFull} {
 			if n := x.Excluded[k]; n > 0 {
-				parts = append(parts, fmt.Sprintf("%d %s", n, k))
+				parts = append(parts, fmt.Sprintf("%d %s", n, ReasonText(k)))
 			}
 		}
 		ew.Printf("\nexcluded nodes: %s\n", strings.Join(parts, ", "))
 		tw = output.NewTabWriter(ew)
 		for _, n := range x.ExcludedNodes {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\n", n.Node, n.Reason, n.Detail)
+			fmt.Fprintf(tw, "  %s\t%s\t%s\n", n.Node, ReasonText(n.Reason), n.Detail)
 		}
 		if err := tw.Flush(); err != nil {
 			return err
