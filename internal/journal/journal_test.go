@@ -947,3 +947,42 @@ func TestLockNeverLeavesRoot(t *testing.T) {
 		t.Fatalf("rollback = %v, run = %v; want both to refuse the unresolvable directory", rerr, werr)
 	}
 }
+
+// TestSymlinkedDirKept (defect 4): an administrator's symlinked directory
+// is never journaled as created, so neither a failed run nor a rollback
+// removes it.
+func TestSymlinkedDirKept(t *testing.T) {
+	ctx := context.Background()
+	fsys, root := newHost(t)
+	if err := os.MkdirAll(filepath.Join(root, "usr/local/etc"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/usr/local/etc/tmpfiles.d", filepath.Join(root, "etc/tmpfiles.d")); err != nil {
+		t.Fatal(err)
+	}
+	write := func(tx *Tx) ([]Action, error) {
+		return tx.WriteFile("tmpfiles", "/etc/tmpfiles.d/90-gpunode.conf", []byte("w /x - - - - 1\n"), 0o644)
+	}
+	// Dangling: refused before anything changes.
+	orig := snap(t, root)
+	if _, err := Run(ctx, fsys, stateDir, Meta{Owner: "tune"}, func(_ context.Context, tx *Tx) ([]Action, error) { return write(tx) }); err == nil {
+		t.Fatal("Run through a dangling directory link succeeded")
+	}
+	assertSame(t, orig, root)
+	// With its target: the file goes through the link; rollback removes
+	// the file only.
+	if err := os.Mkdir(filepath.Join(root, "usr/local/etc/tmpfiles.d"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	orig = snap(t, root)
+	if _, err := Run(ctx, fsys, stateDir, Meta{Owner: "tune"}, func(_ context.Context, tx *Tx) ([]Action, error) { return write(tx) }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "usr/local/etc/tmpfiles.d/90-gpunode.conf")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Rollback(ctx, fsys, stateDir); err != nil {
+		t.Fatal(err)
+	}
+	assertSame(t, orig, root)
+}
