@@ -153,16 +153,13 @@ func privateKubeletDir(t *testing.T, cases int) bool {
 // device of the resource reports a NUMA node, every device is class 2:
 // kubelet then has no preference among them.
 func deviceClass(dev *pluginapi.Device, affinity *node.Mask, anyTopology bool) int {
-	if affinity == nil || !anyTopology {
+	nodes := dev.GetTopology().GetNodes()
+	inAffinity := func(n *pluginapi.NUMANode) bool { return affinity.IsSet(int(n.ID)) }
+	switch {
+	case affinity == nil || !anyTopology || len(nodes) == 0:
 		return 2
-	}
-	if dev.Topology == nil || len(dev.Topology.Nodes) == 0 {
-		return 2
-	}
-	for _, n := range dev.Topology.Nodes {
-		if affinity.IsSet(int(n.ID)) {
-			return 0
-		}
+	case slices.ContainsFunc(nodes, inAffinity):
+		return 0
 	}
 	return 1
 }
@@ -254,7 +251,7 @@ func TestAdmitDeviceManagerDifferential(t *testing.T) {
 		anyTopology := false
 		for _, d := range devs {
 			byID[d.ID] = d
-			anyTopology = anyTopology || (d.Topology != nil && len(d.Topology.Nodes) > 0)
+			anyTopology = anyTopology || len(d.GetTopology().GetNodes()) > 0
 		}
 
 		for p := 0; p < 1+r.IntN(4); p++ {
