@@ -1,0 +1,172 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/gpunode/gpunode/internal/k8s/kubeletcfg"
+	"github.com/gpunode/gpunode/internal/k8s/lint"
+	"github.com/gpunode/gpunode/internal/k8s/node"
+	"github.com/gpunode/gpunode/internal/k8s/objects"
+	"github.com/gpunode/gpunode/internal/output"
+)
+
+func (a *App) newK8sLintCommand() *cobra.Command {
+	var files []string
+	var nodeFile, kcFile, nodesFile, failOn, shmMin string
+	var listRules, sarif bool
+	cmd := &cobra.Command{
+		Use:   "lint -f PATH... [--node-file F] [--kubelet-config F] [--nodes F] [--fail-on error|warning|info]",
+		Short: "Say why GPU workloads and cluster configs will not do what their authors meant",
+		Long: `Read the manifests a team already has (files or directories of YAML/JSON,
+multi-document or List, as 'kubectl get -o yaml' or a Git repo holds them;
+-f - reads stdin, e.g. 'helm template ... | gpunode k8s lint -f -') and report
+settings that are silently wrong: GPU limits, QoS for exclusive CPUs and the
+memory manager, /dev/shm, multi-node networking, NUMA fit (seed 5.4-5.6), the
+k8s-device-plugin config (5.2), the GPU Operator ClusterPolicy or its Helm
+values (5.1), DRA claims and NVIDIA GpuConfigs (5.3), ComputeDomains (5.3.5)
+and topology-aware gangs (5.7). 'gpunode k8s lint --rules' lists the rules.
+
+Objects are decoded into their real types (k8s.io/api; NVIDIA and Kubeflow
+CRDs as typed structs); unknown kinds are skipped and counted. Optional
+context: --nodes (v1 Nodes: labels for clique, level and MIG rules),
+--node-file and --kubelet-config (the 'k8s admit' inputs: NUMA fit, QoS
+rules against the node's policies).
+
+Output: a table grouped by object; -o json
+{"schemaVersion":"gpunode.k8s.lint/v1","findings":[{"rule","severity","object",
+"field","message","fix","section"}],"objects":N,"skipped":M}; -o sarif (SARIF
+2.1.0 for CI code scanning).
+
+Exit codes: 0 no finding at or above --fail-on (default warning), 1 findings
+at or above it, 2 bad input (invalid YAML, a wrong apiVersion for a known kind,
+a duplicate object: the error names the file, document and field, and
+nothing is reported).`,
+		Example: `  gpunode k8s lint -f deploy/
+  helm template gpu-operator nvidia/gpu-operator -f values.yaml | gpunode k8s lint -f -
+  gpunode k8s lint -f job.yaml --node-file node.yaml --kubelet-config kubelet.yaml -o json
+  gpunode k8s lint -f manifests/ --nodes nodes.json -o sarif > lint.sarif`,
+		Args: cobra.NoArgs,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			if strings.EqualFold(strings.TrimSpace(a.Output), "sarif") {
+				sarif = true
+				a.format = output.JSON
+				return nil
+			}
+			f, err := output.ParseFormat(a.Output)
+			if err != nil {
+				return wrapUsage(fmt.Errorf("%w (or sarif)", err))
+			}
+			a.format = f
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if listRules {
+				if sarif {
+					return Usagef("lint: --rules has no SARIF form (use -o json)")
+				}
+				return a.Render(lint.ListRules())
+			}
+			if len(files) == 0 {
+				return Usagef("lint: -f PATH is required (a file, a directory, or - for stdin)")
+			}
+			threshold, err := lint.ParseSeverity(failOn)
+			if err != nil {
+				return wrapUsage(err)
+			}
+			in, lines, err := a.loadLintInput(files)
+			if err != nil {
+				return wrapUsage(err)
+			}
+			if shmMin != "" {
+				q, err := resource.ParseQuantity(shmMin)
+				if err != nil || q.Sign() <= 0 {
+					return Usagef("--shm-min %q: want a positive quantity such as 1Gi", shmMin)
+				}
+				in.ShmMin = q
+			}
+			if nodesFile != "" {
+				b, err := objects.ReadFile(nodesFile)
+				if err != nil {
+					return wrapUsage(err)
+				}
+				if in.Nodes, err = objects.LoadNodes(nodesFile, b); err != nil {
+					return wrapUsage(err)
+				}
+			}
+			if kcFile != "" {
+				if in.Kubelet, err = kubeletcfg.Load(kcFile); err != nil {
+					return wrapUsage(err)
+				}
+			}
+			if nodeFile != "" {
+				if in.Node, err = node.Load(nodeFile); err != nil {
+					return wrapUsage(err)
+				}
+				in.NodeName = in.Node.Name
+				if in.NodeName == "" {
+					in.NodeName = nodeFile
+				}
+			}
+			rep := lint.Run(in)
+			failing := rep.AtLeast(threshold) > 0
+			if sarif {
+				if err := rep.WriteSARIF(a.Stdout, lines); err != nil {
+					return err
+				}
+				if failing {
+					return ErrFindings
+				}
+				return nil
+			}
+			return a.renderFindings(rep, failing)
+		},
+	}
+	f := cmd.Flags()
+	f.StringArrayVarP(&files, "filename", "f", nil, "manifests: a file, a directory (recursive: .yaml, .yml, .json) or - for stdin; repeatable")
+	f.StringVar(&nodeFile, "node-file", "", "node file (as for 'k8s admit --node'): NUMA layout for topology.single-numa")
+	f.StringVar(&kcFile, "kubelet-config", "", "KubeletConfiguration: CPU, memory and topology manager policies")
+	f.StringVar(&nodesFile, "nodes", "", "v1 Nodes (kubectl get nodes -o yaml): labels for clique, level, driver and MIG rules")
+	f.StringVar(&failOn, "fail-on", "warning", "exit 1 when a finding is at least this severe: error, warning or info")
+	f.StringVar(&shmMin, "shm-min", "1Gi", "smallest /dev/shm shm.size accepts for NCCL/DataLoader containers")
+	f.BoolVar(&listRules, "rules", false, "list the rules with their severities and seed sections")
+	return cmd
+}
+
+// loadLintInput reads every -f source; lines maps each file to its
+// documents' start lines (for SARIF).
+func (a *App) loadLintInput(paths []string) (*lint.Input, map[string][]int, error) {
+	srcs, err := lint.Sources(paths)
+	if err != nil {
+		return nil, nil, err
+	}
+	l := lint.NewLoader()
+	lines := map[string][]int{}
+	stdinRead := false
+	for _, s := range srcs {
+		var b []byte
+		if s == "-" {
+			if stdinRead {
+				return nil, nil, fmt.Errorf("-f -: stdin given twice")
+			}
+			stdinRead = true
+			if b, err = lint.ReadAll(a.Stdin, "stdin"); err != nil {
+				return nil, nil, err
+			}
+		} else if b, err = objects.ReadFile(s); err != nil {
+			return nil, nil, err
+		}
+		if len(strings.TrimSpace(string(b))) == 0 {
+			continue // an empty file in a directory holds nothing
+		}
+		if err := l.Add(s, b); err != nil {
+			return nil, nil, err
+		}
+		lines[s] = lint.DocumentLines(b)
+	}
+	return l.Input(), lines, nil
+}
+

@@ -1,0 +1,377 @@
+package lint
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	v1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
+	schedv1alpha3 "k8s.io/api/scheduling/v1alpha3"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/gpunode/gpunode/internal/k8s/dra"
+	"github.com/gpunode/gpunode/internal/k8s/kubeletcfg"
+	"github.com/gpunode/gpunode/internal/k8s/node"
+	"github.com/gpunode/gpunode/internal/k8s/objects"
+)
+
+// Bounds on the input.
+const (
+	MaxFiles   = 100000
+	MaxObjects = 1000000
+)
+
+// Kinds of inputs that are not Kubernetes objects.
+const (
+	KindDevicePluginConfig = "DevicePluginConfig"
+	KindOperatorValues     = "GPUOperatorValues"
+)
+
+// Object is one decoded object and where it came from. V holds the typed
+// object (*v1.Pod, *appsv1.Deployment, *resourceapi.ResourceClaim,
+// *ComputeDomain, *DevicePluginConfig, ...).
+type Object struct {
+	Src        objects.Source
+	Kind       string
+	APIVersion string
+	Namespace  string
+	Name       string
+	V          any
+}
+
+// ID is kind/namespace/name, or kind/name when there is no namespace.
+func (o *Object) ID() string {
+	if o.Namespace == "" {
+		return o.Kind + "/" + o.Name
+	}
+	return o.Kind + "/" + o.Namespace + "/" + o.Name
+}
+
+// Input is what lint checks: the objects in input order, the number of
+// documents skipped (unknown kinds), and the optional context.
+type Input struct {
+	Objects []*Object
+	Skipped int
+
+	// Nodes (--nodes): v1 Nodes whose labels some rules read.
+	Nodes []*v1.Node
+	// Node and Kubelet (--node-file, --kubelet-config): the `k8s admit`
+	// inputs for topology.single-numa and the QoS rules.
+	Node     *node.Node
+	NodeName string
+	Kubelet  *kubeletcfg.Config
+	// ShmMin is the smallest /dev/shm that shm.size accepts (0: 1Gi).
+	ShmMin resource.Quantity
+}
+
+// group returns the API group of an apiVersion ("" for core).
+func group(apiVersion string) string {
+	if i := strings.Index(apiVersion, "/"); i >= 0 {
+		return apiVersion[:i]
+	}
+	return ""
+}
+
+type kindSpec struct {
+	kind       string
+	versions   []string
+	namespaced bool
+	// builtin kinds live only in their group: another group is bad input.
+	builtin bool
+	decode  func(o objects.Object) (any, error)
+}
+
+func strictInto[T any]() func(objects.Object) (any, error) {
+	return func(o objects.Object) (any, error) {
+		v := new(T)
+		if err := o.Decode(v); err != nil {
+			return nil, err
+		}
+		return v, nil
+	}
+}
+
+// rebase moves a loader's error (reported against a one-object buffer) to
+// the object's real place.
+func rebase(err error, s objects.Source) error {
+	var oe *objects.Error
+	if errors.As(err, &oe) {
+		c := *oe
+		c.File, c.Doc, c.Item = s.File, s.Doc, s.Item
+		return &c
+	}
+	return err
+}
+
+func draDecode[T any](load func(string, []byte) ([]dra.Loaded[T], error)) func(objects.Object) (any, error) {
+	return func(o objects.Object) (any, error) {
+		out, err := load(o.File, o.JSON)
+		if err != nil {
+			return nil, rebase(err, o.Source)
+		}
+		if len(out) != 1 {
+			return nil, o.Errorf(o.Label(), "", "want one object, decoded %d", len(out))
+		}
+		return out[0].Obj, nil
+	}
+}
+
+func lenientClusterPolicy(o objects.Object) (any, error) {
+	cp := &ClusterPolicy{}
+	if err := json.Unmarshal(o.JSON, cp); err != nil {
+		return nil, o.Errorf(o.Label(), "", "%v", err)
+	}
+	if cp.Name == "" {
+		return nil, o.Errorf(o.Label(), "metadata.name", "Required value: name is required")
+	}
+	return cp, nil
+}
+
+var draVersions = []string{dra.GroupVersionV1, dra.GroupVersionV1beta2, dra.GroupVersionV1beta1}
+
+// kinds lists the kinds lint decodes (a function: no package state).
+func kinds() []kindSpec {
+	return []kindSpec{
+		{"Pod", []string{"v1"}, true, true, strictInto[v1.Pod]()},
+		{"ConfigMap", []string{"v1"}, true, true, strictInto[v1.ConfigMap]()},
+		{"Node", []string{"v1"}, false, true, strictInto[v1.Node]()},
+		{"Namespace", []string{"v1"}, false, true, strictInto[v1.Namespace]()},
+		{"PodTemplate", []string{"v1"}, true, true, strictInto[v1.PodTemplate]()},
+		{"RuntimeClass", []string{"node.k8s.io/v1"}, false, true, strictInto[nodev1.RuntimeClass]()},
+		{"Deployment", []string{"apps/v1"}, true, true, strictInto[appsv1.Deployment]()},
+		{"StatefulSet", []string{"apps/v1"}, true, true, strictInto[appsv1.StatefulSet]()},
+		{"DaemonSet", []string{"apps/v1"}, true, true, strictInto[appsv1.DaemonSet]()},
+		{"ReplicaSet", []string{"apps/v1"}, true, true, strictInto[appsv1.ReplicaSet]()},
+		{"Job", []string{"batch/v1"}, true, false, strictInto[batchv1.Job]()},
+		{"CronJob", []string{"batch/v1"}, true, true, strictInto[batchv1.CronJob]()},
+		{"Job", []string{objects.GroupVersionVolcanoBatch}, true, false, strictInto[objects.VolcanoJob]()},
+		{"PodGroup", []string{objects.GroupVersionPodGroupAlpha2, objects.GroupVersionPodGroupAlpha3}, true, false, strictInto[schedv1alpha3.PodGroup]()},
+		{"HyperNode", []string{objects.GroupVersionHyperNode}, false, false, strictInto[objects.HyperNode]()},
+		{"Topology", []string{objects.GroupVersionKAI, objects.GroupVersionKueueV1beta1, objects.GroupVersionKueueV1beta2}, false, false, strictInto[objects.LevelTopology]()},
+		{"DeviceClass", draVersions, false, true, draDecode(dra.LoadClasses)},
+		{"ResourceClaim", draVersions, true, true, draDecode(dra.LoadClaims)},
+		{"ResourceClaimTemplate", draVersions, true, true, draDecode(dra.LoadTemplates)},
+		{"ResourceSlice", draVersions, false, true, draDecode(dra.LoadSlices)},
+		{"ComputeDomain", []string{GroupVersionComputeDomain}, true, false, strictInto[ComputeDomain]()},
+		{"ClusterPolicy", []string{GroupVersionClusterPolicy}, false, false, lenientClusterPolicy},
+		{"MPIJob", []string{GroupVersionMPIJobV2beta1}, true, false, strictInto[MPIJob]()},
+	}
+}
+
+// Sources expands paths (files, directories walked recursively for .yaml,
+// .yml and .json files, "-" for stdin) into file names, in order.
+func Sources(paths []string) ([]string, error) {
+	var out []string
+	for _, p := range paths {
+		if p == "-" {
+			out = append(out, "-")
+			continue
+		}
+		st, err := os.Stat(p)
+		if err != nil {
+			return nil, err
+		}
+		if !st.IsDir() {
+			out = append(out, p)
+			continue
+		}
+		var found []string
+		err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if len(found)+len(out) > MaxFiles {
+				return fmt.Errorf("%s: more than %d files", p, MaxFiles)
+			}
+			if d.IsDir() {
+				return nil
+			}
+			switch strings.ToLower(filepath.Ext(path)) {
+			case ".yaml", ".yml", ".json":
+				found = append(found, path)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		sort.Strings(found)
+		out = append(out, found...)
+	}
+	return out, nil
+}
+
+// Loader accumulates objects from several files and checks duplicates.
+type Loader struct {
+	in    *Input
+	seen  map[string]objects.Source
+	specs []kindSpec
+}
+
+// NewLoader starts an empty input.
+func NewLoader() *Loader {
+	return &Loader{in: &Input{}, seen: map[string]objects.Source{}, specs: kinds()}
+}
+
+// Input returns what was loaded.
+func (l *Loader) Input() *Input { return l.in }
+
+// ReadAll reads r bounded like objects.ReadFile.
+func ReadAll(r io.Reader, name string) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, objects.MaxFileBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if len(b) > objects.MaxFileBytes {
+		return nil, fmt.Errorf("%s: larger than %d bytes", name, objects.MaxFileBytes)
+	}
+	return b, nil
+}
+
+// Add decodes every document of one file. Errors are *objects.Error
+// naming the file, document, item and field.
+func (l *Loader) Add(file string, data []byte) error {
+	objs, err := objects.Objects(file, data)
+	if err != nil {
+		return err
+	}
+	for _, o := range objs {
+		if len(l.in.Objects) >= MaxObjects {
+			return &objects.Error{File: file, Doc: o.Doc, Item: o.Item, Reason: fmt.Sprintf("more than %d objects", MaxObjects)}
+		}
+		if err := l.addObject(o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (l *Loader) addObject(o objects.Object) error {
+	if o.Kind == "" && o.APIVersion == "" {
+		return l.addConfig(o)
+	}
+	if o.Kind == "" {
+		return o.Errorf("", "kind", "Required value: a Kubernetes object needs apiVersion and kind")
+	}
+	if o.APIVersion == "" {
+		return o.Errorf(o.Label(), "apiVersion", "Required value: a Kubernetes object needs apiVersion and kind")
+	}
+	var cands []kindSpec
+	for _, s := range l.specs {
+		if s.kind == o.Kind {
+			cands = append(cands, s)
+		}
+	}
+	if len(cands) == 0 {
+		l.in.Skipped++
+		return nil
+	}
+	var spec *kindSpec
+	var supported []string
+	groupKnown, builtin := false, false
+	for i := range cands {
+		for _, v := range cands[i].versions {
+			supported = append(supported, fmt.Sprintf("%q", v))
+			if v == o.APIVersion {
+				spec = &cands[i]
+			}
+			if group(v) == group(o.APIVersion) {
+				groupKnown = true
+			}
+		}
+		builtin = builtin || cands[i].builtin
+	}
+	if spec == nil {
+		if groupKnown || builtin {
+			return o.Errorf(o.Label(), "apiVersion", "Unsupported value: %q for kind %s: supported values: %s", o.APIVersion, o.Kind, strings.Join(supported, ", "))
+		}
+		l.in.Skipped++ // a same-named kind of another project (e.g. Kyverno's ClusterPolicy)
+		return nil
+	}
+	v, err := spec.decode(o)
+	if err != nil {
+		return err
+	}
+	obj := &Object{Src: o.Source, Kind: o.Kind, APIVersion: o.APIVersion, Name: o.Metadata.Name, V: v}
+	if spec.namespaced {
+		obj.Namespace = namespaceOf(v)
+		if obj.Namespace == "" {
+			obj.Namespace = "default"
+		}
+	}
+	return l.push(obj, group(o.APIVersion))
+}
+
+func (l *Loader) push(obj *Object, grp string) error {
+	key := obj.Kind + "." + grp + "/" + obj.Namespace + "/" + obj.Name
+	if prev, dup := l.seen[key]; dup {
+		return &objects.Error{File: obj.Src.File, Doc: obj.Src.Doc, Item: obj.Src.Item, Object: obj.ID(), Field: "metadata.name",
+			Reason: fmt.Sprintf("Duplicate value: %q (also %s)", strings.TrimPrefix(obj.Namespace+"/"+obj.Name, "/"), label(prev))}
+	}
+	l.seen[key] = obj.Src
+	l.in.Objects = append(l.in.Objects, obj)
+	return nil
+}
+
+// namespaceOf reads metadata.namespace of a decoded object.
+func namespaceOf(v any) string {
+	type nsGetter interface{ GetNamespace() string }
+	if g, ok := v.(nsGetter); ok {
+		return g.GetNamespace()
+	}
+	return ""
+}
+
+// operatorKeys are top-level keys of the gpu-operator chart's values.
+var operatorKeys = []string{"driver", "toolkit", "devicePlugin", "dcgmExporter", "migManager", "gfd", "dcgm", "nodeStatusExporter", "validator"}
+
+// addConfig classifies a document without apiVersion and kind: a device
+// plugin config (version + flags/sharing/resources) or the GPU Operator's
+// Helm values; anything else is skipped.
+func (l *Loader) addConfig(o objects.Object) error {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(o.JSON, &top); err != nil {
+		return o.Errorf("", "", "%v", err)
+	}
+	name := filepath.Base(o.File)
+	if o.Doc > 1 || o.Item >= 0 {
+		name += fmt.Sprintf("#%d", o.Doc)
+	}
+	if _, ok := top["version"]; ok && isDevicePluginConfig(top) {
+		return l.push(&Object{Src: o.Source, Kind: KindDevicePluginConfig, Name: name, V: &configDoc{raw: o.JSON}}, "")
+	}
+	for _, k := range operatorKeys {
+		if _, ok := top[k]; ok {
+			spec := &OperatorSpec{}
+			if err := json.Unmarshal(o.JSON, spec); err != nil {
+				return o.Errorf(KindOperatorValues+" "+name, "", "%v", err)
+			}
+			return l.push(&Object{Src: o.Source, Kind: KindOperatorValues, Name: name, V: spec}, "")
+		}
+	}
+	l.in.Skipped++
+	return nil
+}
+
+func isDevicePluginConfig(top map[string]json.RawMessage) bool {
+	for _, k := range []string{"flags", "sharing", "resources", "imex"} {
+		if _, ok := top[k]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// configDoc is a device plugin config document, decoded by the
+// deviceplugin rules (its errors are findings, not bad input: the plugin
+// itself reads it leniently or refuses to start).
+type configDoc struct{ raw []byte }
