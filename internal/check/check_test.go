@@ -1,0 +1,154 @@
+package check
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"testing"
+)
+
+func TestKey(t *testing.T) {
+	if got := (Check{ID: "gpu.persistence", Subject: "gpu7"}).Key(); got != "gpu.persistence/gpu7" {
+		t.Errorf("Key = %q", got)
+	}
+	if got := (Check{ID: "vm.swappiness"}).Key(); got != "vm.swappiness" {
+		t.Errorf("Key = %q", got)
+	}
+}
+
+func TestStatuses(t *testing.T) {
+	want := []Status{"ok", "drift", "pending-reboot", "absent", "error", "info"}
+	if !reflect.DeepEqual(Statuses(), want) {
+		t.Errorf("Statuses = %v", Statuses())
+	}
+	for _, s := range want {
+		if !s.Valid() {
+			t.Errorf("%s not valid", s)
+		}
+		if got, wantF := s.Failing(), s == Drift || s == Error; got != wantF {
+			t.Errorf("%s.Failing = %v", s, got)
+		}
+	}
+	if Status("warn").Valid() {
+		t.Error("warn is valid")
+	}
+}
+
+func TestSelector(t *testing.T) {
+	p := Check{ID: "gpu.persistence", Subject: "gpu7"}
+	n := Check{ID: "vm.swappiness"}
+	cases := []struct {
+		sel  string
+		p, n bool
+	}{
+		{"gpu.persistence", true, false},
+		{"gpu.persistence/gpu7", true, false},
+		{"gpu.persistence/gpu6", false, false},
+		{"gpu.persistence/gpu[4-7]", true, false},
+		{"gpu.*", true, false},
+		{"*", true, true},
+		{"vm.swappiness", false, true},
+		{"vm.swappiness/x", false, false},
+	}
+	for _, c := range cases {
+		s, err := ParseSelector(c.sel)
+		if err != nil {
+			t.Fatalf("%s: %v", c.sel, err)
+		}
+		if s.String() != c.sel {
+			t.Errorf("String = %q, want %q", s.String(), c.sel)
+		}
+		if got := s.Match(p); got != c.p {
+			t.Errorf("%s.Match(%s) = %v", c.sel, p.Key(), got)
+		}
+		if got := s.Match(n); got != c.n {
+			t.Errorf("%s.Match(%s) = %v", c.sel, n.Key(), got)
+		}
+	}
+	for _, bad := range []string{"", "/gpu7", "GPU.x", "gpu.[", "gpu.x/a b", "gpu x"} {
+		if _, err := ParseSelector(bad); err == nil {
+			t.Errorf("ParseSelector(%q) accepted", bad)
+		}
+	}
+	infos := []Description{{ID: "gpu.persistence"}, {ID: "irq.off-node"}}
+	if !MustSelector("gpu.*").Known(infos) || MustSelector("gpu.nope").Known(infos) {
+		t.Error("Known wrong")
+	}
+}
+
+func TestPolicy(t *testing.T) {
+	cs := []Check{
+		{ID: "gpu.persistence", Subject: "gpu6", Status: Drift},
+		{ID: "gpu.persistence", Subject: "gpu7", Status: Drift},
+		{ID: "gpu.ecc.mode", Subject: "gpu7", Status: Drift, Detail: "off"},
+		{ID: "irq.off-node", Status: Error},
+	}
+	pol := Policy{
+		{Selector: MustSelector("gpu.persistence/gpu7")},
+		{Selector: MustSelector("gpu.ecc.*"), Value: ValueReport},
+		{Selector: MustSelector("irq.off-node"), Value: ValueReport},
+	}
+	got := pol.Apply(cs)
+	want := []Check{
+		{ID: "gpu.persistence", Subject: "gpu6", Status: Drift},
+		{ID: "gpu.ecc.mode", Subject: "gpu7", Status: OK, Detail: "report only; off"},
+		{ID: "irq.off-node", Status: Error}, // report-only never hides an error
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Apply =\n%+v\nwant\n%+v", got, want)
+	}
+	if cs[2].Status != Drift {
+		t.Error("Apply modified its input")
+	}
+	// The last matching rule decides: re-enable one subject.
+	pol = append(pol, Rule{Selector: MustSelector("gpu.persistence/gpu7"), Value: ValueCheck})
+	if got := pol.Apply(cs); len(got) != 4 {
+		t.Errorf("re-enabled: %d checks", len(got))
+	}
+}
+
+type fakeSource struct {
+	name string
+	cs   []Check
+	err  error
+}
+
+func (f fakeSource) Name() string                            { return f.name }
+func (f fakeSource) Checks(context.Context) ([]Check, error) { return f.cs, f.err }
+func (f fakeSource) Describe() []Description {
+	return []Description{{ID: f.name + ".x", Layer: f.name}}
+}
+
+func TestCollect(t *testing.T) {
+	ctx := context.Background()
+	got, err := Collect(ctx, fakeSource{name: "a", cs: []Check{{ID: "a.x", Status: OK}}}, nil, fakeSource{name: "gpu", err: errors.New("boom")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[1].ID != "gpu" || got[1].Status != Error || got[1].Detail != "gpu checks failed: boom" {
+		t.Errorf("Collect = %+v", got)
+	}
+	if s := Summarize(got); s.OK != 1 || s.Error != 1 || !s.Failing() {
+		t.Errorf("Summarize = %+v", s)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := Collect(cctx, fakeSource{name: "a"}); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled Collect: %v", err)
+	}
+	if d := Describe(fakeSource{name: "a"}, fakeSource{name: "b"}); len(d) != 2 || d[1].ID != "b.x" {
+		t.Errorf("Describe = %+v", d)
+	}
+}
+
+func TestSortInfos(t *testing.T) {
+	in := []Description{{ID: "z", Layer: "zz"}, {ID: "b", Layer: "gpu"}, {ID: "a", Layer: "gpu"}, {ID: "c", Layer: "cpu"}}
+	SortInfos(in, []string{"cpu", "gpu"})
+	var ids []string
+	for _, i := range in {
+		ids = append(ids, i.ID)
+	}
+	if !reflect.DeepEqual(ids, []string{"c", "a", "b", "z"}) {
+		t.Errorf("order %v", ids)
+	}
+}
