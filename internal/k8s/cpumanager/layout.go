@@ -147,9 +147,9 @@ func (lo *layout) groupsHolding(t tier, ids []int) (gs []int, bad int, ok bool) 
 
 // cpusIn returns every CPU of the given groups of tier t.
 func (lo *layout) cpusIn(t tier, gs []int) cpuset.CPUSet {
-	var slots []int
-	for _, g := range gs {
-		slots = append(slots, lo.member[t][g]...)
+	lists := make([][]int, len(gs))
+	for i, g := range gs {
+		lists[i] = lo.member[t][g]
 	}
-	return lo.cpuSet(slots)
+	return lo.cpuSet(slices.Concat(lists...))
 }

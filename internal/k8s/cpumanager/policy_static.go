@@ -69,8 +69,9 @@ type Static struct {
 	topo *CPUTopology
 	lo   *layout
 	opts Options
-	// threads is the number of hardware threads per core.
-	threads int
+	// threads is the number of hardware threads per core; numaPerSocket
+	// the machine's NUMA nodes over its sockets (integer quotient).
+	threads, numaPerSocket int
 	// reserved are the CPUs kept for system daemons; reservedCores the CPUs
 	// of every core holding one of them (full-pcpus-only never hands those
 	// out).
@@ -116,13 +117,14 @@ func NewStatic(topo *CPUTopology, numReservedCPUs int, reservedCPUs cpuset.CPUSe
 		return nil, fmt.Errorf(quoteNewStaticPolicy, err)
 	}
 	p := &Static{
-		topo:        topo,
-		lo:          newLayout(topo),
-		opts:        opts,
-		threads:     topo.CPUsPerCore(),
-		assignments: map[string]map[string]cpuset.CPUSet{},
-		reuse:       reuseState{cpus: cpuset.New()},
-		capacity:    map[int]int{},
+		topo:          topo,
+		lo:            newLayout(topo),
+		opts:          opts,
+		threads:       topo.CPUsPerCore(),
+		numaPerSocket: quotient(topo.NumNUMANodes, topo.NumSockets),
+		assignments:   map[string]map[string]cpuset.CPUSet{},
+		reuse:         reuseState{cpus: cpuset.New()},
+		capacity:      map[int]int{},
 	}
 	for _, info := range topo.CPUDetails {
 		p.capacity[info.NUMANodeID]++
@@ -362,13 +364,11 @@ func greedyMinNodes(ids []int, capacity map[int]int, request int) int {
 // nodes span exactly as many sockets as the smallest fitting mask needs,
 // counting the machine's NUMA nodes per socket.
 func (p *Static) fillsFewestSockets(m node.Mask, fewestNUMA int) bool {
-	perSocket := quotient(p.topo.NumNUMANodes, p.topo.NumSockets)
-	if perSocket < 1 {
-		return false
-	}
-	// spanned sockets must hold fewestNUMA nodes, and one socket fewer must not
+	// The spanned sockets must hold fewestNUMA nodes and one socket fewer
+	// must not (no preference when sockets outnumber NUMA nodes).
+	k := p.numaPerSocket
 	spanned := len(p.socketsUnder(m))
-	return spanned*perSocket >= fewestNUMA && (spanned-1)*perSocket < fewestNUMA
+	return k > 0 && spanned*k >= fewestNUMA && (spanned-1)*k < fewestNUMA
 }
 
 // socketsUnder returns the socket groups holding CPUs of the mask's NUMA
