@@ -22,7 +22,7 @@ type CopyOptions struct {
 
 // ErrOutputDir marks a capture output directory refused before anything was
 // written: a symbolic link, or not empty without Force.
-var ErrOutputDir = errors.New("unusable capture directory")
+var ErrOutputDir = errors.New("refused")
 
 // CopyRecorded is CopyRecordedWith without options: dst must be missing or
 // an empty directory.
