@@ -169,4 +169,3 @@ func (a *App) loadLintInput(paths []string) (*lint.Input, map[string][]int, erro
 	}
 	return l.Input(), lines, nil
 }
-

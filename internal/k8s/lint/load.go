@@ -346,6 +346,13 @@ func (l *Loader) addConfig(o objects.Object) error {
 	if o.Doc > 1 || o.Item >= 0 {
 		name += fmt.Sprintf("#%d", o.Doc)
 	}
+	if raw, ok := top["featureGates"]; ok {
+		v := &draValues{}
+		if err := json.Unmarshal(raw, &v.FeatureGates); err != nil {
+			return o.Errorf(KindDRADriverValues+" "+name, "featureGates", "%v", err)
+		}
+		return l.push(&Object{Src: o.Source, Kind: KindDRADriverValues, Name: name, V: v}, "")
+	}
 	if _, ok := top["version"]; ok && isDevicePluginConfig(top) {
 		return l.push(&Object{Src: o.Source, Kind: KindDevicePluginConfig, Name: name, V: &configDoc{raw: o.JSON}}, "")
 	}
