@@ -57,10 +57,12 @@ var hostAccessAllowed = map[string]struct {
 	"internal/k8s/node/file.go":       {[]string{"os.ReadFile"}, "node file given with --node"},
 	"internal/k8s/kubeletcfg/load.go": {[]string{"os.ReadFile"}, "KubeletConfiguration given with --kubelet-config"},
 	"internal/k8s/objects/load.go":    {[]string{"os.Open"}, "cluster object files given with -f"},
+	"internal/k8s/lint/load.go":       {[]string{"os.Stat", "filepath.WalkDir"}, "manifest files and directories given to k8s lint"},
 	"internal/cli/k8s.go":             {[]string{"os.Open"}, "hints file given with k8s merge -f"},
 	"internal/cli/k8s_admit.go":       {[]string{"os.Open"}, "pods file given with k8s admit -f"},
 	"internal/cli/mig.go":             {[]string{"os.Open"}, "mig-parted config given with -f"},
 	"internal/tune/profile.go":        {[]string{"os.ReadFile"}, "profile file given with --profile FILE (profiles by name are read through hostfs)"},
+	"internal/cli/bench.go":           {[]string{"os.WriteFile"}, "plot file named with bench --plot FILE (the user's output file, like a shell redirect)"},
 
 	// bind's exec runs the command on this machine (execve does not know
 	// --root), so its PATH lookup stats this machine's files, like execvp.
