@@ -15,5 +15,6 @@ func commands() []func(*App) *cobra.Command {
 		(*App).newK8sCommand,
 		(*App).newAuditCommand,
 		(*App).newTuneCommand,
+		(*App).newBenchCommand,
 	}
 }

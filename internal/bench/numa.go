@@ -1,0 +1,476 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/gpunode/gpunode/internal/topo"
+)
+
+// NUMASchema identifies the JSON/YAML layout of NUMAResult.
+const NUMASchema = "gpunode.bench.numa/v1"
+
+// NUMAResult is one 'gpunode bench numa' run.
+type NUMAResult struct {
+	SchemaVersion string `json:"schemaVersion"`
+	Host          string `json:"host,omitempty"`
+	Kernel        string `json:"kernel,omitempty"`
+	CPUModel      string `json:"cpuModel,omitempty"`
+	// Time is when the run started (UTC, RFC 3339).
+	Time string `json:"time,omitempty"`
+	// DurationSeconds is the measuring time per kernel and pair.
+	DurationSeconds float64 `json:"durationSeconds"`
+	// ArrayBytes is the size of each of the three STREAM arrays (all
+	// threads together); LatencyBytes the pointer-chase buffer.
+	ArrayBytes   uint64 `json:"arrayBytes"`
+	LatencyBytes uint64 `json:"latencyBytes"`
+	// Nodes are the NUMA node ids, in the order of the rows and columns of
+	// Distances (the kernel's node distance matrix).
+	Nodes     []int      `json:"nodes"`
+	Pairs     []NUMAPair `json:"pairs"`
+	Distances [][]int    `json:"distances"`
+	Notes     []string   `json:"notes"`
+}
+
+// NUMAPair is one (CPU node, memory node) measurement. GB/s are 10^9 bytes
+// per second counting bytes read plus written (STREAM's convention).
+type NUMAPair struct {
+	CPUNode   int     `json:"cpuNode"`
+	MemNode   int     `json:"memNode"`
+	Distance  int     `json:"distance,omitempty"`
+	Threads   int     `json:"threads"`
+	CPUs      string  `json:"cpus"`
+	CopyGBps  float64 `json:"copyGBps"`
+	TriadGBps float64 `json:"triadGBps"`
+	LatencyNs float64 `json:"latencyNs"`
+	// Ratios to the CPU node's local pair (remote/local); absent for the
+	// local pair itself.
+	CopyVsLocal    float64 `json:"copyVsLocal,omitempty"`
+	TriadVsLocal   float64 `json:"triadVsLocal,omitempty"`
+	LatencyVsLocal float64 `json:"latencyVsLocal,omitempty"`
+	// PagesOnNode is how many sampled pages of the arrays the kernel
+	// reports on MemNode (move_pages), of PagesSampled.
+	PagesOnNode  int `json:"pagesOnNode"`
+	PagesSampled int `json:"pagesSampled"`
+	// Every sample (one per pass over the arrays; one per chase chunk).
+	CopySamplesGBps  []float64 `json:"copySamplesGBps"`
+	TriadSamplesGBps []float64 `json:"triadSamplesGBps"`
+	LatencySamplesNs []float64 `json:"latencySamplesNs"`
+}
+
+// NUMAOptions tune RunNUMA.
+type NUMAOptions struct {
+	// Duration is the measuring time per kernel (copy, triad, latency) and
+	// pair; default 1 s.
+	Duration time.Duration
+	// Threads per CPU node (0: every online CPU of the node).
+	Threads int
+	// ArrayBytes and LatencyBytes override the sizes derived from the L3
+	// caches (tests).
+	ArrayBytes, LatencyBytes uint64
+	// CPUNodes and MemNodes restrict the pairs (nil: all).
+	CPUNodes, MemNodes []int
+	Progress           Progress
+	// measure replaces the live kernels (tests of the report pipeline).
+	measure numaMeasurer
+}
+
+// numaMeasurer runs the kernels of one pair.
+type numaMeasurer interface {
+	bandwidth(ctx context.Context, cpus []int, node int, arrayBytes uint64, d time.Duration) (copyS, triadS []float64, on, sampled int, err error)
+	latency(ctx context.Context, cpu int, node int, bufBytes uint64, d time.Duration) ([]float64, error)
+}
+
+// numaPlan is what RunNUMA will measure.
+type numaPlan struct {
+	pairs        []NUMAPair
+	cpus         map[int][]int // CPU node -> CPUs used
+	arrayBytes   uint64
+	latencyBytes uint64
+	notes        []string
+}
+
+const (
+	minArrayBytes   = 64 << 20
+	maxArrayBytes   = 4 << 30
+	minLatencyBytes = 128 << 20
+	maxLatencyBytes = 1 << 30
+)
+
+// planNUMA chooses the pairs, CPUs and sizes from the topology.
+func planNUMA(t *topo.Topology, o NUMAOptions) (*numaPlan, error) {
+	p := &numaPlan{cpus: map[int][]int{}}
+	var l3Total, l3Max uint64
+	for _, c := range t.L3Caches {
+		l3Total += c.SizeBytes
+		l3Max = max(l3Max, c.SizeBytes)
+	}
+	if l3Total == 0 {
+		p.notes = append(p.notes, "no L3 cache size known: using the minimum buffer sizes")
+	}
+	p.arrayBytes = o.ArrayBytes
+	if p.arrayBytes == 0 {
+		p.arrayBytes = min(max(4*l3Total, minArrayBytes), maxArrayBytes)
+	}
+	p.latencyBytes = o.LatencyBytes
+	if p.latencyBytes == 0 {
+		p.latencyBytes = min(max(8*l3Max, minLatencyBytes), maxLatencyBytes)
+	}
+	var cpuNodes, memNodes []int
+	for _, n := range t.NUMANodes {
+		if cpus := onlineCPUs(t, n); len(cpus) > 0 && (o.CPUNodes == nil || slices.Contains(o.CPUNodes, n.ID)) {
+			if o.Threads > 0 {
+				if o.Threads > len(cpus) {
+					return nil, fmt.Errorf("%w: --threads %d: node %d has %d online CPUs", ErrInput, o.Threads, n.ID, len(cpus))
+				}
+				cpus = cpus[:o.Threads]
+			}
+			cpuNodes = append(cpuNodes, n.ID)
+			p.cpus[n.ID] = cpus
+		}
+		if n.MemTotalBytes > 0 && (o.MemNodes == nil || slices.Contains(o.MemNodes, n.ID)) {
+			memNodes = append(memNodes, n.ID)
+			need := 3*p.arrayBytes + p.latencyBytes
+			if n.MemFreeBytes > 0 && need > n.MemFreeBytes/2 {
+				p.notes = append(p.notes, fmt.Sprintf("node %d has %d MiB free; the buffers need %d MiB", n.ID, n.MemFreeBytes>>20, need>>20))
+			}
+		}
+	}
+	for _, want := range [][]int{o.CPUNodes, o.MemNodes} {
+		for _, id := range want {
+			if t.NodeByID(id) == nil {
+				return nil, fmt.Errorf("%w: no NUMA node %d", ErrInput, id)
+			}
+		}
+	}
+	if len(cpuNodes) == 0 || len(memNodes) == 0 {
+		return nil, fmt.Errorf("%w: no NUMA node with online CPUs and none with memory to measure", ErrInput)
+	}
+	for _, x := range cpuNodes {
+		for _, y := range memNodes {
+			pair := NUMAPair{CPUNode: x, MemNode: y, Threads: len(p.cpus[x]), CPUs: topo.NewCPUList(cpusetOf(p.cpus[x])).String()}
+			if n := t.NodeByID(x); n != nil {
+				pair.Distance = distanceTo(t, n, y)
+			}
+			p.pairs = append(p.pairs, pair)
+		}
+	}
+	if len(t.NUMANodes) == 1 {
+		p.notes = append(p.notes, "one NUMA node: only the local pair is measured; remote pairs need a machine with two or more nodes")
+	}
+	return p, nil
+}
+
+// onlineCPUs lists a node's online CPUs, one CPU of every physical core
+// first, then the SMT siblings (so --threads N spreads over cores).
+func onlineCPUs(t *topo.Topology, n topo.NUMANode) []int {
+	set := n.CPUs.CPUSet.Intersection(t.OnlineCPUs.CPUSet)
+	if t.OnlineCPUs.CPUSet.Size() == 0 {
+		set = n.CPUs.CPUSet
+	}
+	var first, rest []int
+	for _, core := range t.CoreGroups(set) {
+		l := core.List()
+		if len(l) == 0 {
+			continue
+		}
+		first = append(first, l[0])
+		rest = append(rest, l[1:]...)
+	}
+	return append(first, rest...)
+}
+
+func distanceTo(t *topo.Topology, n *topo.NUMANode, to int) int {
+	for i, m := range t.NUMANodes {
+		if m.ID == to && i < len(n.Distances) {
+			return n.Distances[i]
+		}
+	}
+	return 0
+}
+
+// RunNUMA measures every (CPU node, memory node) pair of t on this machine.
+func RunNUMA(ctx context.Context, t *topo.Topology, o NUMAOptions) (*NUMAResult, error) {
+	if o.Duration <= 0 {
+		o.Duration = time.Second
+	}
+	if o.Progress == nil {
+		o.Progress = NoProgress{}
+	}
+	m := o.measure
+	if m == nil {
+		m = liveNUMA{}
+	}
+	p, err := planNUMA(t, o)
+	if err != nil {
+		return nil, err
+	}
+	r := &NUMAResult{SchemaVersion: NUMASchema, Host: t.Hostname, Kernel: t.Kernel, CPUModel: t.CPUModel,
+		Time: time.Now().UTC().Format(time.RFC3339), DurationSeconds: o.Duration.Seconds(),
+		ArrayBytes: p.arrayBytes, LatencyBytes: p.latencyBytes, Notes: p.notes}
+	for _, n := range t.NUMANodes {
+		r.Nodes = append(r.Nodes, n.ID)
+		r.Distances = append(r.Distances, slices.Clone(n.Distances))
+	}
+	o.Progress.Start("numa", 3*len(p.pairs), time.Duration(3*len(p.pairs))*o.Duration)
+	defer o.Progress.Done()
+	for i := range p.pairs {
+		pair := &p.pairs[i]
+		cpus := p.cpus[pair.CPUNode]
+		c, tr, on, sampled, err := m.bandwidth(ctx, cpus, pair.MemNode, p.arrayBytes, o.Duration)
+		if err != nil {
+			return nil, fmt.Errorf("CPU node %d, memory node %d: %w", pair.CPUNode, pair.MemNode, err)
+		}
+		o.Progress.Add(2)
+		lat, err := m.latency(ctx, cpus[0], pair.MemNode, p.latencyBytes, o.Duration)
+		if err != nil {
+			return nil, fmt.Errorf("CPU node %d, memory node %d latency: %w", pair.CPUNode, pair.MemNode, err)
+		}
+		o.Progress.Add(1)
+		pair.CopySamplesGBps, pair.TriadSamplesGBps, pair.LatencySamplesNs = c, tr, lat
+		pair.CopyGBps, pair.TriadGBps, pair.LatencyNs = round3(Median(c)), round3(Median(tr)), round3(Median(lat))
+		pair.PagesOnNode, pair.PagesSampled = on, sampled
+		if sampled > 0 && on < sampled {
+			r.Notes = append(r.Notes, fmt.Sprintf("CPU node %d, memory node %d: only %d of %d sampled pages were on node %d", pair.CPUNode, pair.MemNode, on, sampled, pair.MemNode))
+		}
+	}
+	addLocalRatios(p.pairs)
+	r.Pairs = p.pairs
+	if r.Notes == nil {
+		r.Notes = []string{}
+	}
+	return r, nil
+}
+
+func addLocalRatios(pairs []NUMAPair) {
+	local := map[int]NUMAPair{}
+	for _, p := range pairs {
+		if p.CPUNode == p.MemNode {
+			local[p.CPUNode] = p
+		}
+	}
+	for i := range pairs {
+		p := &pairs[i]
+		l, ok := local[p.CPUNode]
+		if !ok || p.CPUNode == p.MemNode {
+			continue
+		}
+		p.CopyVsLocal = round3(ratio(p.CopyGBps, l.CopyGBps))
+		p.TriadVsLocal = round3(ratio(p.TriadGBps, l.TriadGBps))
+		p.LatencyVsLocal = round3(ratio(p.LatencyNs, l.LatencyNs))
+	}
+}
+
+// liveNUMA runs the kernels on this machine.
+type liveNUMA struct{}
+
+const triadScalar = 3.0
+
+type streamOp int
+
+const (
+	opCopy streamOp = iota
+	opTriad
+)
+
+type streamWorker struct {
+	ops  chan streamOp
+	done chan error
+}
+
+// bandwidth runs copy and triad with one worker per CPU, each pinned to its
+// CPU with its memory bound to node, over its share of the arrays.
+func (liveNUMA) bandwidth(ctx context.Context, cpus []int, node int, arrayBytes uint64, d time.Duration) (copyS, triadS []float64, on, sampled int, err error) {
+	n := len(cpus)
+	per := int(arrayBytes) / n
+	per -= per % 4096
+	if per < 4096 {
+		return nil, nil, 0, 0, fmt.Errorf("%w: arrays of %d bytes for %d threads", ErrInput, arrayBytes, n)
+	}
+	workers := make([]streamWorker, n)
+	ready := make(chan error, n)
+	type probe struct{ on, sampled int }
+	probes := make(chan probe, n)
+	for i := range workers {
+		w := streamWorker{ops: make(chan streamOp), done: make(chan error, 1)}
+		workers[i] = w
+		go func(cpu int) {
+			// Locked and never unlocked: the thread is retired at the end.
+			if err := boundThread([]int{cpu}, node); err != nil {
+				ready <- err
+				return
+			}
+			var bufs [3][]byte
+			defer func() {
+				for _, b := range bufs {
+					unmap(b)
+				}
+			}()
+			for k := range bufs {
+				b, err := mapOnNode(per, node)
+				if err != nil {
+					ready <- err
+					return
+				}
+				bufs[k] = b
+			}
+			a, b, c := float64s(bufs[0]), float64s(bufs[1]), float64s(bufs[2])
+			b, c = b[:len(a)], c[:len(a)]
+			for j := range a { // first touch, by this thread
+				a[j], b[j], c[j] = 1, 2, 0
+			}
+			on, s := pagesOnNode(bufs[0], node)
+			probes <- probe{on, s}
+			ready <- nil
+			for op := range w.ops {
+				switch op {
+				case opCopy:
+					copy(c, a)
+				case opTriad:
+					for j := range a {
+						a[j] = b[j] + triadScalar*c[j]
+					}
+				}
+				w.done <- nil
+			}
+		}(cpus[i])
+	}
+	defer func() {
+		for _, w := range workers {
+			close(w.ops)
+		}
+	}()
+	var firstErr error
+	for range workers {
+		if e := <-ready; e != nil && firstErr == nil {
+			firstErr = e
+		}
+	}
+	if firstErr != nil {
+		// Workers that did start wait on ops; the deferred close ends them.
+		return nil, nil, 0, 0, firstErr
+	}
+	for range workers {
+		pr := <-probes
+		if pr.sampled > 0 {
+			on += pr.on
+			sampled += pr.sampled
+		}
+	}
+	total := float64(per/8*n) * 8
+	pass := func(op streamOp) time.Duration {
+		start := time.Now()
+		for _, w := range workers {
+			w.ops <- op
+		}
+		for _, w := range workers {
+			<-w.done
+		}
+		return time.Since(start)
+	}
+	for _, k := range []struct {
+		op    streamOp
+		bytes float64
+		out   *[]float64
+	}{{opCopy, 2 * total, &copyS}, {opTriad, 3 * total, &triadS}} {
+		pass(k.op) // warm-up, excluded
+		deadline := time.Now().Add(d)
+		for i := 0; i < maxSamples && (i < minSamples || time.Now().Before(deadline)); i++ {
+			if ctx.Err() != nil {
+				return nil, nil, 0, 0, ctx.Err()
+			}
+			el := pass(k.op)
+			*k.out = append(*k.out, round3(k.bytes/el.Seconds()/1e9))
+		}
+	}
+	return copyS, triadS, on, sampled, nil
+}
+
+const (
+	minSamples = 3
+	maxSamples = 100000
+	lineBytes  = 64
+	chaseChunk = 1 << 16 // loads per latency sample
+)
+
+// latency chases a random cyclic permutation of the buffer's cache lines
+// (each load's address depends on the previous load) from one pinned CPU.
+func (liveNUMA) latency(ctx context.Context, cpu int, node int, bufBytes uint64, d time.Duration) ([]float64, error) {
+	type out struct {
+		s   []float64
+		err error
+	}
+	res := make(chan out, 1)
+	go func() {
+		// Locked and never unlocked: the thread is retired at the end.
+		if err := boundThread([]int{cpu}, node); err != nil {
+			res <- out{err: err}
+			return
+		}
+		buf, err := mapOnNode(int(bufBytes), node)
+		if err != nil {
+			res <- out{err: err}
+			return
+		}
+		defer unmap(buf)
+		words := uint64s(buf)
+		buildChase(words, rand.New(rand.NewPCG(1, 2)))
+		var samples []float64
+		var p uint64
+		p = chase(words, p, chaseChunk) // warm-up, excluded
+		deadline := time.Now().Add(d)
+		for i := 0; i < maxSamples && (i < minSamples || time.Now().Before(deadline)); i++ {
+			if ctx.Err() != nil {
+				res <- out{err: ctx.Err()}
+				return
+			}
+			start := time.Now()
+			p = chase(words, p, chaseChunk)
+			samples = append(samples, round3(float64(time.Since(start).Nanoseconds())/chaseChunk))
+		}
+		if p == ^uint64(0) { // keeps the chase live
+			samples = nil
+		}
+		res <- out{s: samples}
+	}()
+	o := <-res
+	if o.err != nil {
+		return nil, o.err
+	}
+	if len(o.s) == 0 {
+		return nil, errors.New("pointer chase produced no samples")
+	}
+	return o.s, nil
+}
+
+// buildChase links the first word of every cache line of words into one
+// cycle through all lines in a random order: the first word of a line holds
+// the index of the next line's first word, so no prefetcher can guess it.
+func buildChase(words []uint64, r *rand.Rand) {
+	const stride = lineBytes / 8
+	n := len(words) / stride
+	order := make([]uint32, n)
+	for i := range order {
+		order[i] = uint32(i)
+	}
+	for i := n - 1; i > 0; i-- {
+		j := r.IntN(i)
+		order[i], order[j] = order[j], order[i]
+	}
+	for i := range n {
+		from, to := order[i], order[(i+1)%n]
+		words[uint64(from)*stride] = uint64(to) * stride
+	}
+}
+
+// chase follows n links from p.
+func chase(words []uint64, p uint64, n int) uint64 {
+	for range n {
+		p = words[p]
+	}
+	return p
+}

@@ -1,0 +1,268 @@
+package bench
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpunode/gpunode/internal/hostfs"
+	"github.com/gpunode/gpunode/internal/topo"
+)
+
+// The tests in this file measure this machine and compare with real tools
+// (mbw, a C pointer chase compiled here, jemalloc/tcmalloc). They skip when
+// a tool is missing, except in CI (CI=true), which installs them.
+
+func needTool(t *testing.T, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s is missing in CI (.ci/run installs it): %v", name, err)
+		}
+		t.Skipf("%s not installed", name)
+	}
+	return p
+}
+
+func liveTopo(t *testing.T) *topo.Topology {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("measures this machine")
+	}
+	fs, err := hostfs.New("/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp, err := topo.Discover(context.Background(), fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tp
+}
+
+// localPair measures the first CPU node's local pair with one thread.
+func localPair(t *testing.T, tp *topo.Topology, arrayBytes, latBytes uint64) NUMAPair {
+	t.Helper()
+	node := -1
+	for _, n := range tp.NUMANodes {
+		if n.CPUs.Size() > 0 && n.MemTotalBytes > 0 {
+			node = n.ID
+			break
+		}
+	}
+	if node < 0 {
+		t.Skip("no node with CPUs and memory")
+	}
+	r, err := RunNUMA(context.Background(), tp, NUMAOptions{Duration: 300 * time.Millisecond, Threads: 1,
+		ArrayBytes: arrayBytes, LatencyBytes: latBytes, CPUNodes: []int{node}, MemNodes: []int{node}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Pairs) != 1 {
+		t.Fatalf("pairs %+v", r.Pairs)
+	}
+	p := r.Pairs[0]
+	if p.PagesSampled > 0 && p.PagesOnNode != p.PagesSampled {
+		t.Errorf("only %d of %d sampled pages on node %d", p.PagesOnNode, p.PagesSampled, node)
+	}
+	return p
+}
+
+var mbwLine = regexp.MustCompile(`(?m)^(\d+)\s+Method: (\w+)\s+Elapsed: [0-9.]+\s+MiB: [0-9.]+\s+Copy: ([0-9.]+) MiB/s`)
+
+// mbwBest runs mbw's memcpy (-t0) and block-memcpy (-t2) tests on arrays
+// of mib MiB and returns the best iteration in GB/s counting bytes read
+// plus written (mbw counts the array once).
+func mbwBest(t *testing.T, mbw string, mib int) (float64, string) {
+	t.Helper()
+	best, kernel := 0.0, ""
+	for _, test := range []string{"0", "2"} {
+		out, err := exec.Command(mbw, "-q", "-n", "10", "-t"+test, strconv.Itoa(mib)).CombinedOutput()
+		if err != nil {
+			t.Fatalf("mbw: %v\n%s", err, out)
+		}
+		for _, m := range mbwLine.FindAllStringSubmatch(string(out), -1) {
+			v, _ := strconv.ParseFloat(m[3], 64)
+			if g := 2 * v * (1 << 20) / 1e9; g > best {
+				best, kernel = g, m[2]
+			}
+		}
+	}
+	if best == 0 {
+		t.Fatal("no mbw results parsed")
+	}
+	return best, kernel
+}
+
+func TestRealNUMABandwidthVsMbw(t *testing.T) {
+	mbw := needTool(t, "mbw")
+	tp := liveTopo(t)
+	const mib = 256
+	// Interleave three rounds so that load from other processes hits both.
+	var ours, theirs float64
+	var kernel string
+	for range 3 {
+		p := localPair(t, tp, mib<<20, minLatencyBytes)
+		_, hi := MinMax(p.CopySamplesGBps)
+		ours = max(ours, hi)
+		m, k := mbwBest(t, mbw, mib)
+		if m > theirs {
+			theirs, kernel = m, k
+		}
+	}
+	faster := max(ours, theirs)
+	t.Logf("copy, one thread, %d MiB arrays, best samples: gpunode %.2f GB/s (Go copy = runtime memmove), mbw %.2f GB/s (%s = glibc memcpy), both counting read+write", mib, ours, theirs, kernel)
+	if d := (faster - min(ours, theirs)) / faster; d > 0.30 {
+		t.Errorf("bench numa copy %.2f GB/s vs mbw %.2f GB/s: %.0f%% apart (limit 30%% of the faster)", ours, theirs, 100*d)
+	}
+}
+
+var chaseOut = regexp.MustCompile(`best ([0-9.]+) median ([0-9.]+)`)
+
+func TestRealNUMALatencyVsC(t *testing.T) {
+	cc := needTool(t, "cc")
+	tp := liveTopo(t)
+	bin := filepath.Join(t.TempDir(), "chase")
+	if out, err := exec.Command(cc, "-O2", "-o", bin, "testdata/chase.c").CombinedOutput(); err != nil {
+		t.Fatalf("cc: %v\n%s", err, out)
+	}
+	const mib = 256
+	var ours, theirs float64
+	for i := range 3 {
+		p := localPair(t, tp, minArrayBytes, mib<<20)
+		lo, _ := MinMax(p.LatencySamplesNs)
+		out, err := exec.Command("taskset", "-c", strconv.Itoa(firstCPU(tp)), bin, strconv.Itoa(mib), "20", strconv.Itoa(chaseChunk)).CombinedOutput()
+		if err != nil {
+			// taskset missing: run unpinned.
+			out, err = exec.Command(bin, strconv.Itoa(mib), "20", strconv.Itoa(chaseChunk)).CombinedOutput()
+			if err != nil {
+				t.Fatalf("chase: %v\n%s", err, out)
+			}
+		}
+		m := chaseOut.FindStringSubmatch(string(out))
+		if m == nil {
+			t.Fatalf("chase output %q", out)
+		}
+		c, _ := strconv.ParseFloat(m[1], 64)
+		if i == 0 || lo < ours {
+			ours = lo
+		}
+		if i == 0 || c < theirs {
+			theirs = c
+		}
+	}
+	t.Logf("pointer chase over %d MiB, best of 3 rounds: gpunode %.1f ns, C reference %.1f ns", mib, ours, theirs)
+	if d := abs(ours-theirs) / max(ours, theirs); d > 0.30 {
+		t.Errorf("bench numa latency %.1f ns vs C %.1f ns: %.0f%% apart (limit 30%%)", ours, theirs, 100*d)
+	}
+}
+
+func firstCPU(tp *topo.Topology) int {
+	for _, n := range tp.NUMANodes {
+		if l := onlineCPUs(tp, n); len(l) > 0 && n.MemTotalBytes > 0 {
+			return l[0]
+		}
+	}
+	return 0
+}
+
+func abs(x float64) float64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+// TestRealAllocWorkload runs the built-in workload (this test binary,
+// re-executed) under glibc and every allocator found; the child checks that
+// the preloaded library is really mapped.
+func TestRealAllocWorkload(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the allocator workload")
+	}
+	if !WorkloadAvailable {
+		t.Skip("built without cgo")
+	}
+	fs, err := hostfs.New("/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	libs, notes := FindAllocators(fs)
+	t.Logf("allocators: %+v; notes: %v", libs, notes)
+	hasJemalloc := false
+	for _, l := range libs {
+		hasJemalloc = hasJemalloc || l.Allocator == Jemalloc
+	}
+	if !hasJemalloc {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("jemalloc not found in CI (.ci/run installs libjemalloc2)")
+		}
+		t.Skip("jemalloc not installed")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := append(os.Environ(), workloadEnv+"=4:500000")
+	r, err := RunAlloc(context.Background(), AllocOptions{Command: []string{exe, "-test.run=^TestWorkloadChild$"}, Workload: "threads",
+		Repeats: 3, Allocators: libs, Environ: env})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, run := range r.Runs {
+		if len(run.WallSeconds) != 3 || len(run.MaxRSSBytes) != 3 {
+			t.Fatalf("%s: samples %+v", run.Allocator, run)
+		}
+		if run.MaxRSSSource != RSSFromVmHWM {
+			t.Errorf("%s: peak RSS from %q, want the workload's VmHWM", run.Allocator, run.MaxRSSSource)
+		}
+		if run.MedianWallSeconds <= 0 || run.MedianMaxRSSBytes < 1<<20 || run.MedianUserSeconds <= 0 {
+			t.Errorf("%s: medians wall %v user %v rss %v", run.Allocator, run.MedianWallSeconds, run.MedianUserSeconds, run.MedianMaxRSSBytes)
+		}
+		t.Logf("%s: wall %.3fs (spread %.1f%%) user %.3fs sys %.3fs maxRSS %d MiB wall/glibc %.2f", run.Allocator, run.MedianWallSeconds,
+			100*run.WallSpread, run.MedianUserSeconds, run.MedianSysSeconds, run.MedianMaxRSSBytes>>20, run.WallVsGlibc)
+	}
+	// A library that cannot be preloaded fails the run instead of silently
+	// measuring glibc.
+	_, err = RunAlloc(context.Background(), AllocOptions{Command: []string{exe, "-test.run=^TestWorkloadChild$"}, Repeats: 1,
+		Allocators: []AllocLibrary{{Allocator: Jemalloc, Path: "/nonexistent/libjemalloc.so.2"}}, Environ: env})
+	if err == nil || !strings.Contains(err.Error(), "not loaded") {
+		t.Errorf("missing library: err = %v", err)
+	}
+}
+
+const workloadEnv = "GPUNODE_BENCH_TEST_WORKLOAD"
+
+// TestWorkloadChild is the child of TestRealAllocWorkload.
+func TestWorkloadChild(t *testing.T) {
+	spec := os.Getenv(workloadEnv)
+	if spec == "" {
+		t.Skip("child of TestRealAllocWorkload")
+	}
+	th, ops, _ := strings.Cut(spec, ":")
+	n, _ := strconv.Atoi(th)
+	k, _ := strconv.ParseInt(ops, 10, 64)
+	if pre := os.Getenv("LD_PRELOAD"); pre != "" {
+		maps, err := os.ReadFile("/proc/self/maps")
+		if err != nil || !strings.Contains(string(maps), pre) {
+			t.Fatalf("LD_PRELOAD %s is not mapped", pre)
+		}
+	}
+	if err := ThreadsWorkload(n, k); err != nil {
+		t.Fatal(err)
+	}
+	fs, err := hostfs.New("/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ReportPeakRSS(fs, os.Stdout); err != nil {
+		t.Fatal(err)
+	}
+}
