@@ -134,7 +134,11 @@ func checkOperatorMIG(c *Context, emit Emit) {
 		}
 	}
 	for _, o := range c.operators() {
-		if s := operatorSpec(o); s.MIGManager.On() && (s.MIG.Strategy == "mixed" || s.MIG.Strategy == "single" || s.MIG.Strategy == "") {
+		// only a policy that asks for MIG (migManager.enabled set to true,
+		// or a mig.strategy) expects the manager to do something
+		s := operatorSpec(o)
+		explicit := (s.MIGManager.Enabled != nil && *s.MIGManager.Enabled) || s.MIG.Strategy != ""
+		if s.MIGManager.On() && explicit {
 			emit(o, opField(o, "migManager.enabled"), fmt.Sprintf("the MIG manager is enabled but none of the %d nodes carries %s: it configures nothing (MIG stays as it is on every GPU)", len(c.In.Nodes), LabelMIGConfig),
 				fmt.Sprintf("label the MIG nodes (kubectl label node NODE %s=all-1g.10gb), or set migManager.enabled: false", LabelMIGConfig))
 		}
