@@ -110,6 +110,10 @@ type H2DOptions struct {
 	Copier   Copier
 	Sources  bind.Sources
 	Progress Progress
+	// place and hostMem replace the thread binding and the host buffer
+	// mapping (tests of the report pipeline on fixture topologies).
+	place   func(cpus []int, node int) error
+	hostMem func(size, node int) (buf []byte, free func(), err error)
 }
 
 // h2dPlacement is one binding, from bind.Resolve.
@@ -138,7 +142,7 @@ func planH2D(ctx context.Context, t *topo.Topology, o H2DOptions) (*H2DResult, [
 	r := &H2DResult{SchemaVersion: H2DSchema, Time: time.Now().UTC().Format(time.RFC3339), GPU: *local.Target.Index,
 		BDF: local.Target.BDF, GPUNode: local.NUMANode, RemoteNode: -1,
 		SizeBytes: uint64(o.Size), Loops: o.Loops, Samples: o.Samples, Notes: []string{},
-		Method: fmt.Sprintf("cuMemcpyHtoD/DtoH of %d MiB, %d copies per sample then cuCtxSynchronize, median of %d samples, one warm-up copy excluded (nvbandwidth's copy-engine defaults)", o.Size>>20, o.Loops, o.Samples)}
+		Method: fmt.Sprintf("cuMemcpyHtoD/DtoH of %d MiB, %d copies per sample then cuCtxSynchronize, median of %d samples, one warm-up copy excluded (defaults: nvbandwidth's 512 MiB, 16 copies, 3 samples)", o.Size>>20, o.Loops, o.Samples)}
 	if d := t.Device(local.Target.BDF); d != nil {
 		r.LinkGen, r.LinkWidth = topo.PCIeGen(d.LinkSpeed), d.LinkWidth
 		r.LinkGBps = round3(topo.LinkGBps(d.LinkSpeed, d.LinkWidth))
@@ -197,6 +201,19 @@ func RunH2D(ctx context.Context, t *topo.Topology, o H2DOptions) (*H2DResult, er
 	if o.Copier == nil {
 		o.Copier = CUDA{}
 	}
+	if o.place == nil {
+		o.place = boundThread
+	}
+	if o.hostMem == nil {
+		o.hostMem = func(size, node int) ([]byte, func(), error) {
+			b, err := mapOnNode(size, node)
+			if err != nil {
+				return nil, nil, err
+			}
+			touch(b) // first touch by the bound thread
+			return b, func() { unmap(b) }, nil
+		}
+	}
 	r, places, err := planH2D(ctx, t, o)
 	if err != nil {
 		return nil, err
@@ -241,22 +258,21 @@ func runPlacement(ctx context.Context, dev CopyDevice, pl h2dPlacement, o H2DOpt
 	go func() {
 		// Locked and never unlocked: the thread is retired at the end.
 		node := pl.plan.NUMANode
-		if err := boundThread(pl.plan.CPUs.List(), node); err != nil {
+		if err := o.place(pl.plan.CPUs.List(), node); err != nil {
 			ch <- out{err: err}
 			return
 		}
 		var cases []H2DCase
 		for _, mem := range []string{Pageable, Pinned} {
-			buf, err := mapOnNode(o.Size, node)
+			buf, free, err := o.hostMem(o.Size, node)
 			if err != nil {
 				ch <- out{err: err}
 				return
 			}
-			touch(buf)
 			unpin := func() error { return nil }
 			if mem == Pinned {
 				if unpin, err = dev.Pin(buf); err != nil {
-					unmap(buf)
+					free()
 					ch <- out{err: err}
 					return
 				}
@@ -266,7 +282,7 @@ func runPlacement(ctx context.Context, dev CopyDevice, pl h2dPlacement, o H2DOpt
 				if _, err := dev.Copy(buf, dir, 1); err != nil { // warm-up
 					err = fmt.Errorf("%s %s: %w", dir, mem, err)
 					_ = unpin()
-					unmap(buf)
+					free()
 					ch <- out{err: err}
 					return
 				}
@@ -274,7 +290,7 @@ func runPlacement(ctx context.Context, dev CopyDevice, pl h2dPlacement, o H2DOpt
 				for range o.Samples {
 					if ctx.Err() != nil {
 						_ = unpin()
-						unmap(buf)
+						free()
 						ch <- out{err: ctx.Err()}
 						return
 					}
@@ -284,7 +300,7 @@ func runPlacement(ctx context.Context, dev CopyDevice, pl h2dPlacement, o H2DOpt
 							err = errors.New("copy took no time")
 						}
 						_ = unpin()
-						unmap(buf)
+						free()
 						ch <- out{err: fmt.Errorf("%s %s: %w", dir, mem, err)}
 						return
 					}
@@ -295,7 +311,7 @@ func runPlacement(ctx context.Context, dev CopyDevice, pl h2dPlacement, o H2DOpt
 				cases = append(cases, c)
 			}
 			err = unpin()
-			unmap(buf)
+			free()
 			if err != nil {
 				ch <- out{err: err}
 				return

@@ -418,7 +418,7 @@ func (liveNUMA) latency(ctx context.Context, cpu int, node int, bufBytes uint64,
 		}
 		defer unmap(buf)
 		words := uint64s(buf)
-		buildChase(words, rand.New(rand.NewPCG(1, 2)))
+		buildChase(words, newRand())
 		var samples []float64
 		var p uint64
 		p = chase(words, p, chaseChunk) // warm-up, excluded
@@ -474,3 +474,6 @@ func chase(words []uint64, p uint64, n int) uint64 {
 	}
 	return p
 }
+
+// newRand is the fixed-seed generator of the chase order.
+func newRand() *rand.Rand { return rand.New(rand.NewPCG(1, 2)) }
