@@ -2,7 +2,6 @@ package cli
 
 import (
 	"errors"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -66,6 +65,13 @@ MIG engine counts are gpunode's model of NVIDIA's published profile tables.`,
 			st, err := a.gpuStatus(ctx, gf.backend)
 			if err != nil {
 				return err
+			}
+			if len(st.GPUs) == 0 {
+				reason := st.Reason
+				if reason == "" {
+					reason = "it reports no GPUs"
+				}
+				a.Warnf("no GPUs from the GPU backend %s (%s): the slice has no devices", st.Backend, reason)
 			}
 			l, err := dra.Slices(dra.SliceOptions{NodeName: nodeName, MIG: migMode, Topology: t, Status: st, Catalog: a.migCatalogue()})
 			if err != nil {
@@ -246,4 +252,3 @@ func loadDRAInput(slicesF, classesF, claimsF, allocatedF, podF, templatesF strin
 	return in, nil
 }
 
-var _ = os.Stdout

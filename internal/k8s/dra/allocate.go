@@ -91,6 +91,9 @@ func (l classLister) Get(name string) (*resourceapi.DeviceClass, error) {
 
 // AllocatedState is the upstream allocator's view of --allocated.
 func (in *Input) AllocatedState() structured.AllocatedState {
+	if in.State != nil {
+		return *in.State
+	}
 	st := structured.AllocatedState{
 		AllocatedDevices:         sets.New[structured.DeviceID](),
 		AllocatedSharedDeviceIDs: sets.New[structured.SharedDeviceID](),
@@ -128,7 +131,11 @@ type upstreamResult struct {
 // RunUpstream runs the upstream allocator once for node under ctx.
 func (in *Input) RunUpstream(ctx context.Context, node *corev1.Node) ([]resourceapi.AllocationResult, error) {
 	in.init()
-	a, err := structured.NewAllocator(ctx, defaultFeatures, in.AllocatedState(), classLister(in.classes), in.Slices, in.cel)
+	f := defaultFeatures
+	if in.FeatureSet != nil {
+		f = *in.FeatureSet
+	}
+	a, err := structured.NewAllocator(ctx, f, in.AllocatedState(), classLister(in.classes), in.Slices, in.cel)
 	if err != nil {
 		return nil, err
 	}
@@ -150,8 +157,14 @@ func Run(ctx context.Context, in *Input, o Options) (*Report, error) {
 		return nil, err
 	}
 	rep := &Report{SchemaVersion: SchemaAllocate}
-	for _, name := range in.NodeNames() {
-		nr, err := runNode(ctx, in, NodeObject(name), o)
+	nodes := in.NodeObjects
+	if len(nodes) == 0 {
+		for _, name := range in.NodeNames() {
+			nodes = append(nodes, NodeObject(name))
+		}
+	}
+	for _, node := range nodes {
+		nr, err := runNode(ctx, in, node, o)
 		if err != nil {
 			return nil, err
 		}

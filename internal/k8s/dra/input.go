@@ -9,6 +9,7 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/dynamic-resource-allocation/cel"
+	"k8s.io/dynamic-resource-allocation/structured"
 )
 
 // Input is everything one `dra allocate` run decides on.
@@ -21,6 +22,15 @@ type Input struct {
 	Allocated []*resourceapi.ResourceClaim
 	// Nodes are the node names to try (empty: every node a slice names).
 	Nodes []string
+	// State, when set, is the allocated state itself (instead of
+	// Allocated), as the scheduler hands it to the allocator.
+	State *structured.AllocatedState
+	// NodeObjects, when set, are the nodes themselves (labels included),
+	// instead of Nodes.
+	NodeObjects []*corev1.Node
+	// FeatureSet, when set, replaces the v1.37 default allocator features
+	// for the upstream allocator (gpunode's search models the defaults).
+	FeatureSet *structured.Features
 
 	cel     *cel.Cache
 	classes map[string]*resourceapi.DeviceClass
@@ -55,6 +65,12 @@ func (in *Input) sliceList() []*resourceapi.ResourceSlice { return in.Slices }
 // except admin-access and shared (shareID) results.
 func (in *Input) allocatedSet() map[deviceID]bool {
 	out := map[deviceID]bool{}
+	if in.State != nil {
+		for id := range in.State.AllocatedDevices {
+			out[deviceID{id.Driver.String(), id.Pool.String(), id.Device.String()}] = true
+		}
+		return out
+	}
 	for _, c := range in.Allocated {
 		if c.Status.Allocation == nil {
 			continue
@@ -73,6 +89,9 @@ func (in *Input) allocatedSet() map[deviceID]bool {
 }
 
 func (in *Input) sharedInUse() bool {
+	if in.State != nil {
+		return len(in.State.AllocatedSharedDeviceIDs) > 0 || len(in.State.AggregatedCapacity) > 0
+	}
 	for _, c := range in.Allocated {
 		if c.Status.Allocation == nil {
 			continue
