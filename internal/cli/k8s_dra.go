@@ -251,4 +251,3 @@ func loadDRAInput(slicesF, classesF, claimsF, allocatedF, podF, templatesF strin
 	}
 	return in, nil
 }
-
