@@ -9,6 +9,7 @@
 package hostfs
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -180,6 +181,10 @@ func (f *FS) read(p string) ([]byte, error) {
 	if err := unix.Fstat(fd, &st); err != nil {
 		return nil, &fs.PathError{Op: "fstat", Path: p, Err: err}
 	}
+	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+		// A directory cannot block a read; keep the kernel's answer.
+		return nil, &fs.PathError{Op: "read", Path: p, Err: unix.EISDIR}
+	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		f.noteRefused(p, fileType(st.Mode))
 		return nil, &fs.PathError{Op: "open", Path: p, Err: fmt.Errorf("%w (%s): refusing to read it", ErrNotRegular, fileType(st.Mode))}
@@ -187,8 +192,45 @@ func (f *FS) read(p string) ([]byte, error) {
 	if st.Size > MaxFileSize {
 		return nil, &fs.PathError{Op: "read", Path: p, Err: errTooLarge}
 	}
-	buf := make([]byte, 0, 512)
-	for try := 0; ; {
+	// One read is enough when it returns less than it was offered and the
+	// file says so: a file of known size returned exactly that size, or a
+	// sysfs attribute (sysfs reports every attribute as one page of no
+	// blocks, and hands its whole value out in the first read). Anything
+	// else (procfs reports size 0 and may return a seq_file page at a
+	// time, a file that grew) goes on reading to EOF.
+	if st.Size >= oneRead && !isSysfsAttr(&st) {
+		// A big file of known size: one buffer of its size and a byte.
+		buf := make([]byte, st.Size+1)
+		n, err := readOnce(fd, buf)
+		if err != nil {
+			return nil, &fs.PathError{Op: "read", Path: p, Err: err}
+		}
+		if n < len(buf) && (n == 0 || int64(n) == st.Size) {
+			return buf[:n:n], nil
+		}
+		return readRest(fd, p, buf[:n])
+	}
+	var small [oneRead]byte
+	first := small[:]
+	if st.Size > 0 && st.Size < oneRead {
+		first = small[:st.Size+1]
+	}
+	n, err := readOnce(fd, first)
+	if err != nil {
+		return nil, &fs.PathError{Op: "read", Path: p, Err: err}
+	}
+	if n < len(first) && (n == 0 || int64(n) == st.Size || isSysfsAttr(&st)) {
+		return bytes.Clone(first[:n]), nil
+	}
+	buf := make([]byte, n, max(2*n, 512))
+	copy(buf, first[:n])
+	return readRest(fd, p, buf)
+}
+
+// readRest reads fd to EOF after the bytes already in buf, at most
+// MaxFileSize bytes in all.
+func readRest(fd int, p string, buf []byte) ([]byte, error) {
+	for {
 		if len(buf) == cap(buf) {
 			if len(buf) > MaxFileSize {
 				return nil, &fs.PathError{Op: "read", Path: p, Err: errTooLarge}
@@ -198,11 +240,7 @@ func (f *FS) read(p string) ([]byte, error) {
 			grow := min(cap(buf), MaxFileSize+1-len(buf))
 			buf = append(buf[:cap(buf)], make([]byte, grow)...)[:len(buf)]
 		}
-		n, err := unix.Read(fd, buf[len(buf):cap(buf)])
-		if err == unix.EINTR && try < maxEINTR {
-			try++
-			continue
-		}
+		n, err := readOnce(fd, buf[len(buf):cap(buf)])
 		if err != nil {
 			return nil, &fs.PathError{Op: "read", Path: p, Err: err}
 		}
@@ -210,6 +248,27 @@ func (f *FS) read(p string) ([]byte, error) {
 			return buf, nil
 		}
 		buf = buf[:len(buf)+n]
+	}
+}
+
+// oneRead is the buffer of the first read of every file: a sysfs attribute
+// holds at most a page, 4 KiB on x86.
+const oneRead = 4096
+
+// isSysfsAttr reports whether st looks like a sysfs attribute: size one
+// page, no blocks. A short first read of such a file is its whole value.
+func isSysfsAttr(st *unix.Stat_t) bool {
+	return st.Blocks == 0 && st.Size == int64(unix.Getpagesize())
+}
+
+// readOnce is one read(2), retried (boundedly) when a signal interrupts it.
+func readOnce(fd int, b []byte) (int, error) {
+	for try := 0; ; try++ {
+		n, err := unix.Read(fd, b)
+		if err == unix.EINTR && try < maxEINTR {
+			continue
+		}
+		return n, err
 	}
 }
 

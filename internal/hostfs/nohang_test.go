@@ -86,3 +86,13 @@ func TestReadFileBound(t *testing.T) {
 		t.Errorf("3000-byte file: %d bytes, %v", len(b), err)
 	}
 }
+
+// A directory read as a file keeps the kernel's EISDIR (callers report "is a
+// directory"); only types that could block or stream are ErrNotRegular.
+func TestReadFileDirectoryIsEISDIR(t *testing.T) {
+	f, _ := New(tree(t))
+	_, err := f.ReadFile("/proc/sys/vm")
+	if !errors.Is(err, syscall.EISDIR) || errors.Is(err, ErrNotRegular) || len(f.Refused()) != 0 {
+		t.Errorf("ReadFile(dir) = %v (refused %v); want EISDIR, not logged as refused", err, f.Refused())
+	}
+}
