@@ -10,7 +10,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/dynamic-resource-allocation/cel"
 
 	"github.com/gpunode/gpunode/internal/k8s/dra"
 	"github.com/gpunode/gpunode/internal/k8s/objects"
@@ -86,15 +85,18 @@ type Context struct {
 	Pods    []*PodRef
 	DP      []*DPConfig
 	Classes map[string]*Object // DeviceClass by name
-	CEL     *cel.Cache
-	byKind  map[string][]*Object
+	// compileCEL compiles a selector with internal/k8s/dra's shared cache.
+	compileCEL func(expr string) error
+	byKind     map[string][]*Object
 }
 
 // Kind returns the objects of one kind in input order.
 func (c *Context) Kind(kind string) []*Object { return c.byKind[kind] }
 
 func newContext(in *Input) *Context {
-	c := &Context{In: in, byKind: map[string][]*Object{}, Classes: map[string]*Object{}, CEL: dra.NewCELCache()}
+	cache := dra.NewCELCache()
+	c := &Context{In: in, byKind: map[string][]*Object{}, Classes: map[string]*Object{},
+		compileCEL: func(expr string) error { return dra.CompileSelector(cache, expr) }}
 	for _, o := range in.Objects {
 		c.byKind[o.Kind] = append(c.byKind[o.Kind], o)
 		c.Pods = append(c.Pods, podRefs(o)...)

@@ -148,7 +148,7 @@ func checkCEL(c *Context, emit Emit) {
 				if s.CEL == nil {
 					continue
 				}
-				if err := dra.CompileSelector(c.CEL, s.CEL.Expression); err != nil {
+				if err := c.compileCEL(s.CEL.Expression); err != nil {
 					emit(cs.obj, fmt.Sprintf("%s.selectors[%d].cel.expression", a.path, k), fmt.Sprintf("CEL does not compile: %v", oneLine(err.Error())), "fix the expression (device.attributes['gpu.nvidia.com'].NAME, device.capacity['gpu.nvidia.com'].memory, device.driver)")
 				}
 			}
@@ -160,7 +160,7 @@ func checkCEL(c *Context, emit Emit) {
 			if s.CEL == nil {
 				continue
 			}
-			if err := dra.CompileSelector(c.CEL, s.CEL.Expression); err != nil {
+			if err := c.compileCEL(s.CEL.Expression); err != nil {
 				emit(o, fmt.Sprintf("spec.selectors[%d].cel.expression", k), fmt.Sprintf("CEL does not compile: %v", oneLine(err.Error())), "fix the expression")
 			}
 		}
@@ -230,6 +230,9 @@ func (c *Context) known(pub map[string]map[string]bool, domain, class string) (m
 	return nil, false
 }
 
+// typeGPU matches a selector's test for full GPUs.
+var typeGPU = regexp.MustCompile(`\.type\s*==\s*["']gpu["']`)
+
 // fullGPUOnly reports whether a class selects only full GPUs: the
 // driver's gpu.nvidia.com (absent from the input) or a class whose
 // selector tests type == 'gpu'.
@@ -239,7 +242,7 @@ func (c *Context) fullGPUOnly(class string) bool {
 		return class == classGPU
 	}
 	for _, s := range o.V.(*resourceapi.DeviceClass).Spec.Selectors {
-		if s.CEL != nil && regexp.MustCompile(`\.type\s*==\s*["']gpu["']`).MatchString(s.CEL.Expression) {
+		if s.CEL != nil && typeGPU.MatchString(s.CEL.Expression) {
 			return true
 		}
 	}
