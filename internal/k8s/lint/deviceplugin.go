@@ -26,6 +26,9 @@ func devicePluginRules() []Rule {
 		{ID: "deviceplugin.shared-request", Severity: SeverityError, Section: "5.2",
 			Summary: "no more than 1 shared GPU per container under time-slicing/MPS with failRequestsGreaterThanOne",
 			Check:   func(c *Context, emit Emit) { checkSharedRequests(c, emit, true) }},
+		{ID: "deviceplugin.renamed", Severity: SeverityWarning, Section: "5.2",
+			Summary: "no requests for a resource every sharing config renames (renameByDefault: nvidia.com/gpu becomes nvidia.com/gpu.shared)",
+			Check:   checkRenamed},
 		{ID: "deviceplugin.shared-multi", Severity: SeverityWarning, Section: "5.2",
 			Summary: "more than 1 shared GPU per container under time-slicing/MPS (replicas may be the same GPU)",
 			Check:   func(c *Context, emit Emit) { checkSharedRequests(c, emit, false) }},
@@ -355,6 +358,52 @@ func checkSharedRequests(c *Context, emit Emit, failing bool) {
 							ct.C.Name, r, q.Value(), s.mode, s.d.where(), q.Value()), fmt.Sprintf("ask for %s: 1, or set failRequestsGreaterThanOne: true so such requests fail loudly", r))
 					}
 				}
+			}
+		}
+	}
+}
+
+// checkRenamed reports requests for a resource that every sharing config
+// of the input advertises under another name only.
+func checkRenamed(c *Context, emit Emit) {
+	renamed := map[string]string{} // original -> advertised, when all configs agree
+	kept := map[string]bool{}
+	n := 0
+	for _, d := range c.DP {
+		if d.Cfg == nil {
+			continue
+		}
+		n++
+		seen := map[string]bool{}
+		for _, r := range []*DPReplicated{d.Cfg.Sharing.TimeSlicing, d.Cfg.Sharing.MPS} {
+			if r == nil {
+				continue
+			}
+			for _, res := range r.Resources {
+				if to := sharedName(res, r.RenameByDefault); to != res.Name {
+					renamed[res.Name] = to
+					seen[res.Name] = true
+				}
+			}
+		}
+		for _, name := range []string{string(ResourceGPU)} {
+			if !seen[name] {
+				kept[name] = true
+			}
+		}
+	}
+	if n == 0 {
+		return
+	}
+	for _, p := range c.Pods {
+		for _, ct := range p.Containers() {
+			for _, r := range sortedNames(ct.C.Resources.Limits) {
+				to, ok := renamed[string(r)]
+				if !ok || kept[string(r)] {
+					continue
+				}
+				emit(p.Obj, fmt.Sprintf("%s.resources.limits[%s]", ct.Path, r), fmt.Sprintf("container %s asks for %s, but every device plugin config in the input shares it under the name %s (renameByDefault or rename): no node advertises %s, so the pod stays Pending",
+					ct.C.Name, r, to, r), fmt.Sprintf("ask for %s: 1, or keep the name (renameByDefault: false) on some nodes", to))
 			}
 		}
 	}
