@@ -76,6 +76,26 @@ run mps-partition-plan.txt "$G" mps partition plan --gpu 0 --chunks 5,3,2
 run audit.txt "$G" audit
 run audit.json "$G" audit -o json
 
+# Host<->device copies (gpunode bench h2d: pageable/pinned, the GPU's node and
+# the farthest node, 512 MiB x 16 copies x 3 samples). Expected on an
+# H100/H200 on PCIe Gen5 x16 (63 GB/s theoretical per direction): pinned h2d
+# and d2h from the GPU's node about 50-55 GB/s (checked here: 45-58 GB/s),
+# pageable well below; remote pinned a few percent to tens of percent lower.
+run bench-h2d.txt "$G" bench h2d --gpu 0 --no-progress
+run bench-h2d.json "$G" bench h2d --gpu 0 --no-progress -o json --plot "$OUT/bench-h2d.svg"
+if command -v python3 >/dev/null && [ -s "$OUT/bench-h2d.json" ]; then
+	python3 - "$OUT/bench-h2d.json" <<'PY' 2>&1 | tee -a "$OUT/smoke.log"
+import json, sys
+r = json.load(open(sys.argv[1]))
+for c in r["cases"]:
+    if c["memory"] == "pinned" and c["placement"] == "local":
+        ok = 45 <= c["gbps"] <= 58
+        print("   h2d check: %s pinned local %.1f GB/s (link %s x%s %.1f GB/s): %s" % (
+            c["direction"], c["gbps"], r.get("linkGen"), r.get("linkWidth"), r.get("linkGBps", 0),
+            "in the expected 45-58 GB/s" if ok else "OUTSIDE the expected 45-58 GB/s for PCIe Gen5 x16"))
+PY
+fi
+
 if [ "${GPU_SMOKE_MUTATE:-0}" = 1 ]; then
 	J=/tmp/gpunode-smoke-journal.$$
 	run mut-persistence-on.txt "$G" gpu persistence on --gpu 0 --journal-dir "$J"

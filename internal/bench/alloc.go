@@ -178,7 +178,7 @@ type sample struct {
 // RunAlloc runs the command under each allocator.
 func RunAlloc(ctx context.Context, o AllocOptions) (*AllocResult, error) {
 	if len(o.Command) == 0 {
-		return nil, fmt.Errorf("%w: no command to run", ErrInput)
+		return nil, inputf("no command to run")
 	}
 	if o.Repeats <= 0 {
 		o.Repeats = 5
@@ -190,7 +190,7 @@ func RunAlloc(ctx context.Context, o AllocOptions) (*AllocResult, error) {
 		o.run = runOnce
 	}
 	if len(o.Allocators) == 0 {
-		return nil, fmt.Errorf("%w: no allocator to compare", ErrInput)
+		return nil, inputf("no allocator to compare")
 	}
 	base := slices.DeleteFunc(slices.Clone(o.Environ), func(kv string) bool { return strings.HasPrefix(kv, "LD_PRELOAD=") })
 	r := &AllocResult{SchemaVersion: AllocSchema, Time: time.Now().UTC().Format(time.RFC3339), Command: o.Command,

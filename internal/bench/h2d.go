@@ -132,12 +132,12 @@ func planH2D(ctx context.Context, t *topo.Topology, o H2DOptions) (*H2DResult, [
 	local, err := bind.Resolve(ctx, t, bind.Request{GPU: o.GPU, Mem: bind.MemBind}, o.Sources)
 	if err != nil {
 		if errors.Is(err, bind.ErrInput) {
-			return nil, nil, fmt.Errorf("%w: %w", ErrInput, err)
+			return nil, nil, inputErr{err}
 		}
 		return nil, nil, err
 	}
 	if local.Target.Kind != "gpu" || local.Target.Index == nil {
-		return nil, nil, fmt.Errorf("%w: --gpu %s is not a GPU", ErrInput, o.GPU)
+		return nil, nil, inputf("--gpu %s is not a GPU", o.GPU)
 	}
 	r := &H2DResult{SchemaVersion: H2DSchema, Time: time.Now().UTC().Format(time.RFC3339), GPU: *local.Target.Index,
 		BDF: local.Target.BDF, GPUNode: local.NUMANode, RemoteNode: -1,

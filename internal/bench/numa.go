@@ -125,7 +125,7 @@ func planNUMA(t *topo.Topology, o NUMAOptions) (*numaPlan, error) {
 		if cpus := onlineCPUs(t, n); len(cpus) > 0 && (o.CPUNodes == nil || slices.Contains(o.CPUNodes, n.ID)) {
 			if o.Threads > 0 {
 				if o.Threads > len(cpus) {
-					return nil, fmt.Errorf("%w: --threads %d: node %d has %d online CPUs", ErrInput, o.Threads, n.ID, len(cpus))
+					return nil, inputf("--threads %d: node %d has %d online CPUs", o.Threads, n.ID, len(cpus))
 				}
 				cpus = cpus[:o.Threads]
 			}
@@ -143,12 +143,12 @@ func planNUMA(t *topo.Topology, o NUMAOptions) (*numaPlan, error) {
 	for _, want := range [][]int{o.CPUNodes, o.MemNodes} {
 		for _, id := range want {
 			if t.NodeByID(id) == nil {
-				return nil, fmt.Errorf("%w: no NUMA node %d", ErrInput, id)
+				return nil, inputf("no NUMA node %d", id)
 			}
 		}
 	}
 	if len(cpuNodes) == 0 || len(memNodes) == 0 {
-		return nil, fmt.Errorf("%w: no NUMA node with online CPUs and none with memory to measure", ErrInput)
+		return nil, inputf("no NUMA node with online CPUs and none with memory to measure")
 	}
 	for _, x := range cpuNodes {
 		for _, y := range memNodes {
@@ -279,8 +279,11 @@ const (
 
 type streamWorker struct {
 	ops  chan streamOp
-	done chan error
+	done chan span
 }
+
+// span is when one worker's pass started and ended.
+type span struct{ start, end time.Time }
 
 // bandwidth runs copy and triad with one worker per CPU, each pinned to its
 // CPU with its memory bound to node, over its share of the arrays.
@@ -289,14 +292,14 @@ func (liveNUMA) bandwidth(ctx context.Context, cpus []int, node int, arrayBytes 
 	per := int(arrayBytes) / n
 	per -= per % 4096
 	if per < 4096 {
-		return nil, nil, 0, 0, fmt.Errorf("%w: arrays of %d bytes for %d threads", ErrInput, arrayBytes, n)
+		return nil, nil, 0, 0, inputf("arrays of %d bytes for %d threads", arrayBytes, n)
 	}
 	workers := make([]streamWorker, n)
 	ready := make(chan error, n)
 	type probe struct{ on, sampled int }
 	probes := make(chan probe, n)
 	for i := range workers {
-		w := streamWorker{ops: make(chan streamOp), done: make(chan error, 1)}
+		w := streamWorker{ops: make(chan streamOp), done: make(chan span, 1)}
 		workers[i] = w
 		go func(cpu int) {
 			// Locked and never unlocked: the thread is retired at the end.
@@ -319,7 +322,6 @@ func (liveNUMA) bandwidth(ctx context.Context, cpus []int, node int, arrayBytes 
 				bufs[k] = b
 			}
 			a, b, c := float64s(bufs[0]), float64s(bufs[1]), float64s(bufs[2])
-			b, c = b[:len(a)], c[:len(a)]
 			for j := range a { // first touch, by this thread
 				a[j], b[j], c[j] = 1, 2, 0
 			}
@@ -327,15 +329,14 @@ func (liveNUMA) bandwidth(ctx context.Context, cpus []int, node int, arrayBytes 
 			probes <- probe{on, s}
 			ready <- nil
 			for op := range w.ops {
+				start := time.Now()
 				switch op {
 				case opCopy:
-					copy(c, a)
+					streamCopy(c, a)
 				case opTriad:
-					for j := range a {
-						a[j] = b[j] + triadScalar*c[j]
-					}
+					streamTriad(a, b, c)
 				}
-				w.done <- nil
+				w.done <- span{start, time.Now()}
 			}
 		}(cpus[i])
 	}
@@ -362,15 +363,23 @@ func (liveNUMA) bandwidth(ctx context.Context, cpus []int, node int, arrayBytes 
 		}
 	}
 	total := float64(per/8*n) * 8
+	// A pass lasts from the first worker's start to the last worker's end
+	// (the hand-off to the first worker is not counted; a late worker is).
 	pass := func(op streamOp) time.Duration {
-		start := time.Now()
 		for _, w := range workers {
 			w.ops <- op
 		}
-		for _, w := range workers {
-			<-w.done
+		var first, last time.Time
+		for i, w := range workers {
+			s := <-w.done
+			if i == 0 || s.start.Before(first) {
+				first = s.start
+			}
+			if i == 0 || s.end.After(last) {
+				last = s.end
+			}
 		}
-		return time.Since(start)
+		return last.Sub(first)
 	}
 	for _, k := range []struct {
 		op    streamOp
@@ -390,11 +399,33 @@ func (liveNUMA) bandwidth(ctx context.Context, cpus []int, node int, arrayBytes 
 	return copyS, triadS, on, sampled, nil
 }
 
+// streamCopy is STREAM's copy loop (ordinary stores), not memmove: Go's
+// memmove streams large copies with non-temporal stores, which STREAM's
+// kernel does not.
+//
+//go:noinline
+func streamCopy(c, a []float64) {
+	c = c[:len(a)]
+	for j := range a {
+		c[j] = a[j]
+	}
+}
+
+// streamTriad is STREAM's triad: a = b + q*c.
+//
+//go:noinline
+func streamTriad(a, b, c []float64) {
+	b, c = b[:len(a)], c[:len(a)]
+	for j := range a {
+		a[j] = b[j] + triadScalar*c[j]
+	}
+}
+
 const (
 	minSamples = 3
 	maxSamples = 100000
 	lineBytes  = 64
-	chaseChunk = 1 << 16 // loads per latency sample
+	chaseChunk = 1 << 14 // loads per latency sample (a few ms: short samples dodge preemption)
 )
 
 // latency chases a random cyclic permutation of the buffer's cache lines

@@ -24,7 +24,7 @@ func PlotFormat(file string) (string, error) {
 	case ".svg", ".png":
 		return ext[1:], nil
 	default:
-		return "", fmt.Errorf("%w: --plot %s: want a .svg or .png file", ErrInput, file)
+		return "", inputf("--plot %s: want a .svg or .png file", file)
 	}
 }
 
@@ -59,7 +59,7 @@ func renderRow(plots []*plot.Plot, format string) ([]byte, error) {
 	case "png":
 		canvas = vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(110))}
 	default:
-		return nil, fmt.Errorf("%w: plot format %q", ErrInput, format)
+		return nil, inputf("plot format %q", format)
 	}
 	dc := draw.New(canvas)
 	tiles := draw.Tiles{Rows: 1, Cols: len(plots), PadX: vg.Millimeter * 4, PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 2}

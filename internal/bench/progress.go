@@ -2,6 +2,7 @@ package bench
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"sync"
 	"time"
@@ -11,6 +12,15 @@ import (
 
 // ErrInput marks errors caused by the request (bad flags or names).
 var ErrInput = errors.New("invalid input")
+
+// inputErr is an error of the request: errors.Is(err, ErrInput), with the
+// message alone.
+type inputErr struct{ err error }
+
+func (e inputErr) Error() string   { return e.err.Error() }
+func (e inputErr) Unwrap() []error { return []error{ErrInput, e.err} }
+
+func inputf(format string, args ...any) error { return inputErr{fmt.Errorf(format, args...)} }
 
 // Progress receives the progress of a run.
 type Progress interface {

@@ -75,7 +75,7 @@ func kindOf(v any) (string, error) {
 // root), atomically, replacing an older result of that name.
 func Save(fsys *hostfs.FS, stateDir, name string, v any) (string, error) {
 	if !nameRE.MatchString(name) || strings.HasSuffix(name, ".json") {
-		return "", fmt.Errorf("%w: --save %q: a name is 1-64 letters, digits, '.', '_' or '-' (not ending in .json)", ErrInput, name)
+		return "", inputf("--save %q: a name is 1-64 letters, digits, '.', '_' or '-' (not ending in .json)", name)
 	}
 	kind, err := kindOf(v)
 	if err != nil {
@@ -103,13 +103,13 @@ func Save(fsys *hostfs.FS, stateDir, name string, v any) (string, error) {
 // Load reads the saved result NAME.
 func Load(fsys *hostfs.FS, stateDir, name string) (*Saved, error) {
 	if !nameRE.MatchString(name) {
-		return nil, fmt.Errorf("%w: result name %q", ErrInput, name)
+		return nil, inputf("result name %q", name)
 	}
 	p := path.Join(Dir(stateDir), name+".json")
 	b, err := fsys.ReadFile(p)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("%w: no saved result %q (%s)", ErrInput, name, p)
+			return nil, inputf("no saved result %q (%s)", name, p)
 		}
 		return nil, fmt.Errorf("read %s: %w", p, err)
 	}
@@ -265,7 +265,7 @@ func seriesOf(v any) ([]series, error) {
 // Compare compares saved results a and b, which must be of one kind.
 func Compare(a, b *Saved) (*Comparison, error) {
 	if a.Kind != b.Kind {
-		return nil, fmt.Errorf("%w: %s is a %s result and %s a %s result", ErrInput, a.Name, a.Kind, b.Name, b.Kind)
+		return nil, inputf("%s is a %s result and %s a %s result", a.Name, a.Kind, b.Name, b.Kind)
 	}
 	va, err := a.Decoded()
 	if err != nil {

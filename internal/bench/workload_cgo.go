@@ -69,7 +69,7 @@ const WorkloadAvailable = true
 // allocator's).
 func ThreadsWorkload(threads int, ops int64) error {
 	if threads < 1 || threads > 4096 || ops < 1 {
-		return fmt.Errorf("%w: workload threads %d, ops %d", ErrInput, threads, ops)
+		return inputf("workload threads %d, ops %d", threads, ops)
 	}
 	if C.gpunode_alloc_run(C.int(threads), C.long(ops)) != 0 {
 		return fmt.Errorf("allocator workload failed (malloc returned NULL or a thread could not start)")
