@@ -38,10 +38,17 @@ func Compare(ctx context.Context, features structured.Features, state structured
 		in.Claims = append(in.Claims, c.DeepCopy())
 	}
 	upFits := upErr == nil && upResults != nil
+	probe := &dra.Input{Slices: in.Slices, Classes: in.Classes, State: in.State, FeatureSet: in.FeatureSet}
+	for _, c := range claims {
+		probe.Claims = append(probe.Claims, c.DeepCopy())
+	}
+	un := probe.Unmodelled(ctx, in.NodeObjects[0])
 	verdict, detail = compare(ctx, in, upFits, upErr)
-	if features != dra.Features() {
-		// gpunode's search models the v1.37 default feature set only.
-		verdict = "other-features-" + verdict
+	if un != "" {
+		// Left to the upstream allocator by gpunode (consumable capacity,
+		// alpha features): counted apart.
+		verdict = "unmodelled-" + verdict
+		detail += " [" + un + "]"
 	}
 	return verdict, detail
 }

@@ -220,7 +220,7 @@ func runNode(ctx context.Context, in *Input, node *corev1.Node, o Options) (*Nod
 		}
 		nr.fromSolution(p, sol)
 		if !nr.Fits || o.Explain {
-			nr.Explain = explain(ctx, in, p, s, o)
+			nr.Explain = explain(ctx, in, p, s, o, !nr.Fits)
 			nr.Explain.Solver = "gpunode"
 		}
 		return nr, nil
@@ -236,7 +236,7 @@ func runNode(ctx context.Context, in *Input, node *corev1.Node, o Options) (*Nod
 		// Proven infeasible: no need to wait for upstream.
 		cancelUp()
 		nr.Fits = false
-		nr.Explain = explain(ctx, in, p, s, o)
+		nr.Explain = explain(ctx, in, p, s, o, true)
 		nr.Explain.Solver = "gpunode"
 		nr.Explain.Upstream = fmt.Sprintf("gpunode proved this after %s, before the upstream allocator answered (it was stopped)", roundDur(time.Since(start)))
 		nr.Explain.GpunodeMillis = ms(searchTime)
@@ -255,7 +255,7 @@ func runNode(ctx context.Context, in *Input, node *corev1.Node, o Options) (*Nod
 		nr.Explain = &Explain{Solver: "gpunode", GpunodeMillis: ms(searchTime),
 			Upstream: fmt.Sprintf("the upstream allocator had not answered after %s: these are gpunode's devices, a valid allocation that may differ from the scheduler's first fit", roundDur(time.Since(start)))}
 		if o.Explain {
-			ex := explain(ctx, in, p, s, o)
+			ex := explain(ctx, in, p, s, o, false)
 			ex.Solver, ex.Upstream, ex.GpunodeMillis = nr.Explain.Solver, nr.Explain.Upstream, nr.Explain.GpunodeMillis
 			nr.Explain = ex
 		}
@@ -305,7 +305,7 @@ func (nr *NodeReport) fromUpstream(in *Input, r upstreamResult, o Options, extra
 	case r.results == nil:
 		nr.Fits = false
 		if p != nil {
-			nr.Explain = explain(context.Background(), in, p, s, o)
+			nr.Explain = explain(context.Background(), in, p, s, o, true)
 		} else {
 			nr.Explain = &Explain{}
 		}
@@ -322,7 +322,7 @@ func (nr *NodeReport) fromUpstream(in *Input, r upstreamResult, o Options, extra
 	}
 	if o.Explain {
 		if p != nil {
-			nr.Explain = explain(context.Background(), in, p, s, o)
+			nr.Explain = explain(context.Background(), in, p, s, o, false)
 		} else {
 			nr.Explain = &Explain{}
 		}

@@ -13,15 +13,12 @@ import (
 // explainBudget bounds each search an explanation runs.
 const explainBudget = 200_000
 
-// explain says why the claims do not fit on p's node (nothing when they
-// fit and o.Explain is off), and what would fit.
-func explain(ctx context.Context, in *Input, p *problem, s *searcher, o Options) *Explain {
+// explain says why the claims do not fit on p's node (infeasible: known not
+// to fit; otherwise there is nothing to explain), and with o.Explain what
+// would fit.
+func explain(ctx context.Context, in *Input, p *problem, s *searcher, o Options, infeasible bool) *Explain {
 	e := &Explain{}
-	if p == nil {
-		return e
-	}
-	fits, err := solvable(ctx, p)
-	if err != nil || fits {
+	if p == nil || !infeasible {
 		return e
 	}
 	// The first request (in allocation order) whose prefix no longer fits.

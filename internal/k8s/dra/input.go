@@ -57,6 +57,32 @@ func (in *Input) init() {
 	}
 }
 
+func (in *Input) features() structured.Features {
+	if in.FeatureSet != nil {
+		return *in.FeatureSet
+	}
+	return defaultFeatures
+}
+
+// Unmodelled says what of in gpunode's search leaves to the upstream
+// allocator on node (consumable capacity, features other than the v1.37
+// defaults), "" when nothing.
+func (in *Input) Unmodelled(ctx context.Context, node *corev1.Node) string {
+	in.init()
+	f := in.features()
+	if f.DerivedAttributes || f.ListTypeAttributes || f.CompatibilityGroups || f.OptionalNodeOperations {
+		return "features beyond the v1.37 defaults"
+	}
+	for _, c := range in.Claims {
+		DefaultClaimSpec(&c.Spec)
+	}
+	p, err := buildProblem(ctx, in, node)
+	if err != nil {
+		return ""
+	}
+	return p.unsupported
+}
+
 func (in *Input) class(name string) *resourceapi.DeviceClass { return in.classes[name] }
 
 func (in *Input) sliceList() []*resourceapi.ResourceSlice { return in.Slices }

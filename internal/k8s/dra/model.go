@@ -12,6 +12,7 @@ import (
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/dynamic-resource-allocation/cel"
 	"k8s.io/dynamic-resource-allocation/resourceclaim"
+	"k8s.io/dynamic-resource-allocation/structured"
 	"k8s.io/utils/ptr"
 )
 
@@ -124,6 +125,7 @@ type problem struct {
 	// unsupported names what gpunode's own search does not model (it then
 	// leaves the answer to the upstream allocator).
 	unsupported string
+	features    structured.Features
 	// classOf is the DeviceClass name per alt (for explanations).
 }
 
@@ -271,8 +273,20 @@ func hasBindingConditions(ss []*resourceapi.ResourceSlice) bool {
 // buildProblem turns one node's inputs into a problem. Errors are the
 // allocator's errors (the node does not fit; the error says why).
 func buildProblem(ctx context.Context, in *Input, node *corev1.Node) (*problem, error) {
-	p := &problem{node: node}
-	keys, targeting, others, incomplete, err := gatherPools(node, in.sliceList())
+	p := &problem{node: node, features: in.features()}
+	sl := in.sliceList()
+	if !p.features.PartitionableDevices {
+		// Without partitionable devices the allocator ignores slices with
+		// counter sets or per-device node selection.
+		var keep []*resourceapi.ResourceSlice
+		for _, s := range sl {
+			if s.Spec.PerDeviceNodeSelection == nil && len(s.Spec.SharedCounters) == 0 {
+				keep = append(keep, s)
+			}
+		}
+		sl = keep
+	}
+	keys, targeting, others, incomplete, err := gatherPools(node, sl)
 	if err != nil {
 		return nil, err
 	}
@@ -416,7 +430,7 @@ func buildProblem(ctx context.Context, in *Input, node *corev1.Node) (*problem, 
 		}
 	}
 	for _, d := range p.devices {
-		if d.multi {
+		if d.multi && p.features.ConsumableCapacity {
 			p.unsupported = "devices with allowMultipleAllocations (consumable capacity)"
 		}
 	}
@@ -438,6 +452,9 @@ func (p *problem) buildClaim(ctx context.Context, in *Input, c *resourceapi.Reso
 	info := claimInfo{key: c.Namespace + "/" + c.Name}
 	for _, r := range c.Spec.Devices.Requests {
 		req := request{name: r.Name}
+		if len(r.FirstAvailable) > 0 && !p.features.PrioritizedList {
+			return info, fmt.Errorf("claim %s, request %s: has subrequests, but the DRAPrioritizedList feature is disabled", info.key, r.Name)
+		}
 		if len(r.FirstAvailable) > 0 {
 			for _, s := range r.FirstAvailable {
 				a, err := p.buildAlt(ctx, in, c, r.Name, s.Name, s.DeviceClassName, s.Selectors, s.AllocationMode, s.Count, false, s.Tolerations, s.Capacity != nil)
@@ -498,6 +515,12 @@ func (p *problem) buildAlt(ctx context.Context, in *Input, c *resourceapi.Resour
 	default:
 		return a, fmt.Errorf("claim %s, request %s: unsupported count mode %s", key, a.name, mode)
 	}
+	if admin && !p.features.AdminAccess {
+		return a, fmt.Errorf("claim %s, request %s: admin access is requested, but the feature is disabled", key, a.name)
+	}
+	if capacity && !p.features.ConsumableCapacity {
+		return a, fmt.Errorf("claim %s, request %s: has capacity requests, but the DRAConsumableCapacity feature is disabled", key, a.name)
+	}
 	if capacity {
 		p.unsupported = "capacity requests (consumable capacity)"
 	}
@@ -520,8 +543,14 @@ func (p *problem) buildAlt(ctx context.Context, in *Input, c *resourceapi.Resour
 		if !ok {
 			continue
 		}
+		if !p.features.DeviceBindingAndStatus && len(d.dev.BindingConditions) > 0 {
+			continue
+		}
+		if !p.features.PartitionableDevices && len(d.consume) > 0 {
+			continue
+		}
 		a.matched++
-		if taintPrevents(d.dev, tols) {
+		if p.features.DeviceTaints && taintPrevents(d.dev, tols) {
 			a.tainted++
 			if !a.all {
 				continue

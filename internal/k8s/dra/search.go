@@ -98,7 +98,7 @@ func (s *searcher) solve() ([]pick, error) {
 	if !ok {
 		return nil, nil
 	}
-	return slices.Clone(s.picks), nil
+	return append([]pick{}, s.picks...), nil
 }
 
 func (s *searcher) tick() error {

@@ -26,13 +26,8 @@ func Validate(in *Input) error {
 			return err
 		}
 	}
-	seen := map[string]bool{}
 	for _, c := range in.Claims {
 		obj := fmt.Sprintf("ResourceClaim %q", c.Namespace+"/"+c.Name)
-		if seen[c.Namespace+"/"+c.Name] {
-			return &InputError{obj, "metadata.name", "Duplicate value: the claim is given twice"}
-		}
-		seen[c.Namespace+"/"+c.Name] = true
 		if c.Status.Allocation != nil {
 			return &InputError{obj, "status.allocation", "Invalid value: the claim is already allocated (give it with --allocated)"}
 		}
@@ -115,16 +110,12 @@ func checkRequest(in *Input, obj, f, class string, sels []resourceapi.DeviceSele
 	}
 	switch mode {
 	case "", resourceapi.DeviceAllocationModeExactCount:
+		// A count over the 32-device limit is the allocator's failure
+		// (the node does not fit), not bad input.
 		if count < 0 {
 			return &InputError{obj, f + ".count", fmt.Sprintf("Invalid value: %d: must be greater than zero", count)}
 		}
-		if count > resourceapi.AllocationResultsMaxSize {
-			return &InputError{obj, f + ".count", fmt.Sprintf("Invalid value: %d: must be less than or equal to %d", count, resourceapi.AllocationResultsMaxSize)}
-		}
 	case resourceapi.DeviceAllocationModeAll:
-		if count != 0 {
-			return &InputError{obj, f + ".count", "Invalid value: must not be set when allocationMode is All"}
-		}
 	default:
 		return &InputError{obj, f + ".allocationMode", fmt.Sprintf("Unsupported value: %q: supported values: \"All\", \"ExactCount\"", mode)}
 	}
