@@ -16,9 +16,11 @@ func BenchmarkDiscoverDGX(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
+	start := cpuTime()
 	for b.Loop() {
 		if _, err := Discover(context.Background(), fs); err != nil {
 			b.Fatal(err)
 		}
 	}
+	reportCPU(b, start)
 }
