@@ -103,6 +103,18 @@ func newContext(in *Input) *Context {
 		switch v := o.V.(type) {
 		case *configDoc:
 			c.DP = append(c.DP, decodeDP(o, "", "", v.raw))
+		case *DPChartValues:
+			keys := make([]string, 0, len(v.Config.Map))
+			for k := range v.Config.Map {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				if d := configMapDP(o, k, v.Config.Map[k]); d != nil {
+					d.Prefix = fmt.Sprintf("config.map[%s]", k)
+					c.DP = append(c.DP, d)
+				}
+			}
 		case *v1.ConfigMap:
 			keys := make([]string, 0, len(v.Data))
 			for k := range v.Data {

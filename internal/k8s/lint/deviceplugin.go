@@ -196,6 +196,12 @@ func (c *Context) dpReaders() (map[string]bool, bool) {
 			names[spec.DevicePlugin.Config.Name] = true
 		}
 	}
+	for _, o := range c.Kind(KindDPChartValues) {
+		configurer = true
+		if n := o.V.(*DPChartValues).Config.Name; n != "" {
+			names[n] = true
+		}
+	}
 	for _, o := range c.Kind("DaemonSet") {
 		ds := o.V.(*appsv1.DaemonSet)
 		if !isDevicePluginPod(&ds.Spec.Template.Spec) {
@@ -259,6 +265,14 @@ func checkMIGStrategy(c *Context, emit Emit) {
 		}
 		strategies = append(strategies, s)
 		from = fmt.Sprintf("%s mig.strategy", o.ID())
+	}
+	if len(strategies) == 0 {
+		for _, o := range c.Kind(KindDPChartValues) {
+			if s := o.V.(*DPChartValues).MigStrategy; s != "" {
+				strategies = append(strategies, s)
+				from = fmt.Sprintf("%s migStrategy", o.ID())
+			}
+		}
 	}
 	if len(strategies) == 0 {
 		for _, d := range c.DP {

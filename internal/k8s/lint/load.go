@@ -34,6 +34,7 @@ const (
 const (
 	KindDevicePluginConfig = "DevicePluginConfig"
 	KindOperatorValues     = "GPUOperatorValues"
+	KindDPChartValues      = "DevicePluginChartValues"
 )
 
 // Object is one decoded object and where it came from. V holds the typed
@@ -353,6 +354,13 @@ func (l *Loader) addConfig(o objects.Object) error {
 		}
 		return l.push(&Object{Src: o.Source, Kind: KindDRADriverValues, Name: name, V: v}, "")
 	}
+	if raw, ok := top["config"]; ok && isDPChartConfig(raw) {
+		v := &DPChartValues{}
+		if err := json.Unmarshal(o.JSON, v); err != nil {
+			return o.Errorf(KindDPChartValues+" "+name, "config", "%v", err)
+		}
+		return l.push(&Object{Src: o.Source, Kind: KindDPChartValues, Name: name, V: v}, "")
+	}
 	if _, ok := top["version"]; ok && isDevicePluginConfig(top) {
 		return l.push(&Object{Src: o.Source, Kind: KindDevicePluginConfig, Name: name, V: &configDoc{raw: o.JSON}}, "")
 	}
@@ -382,3 +390,30 @@ func isDevicePluginConfig(top map[string]json.RawMessage) bool {
 // deviceplugin rules (its errors are findings, not bad input: the plugin
 // itself reads it leniently or refuses to start).
 type configDoc struct{ raw []byte }
+
+// DPChartValues is the part of the nvidia-device-plugin chart's values lint
+// reads: config.name (an existing ConfigMap), config.map (configs the chart
+// turns into a ConfigMap), config.default, and the migStrategy value.
+type DPChartValues struct {
+	Config struct {
+		Name    string            `json:"name,omitempty"`
+		Default string            `json:"default,omitempty"`
+		Map     map[string]string `json:"map,omitempty"`
+	} `json:"config"`
+	MigStrategy string `json:"migStrategy,omitempty"`
+}
+
+// isDPChartConfig reports whether a top-level config value looks like the
+// device plugin chart's (an object with name, map or default).
+func isDPChartConfig(raw json.RawMessage) bool {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return false
+	}
+	for _, k := range []string{"map", "name", "default"} {
+		if _, ok := m[k]; ok {
+			return true
+		}
+	}
+	return false
+}
