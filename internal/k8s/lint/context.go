@@ -97,6 +97,20 @@ func newContext(in *Input) *Context {
 	cache := dra.NewCELCache()
 	c := &Context{In: in, byKind: map[string][]*Object{}, Classes: map[string]*Object{},
 		compileCEL: func(expr string) error { return dra.CompileSelector(cache, expr) }}
+	if len(in.Nodes) == 0 {
+		// Nodes among the manifests (a cluster dump) stand in for --nodes.
+		var nodes []*v1.Node
+		for _, o := range in.Objects {
+			if n, ok := o.V.(*v1.Node); ok {
+				nodes = append(nodes, n)
+			}
+		}
+		if len(nodes) > 0 {
+			cp := *in
+			cp.Nodes = nodes
+			c.In = &cp
+		}
+	}
 	for _, o := range in.Objects {
 		c.byKind[o.Kind] = append(c.byKind[o.Kind], o)
 		c.Pods = append(c.Pods, podRefs(o)...)

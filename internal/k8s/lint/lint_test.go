@@ -257,3 +257,23 @@ func TestUpstreamExamples(t *testing.T) {
 		}
 	}
 }
+
+// TestNodesFromInput: Node objects among the manifests stand in for
+// --nodes (a cluster dump linted as a whole).
+func TestNodesFromInput(t *testing.T) {
+	dir := filepath.Join(manifests, "rules", "computedomain.clique")
+	in, err := loadFiles(filepath.Join(dir, "fail.yaml"), filepath.Join(dir, "nodes.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ruleFindings(Run(in), "computedomain.clique"); len(got) != 1 {
+		t.Errorf("clique findings with Nodes in the input: %+v", got)
+	}
+	in, err = loadFiles(filepath.Join(dir, "fail.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ruleFindings(Run(in), "computedomain.clique"); len(got) != 0 {
+		t.Errorf("clique findings without nodes: %+v", got)
+	}
+}
