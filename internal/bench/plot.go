@@ -147,9 +147,9 @@ func numaPlots(r *NUMAResult) ([]*plot.Plot, error) {
 		f           func(NUMAPair) float64
 		reverse     bool
 	}{
-		{"copy bandwidth", "GB/s", func(p NUMAPair) float64 { return p.CopyGBps }, false},
-		{"triad bandwidth", "GB/s", func(p NUMAPair) float64 { return p.TriadGBps }, false},
-		{"load-to-use latency", "ns", func(p NUMAPair) float64 { return p.LatencyNs }, true},
+		{"copy bandwidth", "GB/s", func(p NUMAPair) float64 { return p.CopyGBps }, true},
+		{"triad bandwidth", "GB/s", func(p NUMAPair) float64 { return p.TriadGBps }, true},
+		{"load-to-use latency", "ns", func(p NUMAPair) float64 { return p.LatencyNs }, false},
 	} {
 		g := numaGrid(r, m.f)
 		p := plot.New()
@@ -196,7 +196,8 @@ func numaPlots(r *NUMAResult) ([]*plot.Plot, error) {
 	return out, nil
 }
 
-// reversed flips a palette (low latency is good: blue).
+// reversed flips a palette: red is always the bad end (low bandwidth, high
+// latency).
 type reversed struct {
 	p interface{ Colors() []color.Color }
 }
@@ -222,7 +223,7 @@ func barPlot(title, unit string, names []string, values []float64, ref float64, 
 	p := plot.New()
 	p.Title.Text = title
 	p.Y.Label.Text = unit
-	bars, err := plotter.NewBarChart(plotter.Values(values), vg.Points(18))
+	bars, err := plotter.NewBarChart(plotter.Values(values), vg.Points(30))
 	if err != nil {
 		return nil, err
 	}
@@ -233,6 +234,21 @@ func barPlot(title, unit string, names []string, values []float64, ref float64, 
 	p.X.Tick.Label.Rotation = math.Pi / 5
 	p.X.Tick.Label.XAlign = draw.XRight
 	p.Y.Min = 0
+	top := ref
+	var labels plotter.XYLabels
+	for i, v := range values {
+		top = max(top, v)
+		labels.XYs = append(labels.XYs, plotter.XY{X: float64(i), Y: v})
+		labels.Labels = append(labels.Labels, fmt.Sprintf("%.3g", v))
+	}
+	p.Y.Max = top * 1.15
+	if l, err := plotter.NewLabels(labels); err == nil {
+		for i := range l.TextStyle {
+			l.TextStyle[i].XAlign = draw.XCenter
+		}
+		l.Offset = vg.Point{Y: vg.Points(3)}
+		p.Add(l)
+	}
 	if ref > 0 {
 		line, err := plotter.NewLine(plotter.XYs{{X: -0.5, Y: ref}, {X: float64(len(values)) - 0.5, Y: ref}})
 		if err != nil {
