@@ -277,3 +277,41 @@ func TestNodesFromInput(t *testing.T) {
 		t.Errorf("clique findings without nodes: %+v", got)
 	}
 }
+
+// TestUpstreamDecoded: the published device plugin configs decode into the
+// typed config (not only "no finding"), with the values the README gives.
+func TestUpstreamDecoded(t *testing.T) {
+	in, err := loadFiles("testdata/upstream/device-plugin-readme-configs.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newContext(in)
+	if len(c.DP) != 5 {
+		t.Fatalf("%d device plugin configs, want 5", len(c.DP))
+	}
+	byKey := map[string]*DPConfig{}
+	for _, d := range c.DP {
+		if d.Cfg == nil {
+			t.Fatalf("%s: %s", d.Key, d.Err)
+		}
+		byKey[d.Key] = d
+	}
+	if s := byKey["config0"].migStrategy(); s != "none" {
+		t.Errorf("config0 migStrategy %q", s)
+	}
+	ts := byKey["timeslicing-renamed"].Cfg.Sharing.TimeSlicing
+	if ts == nil || !ts.RenameByDefault || len(ts.Resources) != 1 || *ts.Resources[0].Replicas != 10 || sharedName(ts.Resources[0], true) != "nvidia.com/gpu.shared" {
+		t.Errorf("timeslicing-renamed: %+v", ts)
+	}
+	if m := byKey["mps"].Cfg.Sharing.MPS; m == nil || m.Resources[0].Name != "nvidia.com/gpu" {
+		t.Errorf("mps: %+v", m)
+	}
+	in, err = loadFiles("testdata/upstream/gpu-operator-v1-clusterpolicy.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := in.Objects[0].V.(*ClusterPolicy)
+	if cp.Spec.MIG.Strategy != "single" || !cp.Spec.Driver.On() || !cp.Spec.MIGManager.On() || cp.Spec.Operator.DefaultRuntime != "crio" {
+		t.Errorf("ClusterPolicy spec: %+v", cp.Spec)
+	}
+}
