@@ -118,7 +118,7 @@ func TestNUMAPipelineDGX(t *testing.T) {
 	if p01.CopyVsLocal != round3(10.0/21) || p01.LatencyVsLocal != 2.1 {
 		t.Errorf("ratios: copy %v latency %v", p01.CopyVsLocal, p01.LatencyVsLocal)
 	}
-	if r.Pairs[0].CopyVsLocal != 0 || r.Pairs[0].CopyGBps != 200 {
+	if r.Pairs[0].CopyVsLocal != 0 || r.Pairs[0].CopyGBps != 200 || r.Pairs[0].CopyBestGBps != 202 || r.Pairs[0].LatencyMinNs != 90 || r.Pairs[1].LatencyMinNs != 189 {
 		t.Errorf("local pair: %+v", r.Pairs[0])
 	}
 	if !slices.Equal(r.Distances[1], []int{21, 10}) {

@@ -47,6 +47,11 @@ type NUMAPair struct {
 	CopyGBps  float64 `json:"copyGBps"`
 	TriadGBps float64 `json:"triadGBps"`
 	LatencyNs float64 `json:"latencyNs"`
+	// The best samples (STREAM reports the best pass; the fastest chase
+	// sample is the closest to idle latency on a busy machine).
+	CopyBestGBps  float64 `json:"copyBestGBps"`
+	TriadBestGBps float64 `json:"triadBestGBps"`
+	LatencyMinNs  float64 `json:"latencyMinNs"`
 	// Ratios to the CPU node's local pair (remote/local); absent for the
 	// local pair itself.
 	CopyVsLocal    float64 `json:"copyVsLocal,omitempty"`
@@ -233,6 +238,9 @@ func RunNUMA(ctx context.Context, t *topo.Topology, o NUMAOptions) (*NUMAResult,
 		o.Progress.Add(1)
 		pair.CopySamplesGBps, pair.TriadSamplesGBps, pair.LatencySamplesNs = c, tr, lat
 		pair.CopyGBps, pair.TriadGBps, pair.LatencyNs = round3(Median(c)), round3(Median(tr)), round3(Median(lat))
+		_, pair.CopyBestGBps = MinMax(c)
+		_, pair.TriadBestGBps = MinMax(tr)
+		pair.LatencyMinNs, _ = MinMax(lat)
 		pair.PagesOnNode, pair.PagesSampled = on, sampled
 		if sampled > 0 && on < sampled {
 			r.Notes = append(r.Notes, fmt.Sprintf("CPU node %d, memory node %d: only %d of %d sampled pages were on node %d", pair.CPUNode, pair.MemNode, on, sampled, pair.MemNode))
