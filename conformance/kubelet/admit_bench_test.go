@@ -17,7 +17,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/klog/v2"
-	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 	upcpu "k8s.io/kubernetes/pkg/kubelet/cm/cpumanager"
 	upcpustate "k8s.io/kubernetes/pkg/kubelet/cm/cpumanager/state"
 	upmem "k8s.io/kubernetes/pkg/kubelet/cm/memorymanager"
@@ -27,6 +26,7 @@ import (
 	"k8s.io/utils/cpuset"
 
 	"github.com/gpunode/gpunode/internal/k8s/admit"
+	"github.com/gpunode/gpunode/internal/k8s/kubeletcfg"
 )
 
 func benchMachine(b *testing.B) (string, *v1.Pod) {
@@ -85,14 +85,14 @@ func BenchmarkAdmit8NUMA(b *testing.B) {
 			}
 		})
 		b.Run("gpunode/"+policy, func(b *testing.B) {
-			kc := &kubeletv1beta1.KubeletConfiguration{
+			kc := &kubeletcfg.KubeletConfiguration{
 				CPUManagerPolicy: "static", KubeReserved: map[string]string{"cpu": "2"},
 				MemoryManagerPolicy: "Static", SystemReserved: map[string]string{"memory": fmt.Sprintf("%dMi", 8*128-100)},
 				EvictionHard:          map[string]string{"memory.available": "100Mi"},
 				TopologyManagerPolicy: policy, TopologyManagerScope: "container",
 			}
 			for _, nn := range nd.NUMANodes {
-				kc.ReservedMemory = append(kc.ReservedMemory, kubeletv1beta1.MemoryReservation{NumaNode: int32(nn.ID), Limits: v1.ResourceList{v1.ResourceMemory: resource.MustParse("128Mi")}})
+				kc.ReservedMemory = append(kc.ReservedMemory, kubeletcfg.MemoryReservation{NumaNode: int32(nn.ID), Limits: v1.ResourceList{v1.ResourceMemory: resource.MustParse("128Mi")}})
 			}
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()

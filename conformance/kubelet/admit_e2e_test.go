@@ -24,7 +24,6 @@ import (
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	featuregatetesting "k8s.io/component-base/featuregate/testing"
 	"k8s.io/klog/v2"
-	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/kubernetes/pkg/features"
 	upcpu "k8s.io/kubernetes/pkg/kubelet/cm/cpumanager"
 	upcpustate "k8s.io/kubernetes/pkg/kubelet/cm/cpumanager/state"
@@ -35,6 +34,7 @@ import (
 	"k8s.io/utils/cpuset"
 
 	"github.com/gpunode/gpunode/internal/k8s/admit"
+	"github.com/gpunode/gpunode/internal/k8s/kubeletcfg"
 	"github.com/gpunode/gpunode/internal/k8s/node"
 )
 
@@ -135,7 +135,7 @@ func TestAdmitEndToEndDifferential(t *testing.T) {
 		// eviction (100Mi). Each node reserves at least 100Mi so that
 		// systemReserved is not negative (kubelet refuses to start then).
 		upReserved := map[int]map[v1.ResourceName]uint64{}
-		kc := &kubeletv1beta1.KubeletConfiguration{
+		kc := &kubeletcfg.KubeletConfiguration{
 			CPUManagerPolicy: "static", CPUManagerPolicyOptions: opts, ReservedSystemCPUs: reservedCPUs.String(),
 			MemoryManagerPolicy: "Static", TopologyManagerPolicy: policy, TopologyManagerScope: scope, TopologyManagerPolicyOptions: tmOpts,
 			EvictionHard: map[string]string{"memory.available": "100Mi"},
@@ -146,7 +146,7 @@ func TestAdmitEndToEndDifferential(t *testing.T) {
 			mi := int64(100 + r.IntN(600))
 			totalMi += mi
 			q := *resource.NewQuantity(mi<<20, resource.BinarySI)
-			kc.ReservedMemory = append(kc.ReservedMemory, kubeletv1beta1.MemoryReservation{NumaNode: int32(nn.ID), Limits: v1.ResourceList{v1.ResourceMemory: q}})
+			kc.ReservedMemory = append(kc.ReservedMemory, kubeletcfg.MemoryReservation{NumaNode: int32(nn.ID), Limits: v1.ResourceList{v1.ResourceMemory: q}})
 			upReserved[nn.ID] = map[v1.ResourceName]uint64{v1.ResourceMemory: uint64(mi << 20)}
 		}
 		kc.SystemReserved = map[string]string{"memory": fmt.Sprintf("%dMi", totalMi-100)}

@@ -18,7 +18,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/utils/cpuset"
 
 	"github.com/gpunode/gpunode/internal/k8s/admit/podres"
@@ -80,7 +79,7 @@ type Options struct {
 // the same configurations that make kubelet refuse to start make New fail,
 // with kubelet's error text. kubelet's defaults are applied to a copy of raw
 // (kubeletcfg.New), and the node-allocatable reservation is kubeletcfg's.
-func New(n *node.Node, raw *kubeletv1beta1.KubeletConfiguration, o Options) (*Simulator, error) {
+func New(n *node.Node, raw *kubeletcfg.KubeletConfiguration, o Options) (*Simulator, error) {
 	s := &Simulator{Node: n}
 	c := kubeletcfg.New("", *raw)
 	kc := &c.KC

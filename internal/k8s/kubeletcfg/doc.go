@@ -1,5 +1,11 @@
 // Package kubeletcfg loads, lints and recommends kubelet configuration
-// (KubeletConfiguration, k8s.io/kubelet/config/v1beta1) for GPU nodes.
+// (KubeletConfiguration, kubelet.config.k8s.io/v1beta1) for GPU nodes.
+//
+// The KubeletConfiguration type is gpunode's own (types.go): linking
+// k8s.io/kubelet/config/v1beta1 would run component-base's package
+// initialisation (feature gates, metrics registry, prometheus client) in
+// every gpunode command. conformance/kubelet keeps the type field-for-field
+// equal to upstream's and checks that both decode a corpus alike.
 //
 // Load decodes a KubeletConfiguration file strictly: unknown fields, wrong
 // types and a wrong apiVersion/kind are errors that name the file and field.

@@ -13,7 +13,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/utils/cpuset"
 
 	"github.com/gpunode/gpunode/internal/k8s/cpumanager"
@@ -118,7 +117,7 @@ func (r Report) WriteTable(w io.Writer, _ output.Options) error {
 
 type linter struct {
 	c    *Config
-	kc   *kubeletv1beta1.KubeletConfiguration
+	kc   *KubeletConfiguration
 	n    *node.Node
 	out  []Finding
 	gate map[string]bool

@@ -7,10 +7,10 @@ import (
 	"maps"
 	"os"
 
-	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/gpunode/gpunode/internal/hostfs"
+	"github.com/gpunode/gpunode/internal/k8s/topology"
 )
 
 // The apiVersion and kind of a KubeletConfiguration file.
@@ -44,7 +44,7 @@ type Config struct {
 	// Name is the file name (or "-") for messages.
 	Name string
 	// KC is the decoded configuration, defaults applied.
-	KC kubeletv1beta1.KubeletConfiguration
+	KC KubeletConfiguration
 	// EvictionHardDefaulted is true when evictionHard was absent and
 	// kubelet's defaults apply.
 	EvictionHardDefaulted bool
@@ -64,7 +64,7 @@ func Parse(b []byte, name string) (*Config, error) {
 	if len(bytes.TrimSpace(b)) == 0 {
 		return nil, fmt.Errorf("%s: empty KubeletConfiguration", name)
 	}
-	var kc kubeletv1beta1.KubeletConfiguration
+	var kc KubeletConfiguration
 	if err := yaml.UnmarshalStrict(b, &kc); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
@@ -87,7 +87,7 @@ func Parse(b []byte, name string) (*Config, error) {
 // New wraps a decoded KubeletConfiguration and applies kubelet's defaults
 // for the resource managers (SetDefaults_KubeletConfiguration and kubelet's
 // loader for evictionHard); kc's maps are not modified.
-func New(name string, kc kubeletv1beta1.KubeletConfiguration) *Config {
+func New(name string, kc KubeletConfiguration) *Config {
 	c := &Config{Name: name, KC: kc}
 	c.applyDefaults()
 	return c
@@ -102,10 +102,10 @@ func (c *Config) applyDefaults() {
 		kc.MemoryManagerPolicy = MemoryPolicyNone
 	}
 	if kc.TopologyManagerPolicy == "" {
-		kc.TopologyManagerPolicy = kubeletv1beta1.NoneTopologyManagerPolicy
+		kc.TopologyManagerPolicy = topology.PolicyNone
 	}
 	if kc.TopologyManagerScope == "" {
-		kc.TopologyManagerScope = kubeletv1beta1.ContainerTopologyManagerScope
+		kc.TopologyManagerScope = topology.ScopeContainer
 	}
 	if kc.EvictionHard == nil {
 		kc.EvictionHard = defaultEvictionHard()

@@ -3,8 +3,6 @@ package kubeletcfg
 import (
 	"strings"
 	"testing"
-
-	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 )
 
 func TestParseErrors(t *testing.T) {
@@ -50,7 +48,7 @@ func TestParseDefaults(t *testing.T) {
 
 func TestNewLeavesRawMapsAlone(t *testing.T) {
 	merge := true
-	raw := kubeletv1beta1.KubeletConfiguration{EvictionHard: map[string]string{"nodefs.available": "5%"}, MergeDefaultEvictionSettings: &merge}
+	raw := KubeletConfiguration{EvictionHard: map[string]string{"nodefs.available": "5%"}, MergeDefaultEvictionSettings: &merge}
 	c := New("kc", raw)
 	if c.KC.EvictionHard["memory.available"] != "100Mi" || c.KC.CPUManagerPolicy != CPUPolicyNone {
 		t.Errorf("defaults not applied: %+v", c.KC)

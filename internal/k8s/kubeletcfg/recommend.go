@@ -10,7 +10,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/utils/cpuset"
 	"sigs.k8s.io/yaml"
 
@@ -41,19 +40,19 @@ type Recommendation struct {
 // RecommendedConfig holds the KubeletConfiguration fields Recommend sets
 // (only those, so the output merges into an existing config by hand).
 type RecommendedConfig struct {
-	APIVersion                   string                             `json:"apiVersion"`
-	Kind                         string                             `json:"kind"`
-	CPUManagerPolicy             string                             `json:"cpuManagerPolicy"`
-	CPUManagerPolicyOptions      map[string]string                  `json:"cpuManagerPolicyOptions,omitempty"`
-	ReservedSystemCPUs           string                             `json:"reservedSystemCPUs"`
-	MemoryManagerPolicy          string                             `json:"memoryManagerPolicy"`
-	ReservedMemory               []kubeletv1beta1.MemoryReservation `json:"reservedMemory"`
-	KubeReserved                 map[string]string                  `json:"kubeReserved"`
-	SystemReserved               map[string]string                  `json:"systemReserved"`
-	EvictionHard                 map[string]string                  `json:"evictionHard"`
-	TopologyManagerPolicy        string                             `json:"topologyManagerPolicy"`
-	TopologyManagerScope         string                             `json:"topologyManagerScope"`
-	TopologyManagerPolicyOptions map[string]string                  `json:"topologyManagerPolicyOptions,omitempty"`
+	APIVersion                   string              `json:"apiVersion"`
+	Kind                         string              `json:"kind"`
+	CPUManagerPolicy             string              `json:"cpuManagerPolicy"`
+	CPUManagerPolicyOptions      map[string]string   `json:"cpuManagerPolicyOptions,omitempty"`
+	ReservedSystemCPUs           string              `json:"reservedSystemCPUs"`
+	MemoryManagerPolicy          string              `json:"memoryManagerPolicy"`
+	ReservedMemory               []MemoryReservation `json:"reservedMemory"`
+	KubeReserved                 map[string]string   `json:"kubeReserved"`
+	SystemReserved               map[string]string   `json:"systemReserved"`
+	EvictionHard                 map[string]string   `json:"evictionHard"`
+	TopologyManagerPolicy        string              `json:"topologyManagerPolicy"`
+	TopologyManagerScope         string              `json:"topologyManagerScope"`
+	TopologyManagerPolicyOptions map[string]string   `json:"topologyManagerPolicyOptions,omitempty"`
 }
 
 // Recommend builds a configuration for n. Profile training: topology policy
@@ -125,7 +124,7 @@ func Recommend(n *node.Node, profile string) (*Recommendation, error) {
 		if nn := n.NUMA(id); v*mi >= nn.MemoryBytes {
 			return nil, fmt.Errorf("recommend: NUMA node %d has %d bytes of memory, too little for a %dMi reservation", id, nn.MemoryBytes, v)
 		}
-		c.ReservedMemory = append(c.ReservedMemory, kubeletv1beta1.MemoryReservation{
+		c.ReservedMemory = append(c.ReservedMemory, MemoryReservation{
 			NumaNode: int32(id),
 			Limits:   v1.ResourceList{v1.ResourceMemory: resource.MustParse(fmt.Sprintf("%dMi", v))},
 		})
