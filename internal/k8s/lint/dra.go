@@ -339,21 +339,47 @@ func checkConstraintAttributes(c *Context, emit Emit) {
 	}
 }
 
-func checkGpuConfig(c *Context, emit Emit) {
+// opaqueConfig is one opaque device configuration of a claim, template or
+// DeviceClass with the field path of its opaque block.
+type opaqueConfig struct {
+	obj   *Object
+	field string
+	op    *resourceapi.OpaqueDeviceConfiguration
+}
+
+func (c *Context) opaqueConfigs() []opaqueConfig {
+	var out []opaqueConfig
 	for _, cs := range c.claimSpecs() {
-		for i, cfg := range cs.spec.Devices.Config {
-			if cfg.Opaque == nil || cfg.Opaque.Driver != driverGPU {
-				continue
+		for i := range cs.spec.Devices.Config {
+			if op := cs.spec.Devices.Config[i].Opaque; op != nil {
+				out = append(out, opaqueConfig{cs.obj, fmt.Sprintf("%s.devices.config[%d].opaque", cs.path, i), op})
 			}
-			field := fmt.Sprintf("%s.devices.config[%d].opaque.parameters", cs.path, i)
-			msg, sub := parseGpuConfig(cfg.Opaque.Parameters.Raw)
-			if msg != "" {
-				if sub != "" {
-					field += "." + sub
-				}
-				emit(cs.obj, field, msg+": the driver fails to prepare the claim and the pod stays in ContainerCreating",
-					"write {apiVersion: resource.nvidia.com/v1beta1, kind: GpuConfig, sharing: {strategy: TimeSlicing, timeSlicingConfig: {interval: Long}}} or strategy MPS with mpsConfig")
+		}
+	}
+	for _, o := range c.Kind("DeviceClass") {
+		dc := o.V.(*resourceapi.DeviceClass)
+		for i := range dc.Spec.Config {
+			if op := dc.Spec.Config[i].Opaque; op != nil {
+				out = append(out, opaqueConfig{o, fmt.Sprintf("spec.config[%d].opaque", i), op})
 			}
+		}
+	}
+	return out
+}
+
+func checkGpuConfig(c *Context, emit Emit) {
+	for _, oc := range c.opaqueConfigs() {
+		if oc.op.Driver != driverGPU {
+			continue
+		}
+		field := oc.field + ".parameters"
+		msg, sub := parseGpuConfig(oc.op.Parameters.Raw)
+		if msg != "" {
+			if sub != "" {
+				field += "." + sub
+			}
+			emit(oc.obj, field, msg+": the driver fails to prepare the claim and the pod stays in ContainerCreating",
+				"write {apiVersion: resource.nvidia.com/v1beta1, kind: GpuConfig, sharing: {strategy: TimeSlicing, timeSlicingConfig: {interval: Long}}} or strategy MPS with mpsConfig")
 		}
 	}
 }
@@ -497,17 +523,15 @@ func checkMPSDynamicMIG(c *Context, emit Emit) {
 	if dyn == nil {
 		return
 	}
-	for _, cs := range c.claimSpecs() {
-		for i, cfg := range cs.spec.Devices.Config {
-			if cfg.Opaque == nil || cfg.Opaque.Driver != driverGPU {
-				continue
-			}
-			var g GpuConfig
-			if json.Unmarshal(cfg.Opaque.Parameters.Raw, &g) != nil || g.Sharing == nil || g.Sharing.Strategy != "MPS" {
-				continue
-			}
-			emit(cs.obj, fmt.Sprintf("%s.devices.config[%d].opaque.parameters.sharing.strategy", cs.path, i), fmt.Sprintf("MPS sharing while the driver runs with DynamicMIG (%s %s): MPS needs the MPSSupport gate, which DynamicMIG excludes, so the claim cannot be prepared",
-				dyn.obj.ID(), dyn.field), "use TimeSlicing (combines with DynamicMIG), or run the driver with MPSSupport instead of DynamicMIG")
+	for _, oc := range c.opaqueConfigs() {
+		if oc.op.Driver != driverGPU {
+			continue
 		}
+		var g GpuConfig
+		if json.Unmarshal(oc.op.Parameters.Raw, &g) != nil || g.Sharing == nil || g.Sharing.Strategy != "MPS" {
+			continue
+		}
+		emit(oc.obj, oc.field+".parameters.sharing.strategy", fmt.Sprintf("MPS sharing while the driver runs with DynamicMIG (%s %s): MPS needs the MPSSupport gate, which DynamicMIG excludes, so the claim cannot be prepared",
+			dyn.obj.ID(), dyn.field), "use TimeSlicing (combines with DynamicMIG), or run the driver with MPSSupport instead of DynamicMIG")
 	}
 }
