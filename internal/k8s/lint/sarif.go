@@ -147,7 +147,7 @@ func DocumentLines(data []byte) []int {
 	lines := strings.Split(string(data), "\n")
 	for i, l := range lines {
 		tl := strings.TrimSpace(l)
-		if strings.HasPrefix(l, "---") {
+		if strings.HasPrefix(l, "---") && strings.TrimSpace(l[3:]) == "" { // the YAML reader's separator
 			if content {
 				out = append(out, start+1)
 			}

@@ -3,8 +3,11 @@ package lint
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/gpunode/gpunode/internal/k8s/objects"
 )
 
 // TestSARIF checks the log against the SARIF 2.1.0 schema's required
@@ -100,5 +103,30 @@ func TestDocumentLines(t *testing.T) {
 	}
 	if got := DocumentLines([]byte(` {"kind":"List"}`)); len(got) != 1 || got[0] != 1 {
 		t.Errorf("json: %v", got)
+	}
+}
+
+// TestDocumentLinesMatchLoader: for every fixture, DocumentLines finds as
+// many documents as the loader, so SARIF lines point at the right one.
+func TestDocumentLinesMatchLoader(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join(manifests, "*", "*", "*.yaml"))
+	seed, _ := filepath.Glob(filepath.Join(manifests, "seed", "*.yaml"))
+	files = append(files, seed...)
+	if len(files) < 40 {
+		t.Fatalf("only %d fixtures", len(files))
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs, err := objects.Documents(f, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := DocumentLines(b)
+		if len(lines) != len(docs) {
+			t.Errorf("%s: %d documents, %d start lines", f, len(docs), len(lines))
+		}
 	}
 }
