@@ -315,3 +315,24 @@ func TestUpstreamDecoded(t *testing.T) {
 		t.Errorf("ClusterPolicy spec: %+v", cp.Spec)
 	}
 }
+
+// TestSourcesSkipsFIFO: a FIFO in a directory is not read (it would block).
+func TestSourcesSkipsFIFO(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "a.yaml"), []byte("kind: X\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscallMkfifo(filepath.Join(dir, "b.yaml")); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	got, err := Sources([]string{dir, "-"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0] != filepath.Join(dir, "a.yaml") || got[1] != "-" {
+		t.Errorf("sources %v", got)
+	}
+}

@@ -169,7 +169,9 @@ func kinds() []kindSpec {
 }
 
 // Sources expands paths (files, directories walked recursively for .yaml,
-// .yml and .json files, "-" for stdin) into file names, in order.
+// .yml and .json files, "-" for stdin) into file names, in order. A file
+// named explicitly may be a pipe (-f <(helm template ...)); in directories
+// only regular files are read.
 func Sources(paths []string) ([]string, error) {
 	var out []string
 	for _, p := range paths {
@@ -198,7 +200,11 @@ func Sources(paths []string) ([]string, error) {
 			}
 			switch strings.ToLower(filepath.Ext(path)) {
 			case ".yaml", ".yml", ".json":
-				found = append(found, path)
+				// only regular files (or links to them): a FIFO named
+				// x.yaml in a directory would block the read
+				if st, err := os.Stat(path); err == nil && st.Mode().IsRegular() {
+					found = append(found, path)
+				}
 			}
 			return nil
 		})
