@@ -286,7 +286,7 @@ func checkHyperNodes(c *Context, emit Emit) {
 		var oe *objects.Error
 		if errors.As(err, &oe) {
 			if o := bySrc[objects.Source{File: oe.File, Doc: oe.Doc, Item: oe.Item}]; o != nil {
-				emit(o, oe.Field, oe.Reason, hyperNodeFix(oe.Reason))
+				emit(o, oe.Field, strings.TrimPrefix(oe.Reason, "Invalid value: "), hyperNodeFix(oe.Reason))
 				return
 			}
 		}
