@@ -111,6 +111,9 @@ nothing is reported).`,
 					in.NodeName = nodeFile
 				}
 			}
+			if (nodeFile == "") != (kcFile == "") {
+				a.Warnf("lint: topology.single-numa needs both --node-file and --kubelet-config; it is skipped")
+			}
 			rep := lint.Run(in)
 			failing := rep.AtLeast(threshold) > 0
 			if sarif {
