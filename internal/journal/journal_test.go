@@ -986,3 +986,47 @@ func TestSymlinkedDirKept(t *testing.T) {
 	}
 	assertSame(t, orig, root)
 }
+
+// TestSharedMissingDirCreatedOnce: two files planned under the same missing
+// directories create each directory once. Creating it twice failed the
+// second mkdir with EEXIST, and reverting that failed step removed the
+// directory the first one made (a plain `tune apply` on a host without /etc
+// ended "reverting failed too").
+func TestSharedMissingDirCreatedOnce(t *testing.T) {
+	ctx := context.Background()
+	fsys, root := newHost(t)
+	if err := os.RemoveAll(filepath.Join(root, "etc")); err != nil {
+		t.Fatal(err)
+	}
+	orig := snap(t, root)
+	var mkdirs int
+	res, err := Run(ctx, fsys, stateDir, Meta{Owner: "tune", Command: "test"}, func(_ context.Context, tx *Tx) ([]Action, error) {
+		var out []Action
+		for _, p := range []string{"/etc/sysctl.d/90-gpunode.conf", "/etc/sysctl.d/91-gpunode.conf", "/etc/security/limits.d/90-gpunode.conf"} {
+			acts, err := tx.WriteFile("f", p, []byte("x\n"), 0o644)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, acts...)
+		}
+		for _, a := range out {
+			if a.Step.Note == "directory created" {
+				mkdirs++
+			}
+		}
+		return out, nil
+	}, fixedClock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.State != StateCommitted {
+		t.Fatalf("state %s, want committed", res.State)
+	}
+	if mkdirs != 4 { // /etc, /etc/sysctl.d, /etc/security, /etc/security/limits.d
+		t.Fatalf("%d directory steps, want 4", mkdirs)
+	}
+	if _, err := Rollback(ctx, fsys, stateDir); err != nil {
+		t.Fatal(err)
+	}
+	assertSame(t, orig, root)
+}

@@ -40,6 +40,11 @@ type Tx struct {
 	fsys  *hostfs.FS
 	id    string
 	temps int
+	// mkdirs are the directories an earlier action of this plan creates:
+	// the host does not have them yet, but a later action must not create
+	// them again (its mkdir would fail, and its revert would remove the
+	// directory the earlier action made, contents and all).
+	mkdirs map[string]bool
 }
 
 // ID returns the transaction id the run will have ("000042-tune").
@@ -118,7 +123,8 @@ func (t *Tx) Symlink(id, target, p string) ([]Action, error) {
 }
 
 // MkdirAll returns one action per missing directory of p (outermost
-// first), each journaled as absent before it is created.
+// first), each journaled as absent before it is created; a directory that
+// an earlier action of the same plan creates is not created twice.
 func (t *Tx) MkdirAll(id, p string, perm fs.FileMode) ([]Action, error) {
 	missing, err := t.fsys.MissingDirs(p)
 	if err != nil {
@@ -127,6 +133,13 @@ func (t *Tx) MkdirAll(id, p string, perm fs.FileMode) ([]Action, error) {
 	fsys := t.fsys
 	acts := make([]Action, 0, len(missing))
 	for _, d := range missing {
+		if t.mkdirs[d] {
+			continue
+		}
+		if t.mkdirs == nil {
+			t.mkdirs = map[string]bool{}
+		}
+		t.mkdirs[d] = true
 		acts = append(acts, Action{
 			Step: Step{Kind: KindFile, ID: id, Path: d, File: &FileState{Type: FileAbsent}, Note: "directory created"},
 			Do:   func(context.Context) error { return fsys.Mkdir(d, perm) },
