@@ -195,21 +195,9 @@ func podRefs(o *Object) []*PodRef {
 		}
 		return out
 	case *MPIJob:
-		roles := make([]string, 0, len(v.Spec.MPIReplicaSpecs))
-		for r := range v.Spec.MPIReplicaSpecs {
-			roles = append(roles, r)
-		}
-		sort.Strings(roles)
-		var out []*PodRef
-		for _, r := range roles {
-			rs := v.Spec.MPIReplicaSpecs[r]
-			if rs == nil {
-				continue
-			}
-			out = append(out, &PodRef{Obj: o, Path: fmt.Sprintf("spec.mpiReplicaSpecs.%s.template.spec", r), Meta: &rs.Template.ObjectMeta, Spec: &rs.Template.Spec,
-				Replicas: replicasOr1(rs.Replicas), Role: r, Job: true})
-		}
-		return out
+		return replicaRefs(o, "spec.mpiReplicaSpecs", v.Spec.MPIReplicaSpecs)
+	case *PyTorchJob:
+		return replicaRefs(o, "spec.pytorchReplicaSpecs", v.Spec.PyTorchReplicaSpecs)
 	}
 	return nil
 }
@@ -282,4 +270,24 @@ type jobGroup struct {
 	Obj   *Object
 	Pods  []*PodRef
 	Total int
+}
+
+// replicaRefs lists the pod templates of a Kubeflow job's replica specs,
+// roles in name order.
+func replicaRefs(o *Object, path string, specs map[string]*MPIReplicaSpec) []*PodRef {
+	roles := make([]string, 0, len(specs))
+	for r := range specs {
+		roles = append(roles, r)
+	}
+	sort.Strings(roles)
+	var out []*PodRef
+	for _, r := range roles {
+		rs := specs[r]
+		if rs == nil {
+			continue
+		}
+		out = append(out, &PodRef{Obj: o, Path: fmt.Sprintf("%s.%s.template.spec", path, r), Meta: &rs.Template.ObjectMeta, Spec: &rs.Template.Spec,
+			Replicas: replicasOr1(rs.Replicas), Role: r, Job: true})
+	}
+	return out
 }

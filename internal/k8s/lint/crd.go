@@ -17,6 +17,7 @@ const (
 	GroupVersionComputeDomain = "resource.nvidia.com/v1beta1"
 	GroupVersionClusterPolicy = "nvidia.com/v1"
 	GroupVersionMPIJobV2beta1 = "kubeflow.org/v2beta1"
+	GroupVersionKubeflowV1    = "kubeflow.org/v1"
 )
 
 // ComputeDomain is the NVIDIA DRA driver's ComputeDomain
@@ -193,4 +194,21 @@ type GpuSharing struct {
 		DefaultPinnedDeviceMemoryLimit    *resource.Quantity           `json:"defaultPinnedDeviceMemoryLimit,omitempty"`
 		DefaultPerDevicePinnedMemoryLimit map[string]resource.Quantity `json:"defaultPerDevicePinnedMemoryLimit,omitempty"`
 	} `json:"mpsConfig,omitempty"`
+}
+
+// PyTorchJob is a Kubeflow training-operator PyTorchJob (kubeflow.org/v1):
+// replica specs by role (Master, Worker).
+type PyTorchJob struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              PyTorchJobSpec  `json:"spec"`
+	Status            json.RawMessage `json:"status,omitempty"`
+}
+
+// PyTorchJobSpec is the part of a PyTorchJob lint reads; the rest stays raw.
+type PyTorchJobSpec struct {
+	RunPolicy           json.RawMessage            `json:"runPolicy,omitempty"`
+	ElasticPolicy       json.RawMessage            `json:"elasticPolicy,omitempty"`
+	NprocPerNode        json.RawMessage            `json:"nprocPerNode,omitempty"`
+	PyTorchReplicaSpecs map[string]*MPIReplicaSpec `json:"pytorchReplicaSpecs"`
 }

@@ -165,6 +165,7 @@ func kinds() []kindSpec {
 		{"ComputeDomain", []string{GroupVersionComputeDomain}, true, false, strictInto[ComputeDomain]()},
 		{"ClusterPolicy", []string{GroupVersionClusterPolicy}, false, false, lenientClusterPolicy},
 		{"MPIJob", []string{GroupVersionMPIJobV2beta1}, true, false, strictInto[MPIJob]()},
+		{"PyTorchJob", []string{GroupVersionKubeflowV1}, true, false, strictInto[PyTorchJob]()},
 	}
 }
 
