@@ -176,9 +176,20 @@ func (f *FS) WriteString(p, s string) error {
 	if err := f.op(OpOpenWrite, p); err != nil {
 		return &fs.PathError{Op: "open", Path: p, Err: err}
 	}
-	fh, err := f.open(p, os.O_WRONLY|os.O_TRUNC)
+	// O_NONBLOCK, then a type check, as on the read side: a FIFO planted in
+	// place of a knob must neither block the open nor take the value.
+	fh, err := f.open(p, os.O_WRONLY|os.O_TRUNC|unix.O_NONBLOCK|unix.O_NOCTTY)
 	if err != nil {
 		return err
+	}
+	if st, err := fh.Stat(); err != nil {
+		fh.Close()
+		return &fs.PathError{Op: "fstat", Path: p, Err: unwrapPath(err)}
+	} else if !st.Mode().IsRegular() {
+		fh.Close()
+		kind := fileType(st.Sys().(*syscall.Stat_t).Mode)
+		f.noteRefused(p, kind)
+		return &fs.PathError{Op: "open", Path: p, Err: fmt.Errorf("%w (%s): refusing to write it", ErrNotRegular, kind)}
 	}
 	if err := f.op(OpWrite, p); err != nil {
 		fh.Close()

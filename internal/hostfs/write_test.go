@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func newWriteFS(t *testing.T) (*FS, string) {
@@ -154,4 +157,46 @@ func TestIsKernelFile(t *testing.T) {
 	}
 	// The positive case needs the live /proc: TestRealKernel in
 	// internal/tune covers it.
+}
+
+// TestWriteStringRefusesFIFO: a FIFO planted in place of a kernel knob (with
+// a reader attached, so a blocking open would succeed and the value would go
+// to whoever reads it) is refused with ErrNotRegular; without a reader the
+// open does not wait either.
+func TestWriteStringRefusesFIFO(t *testing.T) {
+	root := t.TempDir()
+	knob := filepath.Join(root, "proc/sys/vm/swappiness")
+	if err := os.MkdirAll(filepath.Dir(knob), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mkfifo(knob, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fsys, err := New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- fsys.WriteString("/proc/sys/vm/swappiness", "10") }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrNotRegular) && !errors.Is(err, unix.ENXIO) {
+			t.Fatalf("write to a FIFO without reader: %v, want ErrNotRegular or ENXIO", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("WriteString blocked on a FIFO")
+	}
+	// With a reader the open succeeds; the type check must refuse it.
+	r, err := os.OpenFile(knob, os.O_RDONLY|unix.O_NONBLOCK, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if err := fsys.WriteString("/proc/sys/vm/swappiness", "10"); !errors.Is(err, ErrNotRegular) {
+		t.Fatalf("write to a FIFO with a reader: %v, want ErrNotRegular", err)
+	}
+	buf := make([]byte, 8)
+	if n, _ := r.Read(buf); n != 0 {
+		t.Fatalf("the FIFO's reader got %q", buf[:n])
+	}
 }
