@@ -4,60 +4,94 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpunode/gpunode/internal/check"
+	"github.com/gpunode/gpunode/internal/gpu"
 	"github.com/gpunode/gpunode/internal/hostfs"
 	"github.com/gpunode/gpunode/internal/irq"
+	"github.com/gpunode/gpunode/internal/output"
 	"github.com/gpunode/gpunode/internal/tune"
 )
 
 func (a *App) newAuditCommand() *cobra.Command {
 	var (
-		profile string
-		pid     int
-		gf      gpuFlags
+		profile     string
+		pid         int
+		gf          gpuFlags
+		listChecks  bool
+		cudaRuntime string
+		sample      time.Duration
 	)
 	cmd := &cobra.Command{
-		Use:   "audit [--profile NAME|FILE] [--pid PID]",
+		Use:   "audit [--profile NAME|FILE] [--pid PID] [--sample 2s] [--list-checks]",
 		Short: "Check the node against a tuning profile: every knob's value, the expected one, the fix and why",
 		Long: `Check every setting of a tuning profile (CPU governor and C-states, THP,
 hugepages, swap, dirty limits, NUMA balancing, memlock/nofile limits, network
-buffers, boot-time isolation and IOMMU, PCIe links and ACS, device IRQ
-locality, GPU persistence/ECC/clocks/MIG) and print, for each, its status:
+buffers, boot-time isolation and IOMMU, PCIe links and ACS), the IRQ layer
+(device IRQ locality) and the GPU layer (driver, persistence, ECC, clocks,
+MIG, CUDA compatibility) and print, for each, its status:
 
   ok              the live value (and the boot configuration) match
   drift           the live value differs, or is right now but the boot
                   configuration (sysctl.d, tmpfiles.d, grub) will undo it
   pending-reboot  set in the boot configuration, not live until a reboot
-  absent          the knob does not exist on this kernel or hardware
-  error           the knob could not be read (the others still run)
+  absent          the knob or hardware does not exist here (not a failure)
+  error           the check could not decide, or the thing checked is
+                  broken (NVIDIA GPUs on the bus but no driver answering)
+  info            a fact, never a verdict
 
 with the current and expected value, the exact command that fixes it and the
-reason (pointing into the seed chapter). --pid adds checks of one process:
-swapped-out memory, locked memory vs RLIMIT_MEMLOCK, the malloc it uses, and
-its threads' CPU affinity and NUMA policy vs the GPUs it has open.
+reason (pointing into the seed chapter). Per-device checks print as
+ID/SUBJECT (gpu.persistence/gpu7, irq.off-node/0000:1b:00.0); profiles
+disable or report any of them by id, id/subject or pattern. --list-checks
+prints every check id.
+
+IRQ locality is judged by where each IRQ is routed now (effective
+affinity); --sample 2s also counts the interrupts served off-node during a
+2-second window. Counts since boot never decide.
+
+--pid adds checks of one process: swapped-out memory, locked memory vs
+RLIMIT_MEMLOCK, the malloc it uses, and its threads' CPU affinity and NUMA
+policy vs the GPUs it has open.
 
 Profiles: base, training, inference, inference-isolated (gpunode tune
 profiles), a user profile in /etc/gpunode/profiles/NAME.yaml, or a YAML file.
 
-Exit status: 0 nothing drifts, 1 something drifts, 2 usage, 3 failure.`,
+Exit status: 0 nothing drifts and nothing is an error, 1 a check drifts or
+is an error, 2 usage, 3 failure.`,
 		Example: `  gpunode audit --profile training
+  gpunode audit --list-checks
   gpunode audit --profile inference --pid $(pgrep -f vllm | head -1)
-  gpunode audit --profile ./my-profile.yaml -o json | jq '.checks[] | select(.status=="drift")'`,
+  gpunode audit --sample 2s -o json | jq '.checks[] | select(.status=="drift" or .status=="error")'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if listChecks {
+				return a.Render(ListChecks())
+			}
 			if pid < 0 {
 				return Usagef("--pid %d: want a process id", pid)
+			}
+			if sample < 0 || sample > irq.MaxSample {
+				return Usagef("--sample %s: want a duration from 0 to %s", sample, irq.MaxSample)
+			}
+			if cudaRuntime != "" {
+				if err := gpu.ParseCUDARuntime(cudaRuntime); err != nil {
+					return Usagef("--cuda-runtime: %v", err)
+				}
 			}
 			ctx := cmd.Context()
 			fs, cat, p, err := a.loadProfile(profile)
 			if err != nil {
 				return err
 			}
-			opt := tune.Options{PID: pid, GPU: a.gpuAuditSource(ctx, gf.backend, ""), IRQ: irqAuditSource{}}
-			r, err := tune.Audit(ctx, tune.NewHost(ctx, fs), cat, p, opt)
+			h := tune.NewHost(ctx, fs)
+			opt := tune.Options{PID: pid, Sources: a.auditSources(ctx, h, gf.backend, cudaRuntime, sample)}
+			r, err := tune.Audit(ctx, h, cat, p, opt)
 			if err != nil {
 				if errors.Is(err, tune.ErrNoProcess) {
 					return wrapUsage(err)
@@ -70,9 +104,63 @@ Exit status: 0 nothing drifts, 1 something drifts, 2 usage, 3 failure.`,
 	f := cmd.Flags()
 	f.StringVar(&profile, "profile", tune.ProfileBase, "profile to check against: a built-in or user profile name, or a YAML file")
 	f.IntVar(&pid, "pid", 0, "also check this process (swap, locked memory, allocator, CPU/NUMA placement vs its GPUs)")
+	f.BoolVar(&listChecks, "list-checks", false, "print every check id (layer, subject, seed section, title) and exit")
+	f.StringVar(&cudaRuntime, "cuda-runtime", "", "CUDA runtime version in use, major.minor (default: detect from /usr/local/cuda)")
+	f.DurationVar(&sample, "sample", 0, "also count IRQs served off-node during this window (e.g. 2s); 0 judges by routing only")
 	gf.register(cmd, false)
 	_ = cmd.RegisterFlagCompletionFunc("profile", a.completeProfiles)
 	return cmd
+}
+
+// auditSources are the layers 'gpunode audit' and 'tune status' compose
+// with the catalogue: the IRQ layer (on h's topology) and the GPU layer.
+// Opening the GPU backend never fails here: a node without a driver (or a
+// bad --gpu-backend) gets a source whose gpu.driver check says so.
+func (a *App) auditSources(ctx context.Context, h *tune.Host, backend, cudaRuntime string, sample time.Duration) []check.Source {
+	return []check.Source{
+		irq.Source{FS: h.FS, Topo: h.Topo, Options: irq.Options{Sample: sample}},
+		a.gpuAuditSource(ctx, h.FS, backend, cudaRuntime),
+	}
+}
+
+// sourceChecks describes the checks of the audit's sources, for profiles.
+func sourceChecks() []check.Description {
+	return append(gpu.Describe(), irq.Source{}.Describe()...)
+}
+
+// SchemaChecks is the schema version of ChecksList.
+const SchemaChecks = "gpunode.checks/v1"
+
+// ChecksList is the model of 'gpunode audit --list-checks'.
+type ChecksList struct {
+	SchemaVersion string              `json:"schemaVersion"`
+	Statuses      []check.Status      `json:"statuses"`
+	Checks        []check.Description `json:"checks"`
+}
+
+// ListChecks lists every check id audit can print, in display order.
+func ListChecks() ChecksList {
+	all := append(tune.NewCatalogue().Describe(), sourceChecks()...)
+	all = append(all, tune.ProcessChecks()...)
+	check.SortInfos(all, tune.LayerOrder())
+	return ChecksList{SchemaVersion: SchemaChecks, Statuses: check.Statuses(), Checks: all}
+}
+
+// WriteTable implements output.Tabler.
+func (l ChecksList) WriteTable(w io.Writer, _ output.Options) error {
+	tw := output.NewTabWriter(w)
+	fmt.Fprintln(tw, "ID\tLAYER\tPER\tSEED\tTITLE")
+	for _, c := range l.Checks {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", c.ID, c.Layer, orDashStr(c.Subject), orDashStr(c.Section), c.Title)
+	}
+	return tw.Flush()
+}
+
+func orDashStr(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
 
 // loadProfile opens the host and resolves --profile (name) against the
@@ -86,7 +174,7 @@ func (a *App) loadProfile(name string) (*hostfs.FS, *tune.Catalogue, *tune.Profi
 		return nil, nil, nil, Usagef("--profile: empty (try 'gpunode tune profiles')")
 	}
 	cat := tune.NewCatalogue()
-	p, err := (&tune.Loader{Cat: cat, Host: fs}).Load(name)
+	p, err := (&tune.Loader{Cat: cat, Host: fs, Checks: sourceChecks()}).Load(name)
 	if err != nil {
 		return nil, nil, nil, wrapUsage(err)
 	}
@@ -99,44 +187,8 @@ func (a *App) completeProfiles(*cobra.Command, []string, string) ([]string, cobr
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
-	for _, p := range (&tune.Loader{Cat: tune.NewCatalogue(), Host: fs}).List() {
+	for _, p := range (&tune.Loader{Cat: tune.NewCatalogue(), Host: fs, Checks: sourceChecks()}).List() {
 		names = append(names, p.Name)
 	}
 	return names, cobra.ShellCompDirectiveDefault
-}
-
-// irqAuditSource adapts the IRQ layer's off-node finding to the audit
-// (it replaces the catalogue's simpler irq.numa-local check, whose reason
-// tune.Audit gives its checks).
-type irqAuditSource struct{}
-
-var _ tune.Source = irqAuditSource{}
-
-func (irqAuditSource) Name() string { return "irq" }
-
-func (irqAuditSource) Checks(ctx context.Context, h *tune.Host, _ *tune.Profile) ([]tune.Check, error) {
-	if h.Topo == nil {
-		return []tune.Check{{ID: irq.FindingOffNode, Layer: tune.LayerIRQ, Status: tune.StatusError, Detail: "no topology"}}, nil
-	}
-	fs, err := irq.OffNodeFindings(ctx, h.FS, h.Topo)
-	if err != nil {
-		return nil, err
-	}
-	if len(fs) == 0 {
-		return []tune.Check{{ID: irq.FindingOffNode, Layer: tune.LayerIRQ, Status: tune.StatusOK, Current: "every GPU/NIC IRQ on its NUMA node", Expected: "pass"}}, nil
-	}
-	out := make([]tune.Check, 0, len(fs))
-	for _, f := range fs {
-		ev := f.Evidence
-		if len(ev) > 4 {
-			ev = append(ev[:4:4], fmt.Sprintf("... %d more ('gpunode irq' lists them)", len(f.Evidence)-4))
-		}
-		c := tune.Check{ID: f.ID, Layer: tune.LayerIRQ, Status: tune.StatusDrift, Current: f.Title, Expected: "pass",
-			Detail: strings.Join(append([]string{f.Detail}, ev...), "; ")}
-		if f.Fix != "" {
-			c.Fix = []string{f.Fix}
-		}
-		out = append(out, c)
-	}
-	return out, nil
 }

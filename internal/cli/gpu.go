@@ -4,13 +4,14 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpunode/gpunode/internal/check"
 	"github.com/gpunode/gpunode/internal/gpu"
+	"github.com/gpunode/gpunode/internal/hostfs"
 	"github.com/gpunode/gpunode/internal/journal"
 	"github.com/gpunode/gpunode/internal/miglive"
 	"github.com/gpunode/gpunode/internal/mps"
@@ -94,7 +95,9 @@ performance: persistence mode, locked clocks, ECC, MIG mode.
 
 Changes are journaled before they are made, like 'gpunode tune', so a
 rollback restores them. A node without an NVIDIA driver shows no GPUs and
-the reason; no command crashes on it.`,
+the reason; no command crashes on it. When NVIDIA GPUs are on the PCI bus
+but no driver answers (missing or broken driver), 'gpu status' and
+'gpu audit' say so and exit 1.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
@@ -125,7 +128,16 @@ func (a *App) newGPUStatusCommand(f *gpuFlags) *cobra.Command {
 				}
 				st.GPUs = sel
 			}
-			return a.Render(st)
+			broken := false
+			if st.Backend == gpu.KindNone {
+				if host, err := a.Host(); err == nil {
+					if fns, _ := gpu.NVIDIAFunctions(host); len(fns) > 0 {
+						broken = true
+						a.Warnf("%d NVIDIA GPU functions on the PCI bus (%s...) but no driver answers: %s", len(fns), fns[0].BDF, st.Reason)
+					}
+				}
+			}
+			return a.renderFindings(st, broken)
 		},
 	}
 	cmd.Flags().StringSliceVar(&f.gpus, "gpu", nil, "GPUs to show: index, UUID (prefix) or PCI address, comma-separated (default all)")
@@ -262,39 +274,58 @@ reset' or a rollback undoes the lock.`,
 	return cmd
 }
 
-// GPUAuditReport is the model of 'gpunode gpu audit'.
+// GPUAuditReport is the model of 'gpunode gpu audit': the GPU layer's
+// checks, as 'gpunode audit' prints them.
 type GPUAuditReport struct {
 	SchemaVersion string        `json:"schemaVersion"`
 	Backend       string        `json:"backend"`
-	Findings      []gpu.Finding `json:"findings"`
+	Checks        []check.Check `json:"checks"`
+	Summary       check.Summary `json:"summary"`
 }
 
 // WriteTable implements output.Tabler.
 func (r GPUAuditReport) WriteTable(w io.Writer, _ output.Options) error {
 	tw := output.NewTabWriter(w)
-	fmt.Fprintln(tw, "SEVERITY\tCHECK\tGPU\tMESSAGE\tFIX")
-	for _, f := range r.Findings {
-		g := "-"
-		if f.GPU >= 0 {
-			g = strconv.Itoa(f.GPU)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", f.Severity, f.Check, g, f.Message, f.Fix)
+	fmt.Fprintln(tw, "STATUS\tCHECK\tCURRENT\tFIX")
+	for _, c := range r.Checks {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", c.Status, c.Key(), c.Current, strings.Join(c.Fix, "; "))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, c := range r.Checks {
+		if c.Status.Failing() && c.Detail != "" {
+			if _, err := fmt.Fprintf(w, "%s: %s\n", c.Key(), c.Detail); err != nil {
+				return err
+			}
+		}
+	}
+	s := r.Summary
+	_, err := fmt.Fprintf(w, "\n%d ok, %d drift, %d pending-reboot, %d absent, %d error, %d info\n", s.OK, s.Drift, s.PendingReboot, s.Absent, s.Error, s.Info)
+	return err
 }
 
 func (a *App) newGPUAuditCommand(f *gpuFlags) *cobra.Command {
 	var runtime string
 	cmd := &cobra.Command{
 		Use:   "audit",
-		Short: "Check persistence, ECC, remapped rows, locked clocks, pending MIG changes and CUDA-driver compatibility",
-		Long: `Run the GPU checks that 'gpunode audit' includes. Exit 1 when a check warns
-or fails. The CUDA runtime version comes from --cuda-runtime or
-/usr/local/cuda/version.json (version.txt before CUDA 11.1) under --root.`,
+		Short: "Check the driver, persistence, ECC, remapped rows, locked clocks, pending MIG changes and CUDA-driver compatibility",
+		Long: `Run the GPU checks that 'gpunode audit' includes, with the same statuses.
+Exit 1 when a check drifts or is an error (NVIDIA GPUs on the PCI bus but no
+driver answering is an error). The CUDA runtime version comes from
+--cuda-runtime (major.minor; anything else is a usage error) or
+/usr/local/cuda/version.json (version.txt before CUDA 11.1) under --root; a
+runtime of a newer major than the driver's CUDA version fails unless a
+forward-compatibility package (/usr/local/cuda-M.m/compat) covers it.`,
 		Example: `  gpunode gpu audit
   gpunode gpu audit --cuda-runtime 12.4`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if runtime != "" {
+				if err := gpu.ParseCUDARuntime(runtime); err != nil {
+					return Usagef("--cuda-runtime: %v", err)
+				}
+			}
 			st, err := a.gpuStatus(cmd.Context(), f.backend)
 			if err != nil {
 				return err
@@ -303,30 +334,29 @@ or fails. The CUDA runtime version comes from --cuda-runtime or
 			if err != nil {
 				return err
 			}
-			o, err := gpu.RuntimeOptions(host, runtime)
+			o, err := gpu.Source{FS: host, CUDARuntime: runtime}.Options()
 			if err != nil {
-				a.Warnf("CUDA runtime: %v", err)
+				return wrapUsage(err)
 			}
-			rep := GPUAuditReport{SchemaVersion: "gpunode.gpu.audit/v1", Backend: st.Backend, Findings: gpu.Audit(st, o)}
-			return a.renderFindings(rep, slices.ContainsFunc(rep.Findings, func(fd gpu.Finding) bool {
-				return fd.Severity == gpu.SevWarn || fd.Severity == gpu.SevFail
-			}))
+			cs := gpu.Audit(st, o)
+			rep := GPUAuditReport{SchemaVersion: "gpunode.gpu.audit/v2", Backend: st.Backend, Checks: cs, Summary: check.Summarize(cs)}
+			return a.renderFindings(rep, rep.Summary.Failing())
 		},
 	}
-	cmd.Flags().StringVar(&runtime, "cuda-runtime", "", "CUDA runtime version in use (default: detect from /usr/local/cuda)")
+	cmd.Flags().StringVar(&runtime, "cuda-runtime", "", "CUDA runtime version in use, major.minor (default: detect from /usr/local/cuda)")
 	return cmd
 }
 
-// gpuAuditSource returns the GPU layer's checks for 'gpunode audit'
-// (tune.Options.GPU). It never fails: a node without a driver (or a bad
-// --gpu-backend) yields a source whose single check says so. The caller
-// closes nothing; the backend lives as long as the process.
-func (a *App) gpuAuditSource(ctx context.Context, backend, cudaRuntime string) gpu.TuneSource {
+// gpuAuditSource returns the GPU layer's checks for 'gpunode audit'. It
+// never fails: a node without a driver (or a bad --gpu-backend) yields a
+// source whose gpu.driver check says so. The caller closes nothing; the
+// backend lives as long as the process.
+func (a *App) gpuAuditSource(ctx context.Context, host *hostfs.FS, backend, cudaRuntime string) gpu.Source {
 	b, err := a.openGPU(ctx, backend)
 	if err != nil {
-		return gpu.TuneSource{Backend: gpu.NewNone(err.Error()), CUDARuntime: cudaRuntime}
+		return gpu.Source{Backend: gpu.NewNone(err.Error()), FS: host, CUDARuntime: cudaRuntime}
 	}
-	return gpu.TuneSource{Backend: b, CUDARuntime: cudaRuntime}
+	return gpu.Source{Backend: b, FS: host, CUDARuntime: cudaRuntime}
 }
 
 // GPURollbackReport is the model of 'gpunode gpu rollback'.

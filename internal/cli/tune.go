@@ -51,7 +51,7 @@ func (a *App) newTuneProfilesCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			l := &tune.Loader{Cat: tune.NewCatalogue(), Host: fs}
+			l := &tune.Loader{Cat: tune.NewCatalogue(), Host: fs, Checks: sourceChecks()}
 			return a.Render(&tune.ProfileList{SchemaVersion: tune.SchemaProfiles, Profiles: l.List()})
 		},
 	}
@@ -181,8 +181,9 @@ func (a *App) newTuneStatusCommand(stateDir *string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			opt := tune.Options{GPU: a.gpuAuditSource(ctx, gf.backend, ""), IRQ: irqAuditSource{}}
-			st, err := tune.GetStatus(ctx, tune.NewHost(ctx, fs), tune.NewCatalogue(), *stateDir, opt)
+			h := tune.NewHost(ctx, fs)
+			opt := tune.Options{Sources: a.auditSources(ctx, h, gf.backend, "", 0)}
+			st, err := tune.GetStatus(ctx, h, tune.NewCatalogue(), *stateDir, opt)
 			if err != nil {
 				return err
 			}

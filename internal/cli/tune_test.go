@@ -33,7 +33,7 @@ func TestAuditAndTuneExitCodes(t *testing.T) {
 	}{
 		{[]string{"--root", root, "audit", "--profile", "training"}, ExitFindings, "drift"},
 		{[]string{"--root", root, "audit", "--profile", "nope"}, ExitUsage, "unknown profile"},
-		{[]string{"--root", root, "audit", "--profile", bad}, ExitUsage, "bad.yaml:3: settings.vm.swapiness: unknown setting id"},
+		{[]string{"--root", root, "audit", "--profile", bad}, ExitUsage, "bad.yaml:3: settings.vm.swapiness: unknown setting or check id"},
 		{[]string{"--root", root, "audit", "--pid", "999999"}, ExitUsage, "no such process"},
 		{[]string{"--root", root, "audit", "--pid", "-1"}, ExitUsage, "--pid"},
 		{[]string{"--root", root, "tune", "profiles"}, ExitOK, "inference-isolated"},
@@ -41,7 +41,7 @@ func TestAuditAndTuneExitCodes(t *testing.T) {
 		{[]string{"--root", root, "tune", "show"}, ExitUsage, "want one profile"},
 		{[]string{"--root", root, "tune", "plan"}, ExitUsage, "--profile is required"},
 		{[]string{"--root", root, "tune", "plan", "--profile", "training"}, ExitOK, "would change"},
-		{[]string{"--root", root, "tune", "apply", "--profile", bad}, ExitUsage, "unknown setting id"},
+		{[]string{"--root", root, "tune", "apply", "--profile", bad}, ExitUsage, "unknown setting or check id"},
 		{[]string{"--root", root, "tune", "status"}, ExitOK, "no profile applied"},
 		{[]string{"--root", root, "tune", "rollback"}, ExitOK, "nothing to roll back"},
 	}

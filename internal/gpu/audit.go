@@ -8,28 +8,14 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gpunode/gpunode/internal/check"
 	"github.com/gpunode/gpunode/internal/hostfs"
 )
 
-// Severities of a Finding.
-const (
-	SevOK   = "ok"
-	SevInfo = "info"
-	SevWarn = "warn"
-	SevFail = "fail"
-)
+// Layer is the layer of the GPU checks.
+const Layer = "gpu"
 
-// Finding is the result of one GPU check on one GPU (GPU -1: node-wide).
-type Finding struct {
-	Check    string `json:"check"`
-	GPU      int    `json:"gpu"`
-	UUID     string `json:"uuid,omitempty"`
-	Severity string `json:"severity"`
-	Message  string `json:"message"`
-	Fix      string `json:"fix,omitempty"`
-}
-
-// Check ids.
+// Check ids. Per-GPU checks carry the subject "gpuN" (N: the GPU index).
 const (
 	CheckPersistence   = "gpu.persistence"
 	CheckECCMode       = "gpu.ecc.mode"
@@ -41,6 +27,33 @@ const (
 	CheckDriverPresent = "gpu.driver"
 )
 
+// reasons say why each GPU check matters.
+var reasons = map[string]string{
+	CheckDriverPresent: "without a driver answering, no CUDA process runs: a node with NVIDIA GPUs on the bus and a missing or broken driver is down (seed 2.1).",
+	CheckPersistence:   "without persistence mode the driver tears the GPU state down when the last client exits and the next job pays seconds of initialisation (seed 2.1, system_tuning.sh step 8).",
+	CheckECCMode:       "ECC detects and corrects memory errors; training without it risks silent corruption (seed 2.3).",
+	CheckECCErrors:     "uncorrectable ECC errors kill the processes using that memory; a growing count means a failing GPU (seed 2.3).",
+	CheckRemappedRows:  "row remapping replaces failing memory rows; a failed or pending remap needs a GPU reset or an RMA (seed 2.3).",
+	CheckLockedClocks:  "locked or application clocks keep GPU Boost from raising the clock (benchmark settings left behind) (seed 2.4).",
+	CheckMIGPending:    "a MIG mode change takes effect only after a GPU reset; until then the GPU runs in the old mode (seed 2.2).",
+	CheckCUDACompat:    "a CUDA runtime the driver cannot run fails at cuInit with CUDA_ERROR_SYSTEM_DRIVER_MISMATCH or lacks PTX JIT (seed 2.1).",
+}
+
+// Describe lists the GPU checks (check.Describer of Source).
+func Describe() []check.Description {
+	per := "gpu (gpuN)"
+	return []check.Description{
+		{ID: CheckDriverPresent, Layer: Layer, Section: "2.1", Title: "an NVIDIA driver answers for the NVIDIA PCI functions on the bus"},
+		{ID: CheckPersistence, Layer: Layer, Subject: per, Section: "2.1", Title: "persistence mode on"},
+		{ID: CheckECCMode, Layer: Layer, Subject: per, Section: "2.3", Title: "ECC enabled, no mode change pending"},
+		{ID: CheckECCErrors, Layer: Layer, Subject: per, Section: "2.3", Title: "no uncorrectable ECC errors"},
+		{ID: CheckRemappedRows, Layer: Layer, Subject: per, Section: "2.3", Title: "no failed or pending row remaps / page retirements"},
+		{ID: CheckLockedClocks, Layer: Layer, Subject: per, Section: "2.4", Title: "clocks not limited by a lock or application clocks"},
+		{ID: CheckMIGPending, Layer: Layer, Subject: per, Section: "2.2", Title: "no MIG mode change pending a GPU reset"},
+		{ID: CheckCUDACompat, Layer: Layer, Section: "2.1", Title: "the driver runs the CUDA runtime in use (NVIDIA's compatibility rules)"},
+	}
+}
+
 // AuditOptions tune Audit.
 type AuditOptions struct {
 	// CUDARuntime is the CUDA runtime/toolkit version in use ("12.4"), e.g.
@@ -48,83 +61,147 @@ type AuditOptions struct {
 	CUDARuntime string
 	// CUDARuntimeSource says where CUDARuntime came from (for messages).
 	CUDARuntimeSource string
+	// CUDARuntimeErr is why the installed runtime's version could not be
+	// read (a malformed version.json): the compatibility check is an error.
+	CUDARuntimeErr error
+	// ForwardCompat lists the CUDA forward-compatibility packages
+	// installed (FindForwardCompat).
+	ForwardCompat []ForwardCompat
+	// PCIFunctions are the NVIDIA GPU functions on the PCI bus
+	// (NVIDIAFunctions): with no driver answering, gpu.driver is an error
+	// instead of absent.
+	PCIFunctions []PCIFunction
 }
 
 // Audit checks st: persistence mode, ECC mode and uncorrectable errors,
 // remapped-row failures, locked clocks, pending MIG mode changes and
-// CUDA-driver compatibility. A node without a driver yields one info finding.
-func Audit(st Status, o AuditOptions) []Finding {
-	var out []Finding
+// CUDA-driver compatibility. Without a driver it returns one gpu.driver
+// check: error when NVIDIA GPUs are on the PCI bus (the driver is missing
+// or broken), absent when there are none.
+func Audit(st Status, o AuditOptions) []check.Check {
+	var out []check.Check
 	if st.Backend == KindNone {
-		return []Finding{{Check: CheckDriverPresent, GPU: -1, Severity: SevInfo, Message: st.Reason}}
+		c := driverCheck(st, o.PCIFunctions)
+		c.Reason = reasons[c.ID]
+		return []check.Check{c}
 	}
+	out = append(out, check.Check{ID: CheckDriverPresent, Layer: Layer, Status: check.OK, Section: "2.1",
+		Current: fmt.Sprintf("driver %s (%s), %d GPUs", orDash(st.DriverVersion), st.Backend, len(st.GPUs)), Expected: "a driver answers"})
+	defer func() {
+		for i := range out {
+			out[i].Reason = reasons[out[i].ID]
+		}
+	}()
 	for _, g := range st.GPUs {
-		f := func(check, sev, msg, fix string) {
-			out = append(out, Finding{Check: check, GPU: g.Index, UUID: g.UUID, Severity: sev, Message: msg, Fix: fix})
+		f := func(id string, status check.Status, msg, fix string) {
+			c := check.Check{ID: id, Layer: Layer, Subject: fmt.Sprintf("gpu%d", g.Index), Status: status, Current: msg,
+				Detail: fmt.Sprintf("GPU %d %s", g.Index, g.UUID)}
+			if fix != "" {
+				c.Fix = []string{fix}
+			}
+			out = append(out, c)
 		}
 		switch {
 		case g.Persistence == nil:
-			f(CheckPersistence, SevInfo, "persistence mode unreadable", "")
+			f(CheckPersistence, check.Info, "persistence mode unreadable", "")
 		case !*g.Persistence:
-			f(CheckPersistence, SevWarn, "persistence mode is off: the driver tears the GPU down when idle and the next job pays a cold start",
-				"systemctl enable --now nvidia-persistenced (or: gpunode gpu persistence on)")
+			f(CheckPersistence, check.Drift, "persistence mode is off: the driver tears the GPU down when idle and the next job pays a cold start",
+				"systemctl enable --now nvidia-persistenced")
 		default:
-			f(CheckPersistence, SevOK, "persistence mode on", "")
+			f(CheckPersistence, check.OK, "persistence mode on", "")
 		}
 		if e := g.ECC; e != nil {
 			switch {
 			case !e.Current && !e.Pending:
-				f(CheckECCMode, SevWarn, "ECC is disabled: memory errors go undetected", "nvidia-smi -i "+g.UUID+" -e 1, then reset the GPU")
+				f(CheckECCMode, check.Drift, "ECC is disabled: memory errors go undetected", "nvidia-smi -i "+g.UUID+" -e 1, then reset the GPU")
 			case e.Current != e.Pending:
-				f(CheckECCMode, SevWarn, fmt.Sprintf("ECC mode change pending (%s -> %s) until the GPU is reset", boolWord(e.Current), boolWord(e.Pending)), "reset the GPU or reboot")
+				f(CheckECCMode, check.PendingReboot, fmt.Sprintf("ECC mode change pending (%s -> %s) until the GPU is reset", boolWord(e.Current), boolWord(e.Pending)), "reset the GPU or reboot")
 			default:
-				f(CheckECCMode, SevOK, "ECC enabled", "")
+				f(CheckECCMode, check.OK, "ECC enabled", "")
 			}
 			vu, au := e.Volatile.Uncorrected, e.Aggregate.Uncorrected
 			switch {
 			case vu != nil && *vu > 0:
-				f(CheckECCErrors, SevFail, fmt.Sprintf("%d uncorrectable ECC errors since the driver loaded", *vu),
+				f(CheckECCErrors, check.Error, fmt.Sprintf("%d uncorrectable ECC errors since the driver loaded", *vu),
 					"drain the node; check remapped rows and XIDs (dmesg); reset the GPU")
 			case au != nil && *au > 0:
-				f(CheckECCErrors, SevWarn, fmt.Sprintf("%d uncorrectable ECC errors over the GPU's lifetime", *au), "watch for growth; RMA if it grows")
+				f(CheckECCErrors, check.Drift, fmt.Sprintf("%d uncorrectable ECC errors over the GPU's lifetime", *au), "watch for growth; RMA if it grows")
 			case vu != nil || au != nil:
-				f(CheckECCErrors, SevOK, "no uncorrectable ECC errors", "")
+				f(CheckECCErrors, check.OK, "no uncorrectable ECC errors", "")
 			}
 		}
 		if r := g.RemappedRows; r != nil {
 			switch {
 			case r.Failure:
-				f(CheckRemappedRows, SevFail, "row remapping failed: the GPU has run out of spare rows", "RMA the GPU")
+				f(CheckRemappedRows, check.Error, "row remapping failed: the GPU has run out of spare rows", "RMA the GPU")
 			case r.Pending:
-				f(CheckRemappedRows, SevWarn, "a row remap is pending until the GPU is reset", "drain and reset the GPU")
+				f(CheckRemappedRows, check.Drift, "a row remap is pending until the GPU is reset", "drain and reset the GPU")
 			case r.Uncorrectable > 0:
-				f(CheckRemappedRows, SevInfo, fmt.Sprintf("%d rows remapped for uncorrectable errors", r.Uncorrectable), "")
+				f(CheckRemappedRows, check.Info, fmt.Sprintf("%d rows remapped for uncorrectable errors", r.Uncorrectable), "")
 			}
 		}
 		if rp := g.RetiredPages; rp != nil && rp.Pending {
-			f(CheckRemappedRows, SevWarn, "a page retirement is pending until the GPU is reset", "drain and reset the GPU")
+			f(CheckRemappedRows, check.Drift, "a page retirement is pending until the GPU is reset", "drain and reset the GPU")
 		}
 		switch {
 		case g.Clocks.Locked != nil:
-			f(CheckLockedClocks, SevWarn, fmt.Sprintf("graphics clock locked to %d-%d MHz: GPU Boost cannot raise it", g.Clocks.Locked.MinMHz, g.Clocks.Locked.MaxMHz),
-				"gpunode gpu clocks reset (locks are for benchmarks)")
+			f(CheckLockedClocks, check.Drift, fmt.Sprintf("graphics clock locked to %d-%d MHz: GPU Boost cannot raise it", g.Clocks.Locked.MinMHz, g.Clocks.Locked.MaxMHz),
+				"gpunode gpu clocks reset --gpu "+fmt.Sprint(g.Index))
 		case g.ClockEvents.Mask&ReasonApplicationsClocks != 0:
-			f(CheckLockedClocks, SevWarn, "clocks limited by a clocks setting (locked or application clocks)", "gpunode gpu clocks reset")
+			f(CheckLockedClocks, check.Drift, "clocks limited by a clocks setting (locked or application clocks)", "gpunode gpu clocks reset --gpu "+fmt.Sprint(g.Index))
 		case g.ClockEvents.Known:
-			f(CheckLockedClocks, SevOK, "clocks not limited by a setting", "")
+			f(CheckLockedClocks, check.OK, "clocks not limited by a setting", "")
 		}
 		if g.MIG.ResetNeeded() {
-			f(CheckMIGPending, SevWarn, fmt.Sprintf("MIG mode change pending (%s -> %s) until the GPU is reset", boolWord(g.MIG.Current), boolWord(g.MIG.Pending)),
+			f(CheckMIGPending, check.PendingReboot, fmt.Sprintf("MIG mode change pending (%s -> %s) until the GPU is reset", boolWord(g.MIG.Current), boolWord(g.MIG.Pending)),
 				"stop GPU clients (nvidia-persistenced, DCGM, nvidia_drm) and run nvidia-smi -i "+g.UUID+" -r")
 		}
 	}
-	if c, ok := CUDACompat(st.DriverVersion, st.CUDAVersion, o.CUDARuntime); ok {
-		if o.CUDARuntimeSource != "" {
-			c.Message += " (runtime from " + o.CUDARuntimeSource + ")"
+	switch {
+	case o.CUDARuntimeErr != nil:
+		out = append(out, check.Check{ID: CheckCUDACompat, Layer: Layer, Status: check.Error, Section: "2.1",
+			Detail: fmt.Sprintf("CUDA runtime version unreadable: %v", o.CUDARuntimeErr)})
+	default:
+		if c, ok := CUDACompat(st.DriverVersion, st.CUDAVersion, o.CUDARuntime, o.ForwardCompat); ok {
+			if o.CUDARuntimeSource != "" {
+				c.Detail = check.JoinDetail(c.Detail, "runtime from "+o.CUDARuntimeSource)
+			}
+			out = append(out, c)
 		}
-		out = append(out, c)
 	}
 	return out
+}
+
+// driverCheck is gpu.driver when no driver answers.
+func driverCheck(st Status, fns []PCIFunction) check.Check {
+	c := check.Check{ID: CheckDriverPresent, Layer: Layer, Section: "2.1", Expected: "a driver answers"}
+	if len(fns) == 0 {
+		c.Status, c.Current = check.Absent, "no NVIDIA GPU on the PCI bus"
+		c.Detail = st.Reason
+		return c
+	}
+	bound := 0
+	var list []string
+	for i, f := range fns {
+		if f.Driver == "nvidia" {
+			bound++
+		}
+		if i < 4 {
+			d := f.Driver
+			if d == "" {
+				d = "no driver"
+			}
+			list = append(list, f.BDF+" ("+d+")")
+		}
+	}
+	if len(fns) > 4 {
+		list = append(list, fmt.Sprintf("... %d more", len(fns)-4))
+	}
+	c.Status = check.Error
+	c.Current = fmt.Sprintf("%d NVIDIA GPU functions on the PCI bus (%d bound to nvidia), no driver answers", len(fns), bound)
+	c.Detail = st.Reason + "; functions: " + strings.Join(list, ", ")
+	c.Fix = []string{"nvidia-smi; dmesg | grep -i -e NVRM -e nvidia   # see why the driver does not answer, then reinstall or reload it"}
+	return c
 }
 
 // cudaMinDriver is the minimum Linux driver of each CUDA major version for
@@ -133,39 +210,93 @@ func Audit(st Status, o AuditOptions) []Finding {
 // Version Compatibility" (13.x >= 580, 12.x >= 525.60.13, 11.x >= 450.80.02).
 var cudaMinDriver = map[int]string{11: "450.80.02", 12: "525.60.13", 13: "580.00"}
 
-// CUDACompat checks a CUDA runtime version against the driver: fail when the
-// driver is older than the runtime major's minimum; warn when the driver's
-// own CUDA version is older than the runtime (minor-version compatibility:
-// works, but no PTX JIT of newer code; a cuda-compat package fixes it on
-// data-center GPUs); ok otherwise. ok is false when nothing can be checked.
-func CUDACompat(driver, driverCUDA, runtime string) (Finding, bool) {
-	if runtime == "" || driver == "" {
-		return Finding{}, false
+// ParseCUDARuntime checks a --cuda-runtime value: major.minor[.patch],
+// numbers only.
+func ParseCUDARuntime(v string) error {
+	parts := strings.Split(strings.TrimSpace(v), ".")
+	if len(parts) > 3 {
+		return fmt.Errorf("CUDA runtime %q: want major.minor[.patch]", v)
 	}
-	f := Finding{Check: CheckCUDACompat, GPU: -1}
-	rMaj, rMin, err := parseMajorMinor(runtime)
-	if err != nil {
-		f.Severity, f.Message = SevWarn, fmt.Sprintf("CUDA runtime version %q: %v", runtime, err)
-		return f, true
+	if _, _, err := parseMajorMinor(v); err != nil {
+		return fmt.Errorf("CUDA runtime %q: %w", v, err)
 	}
-	if minDrv, ok := cudaMinDriver[rMaj]; ok && compareVersions(driver, minDrv) < 0 {
-		f.Severity = SevFail
-		f.Message = fmt.Sprintf("CUDA %s needs driver >= %s; driver is %s", runtime, minDrv, driver)
-		f.Fix = "upgrade the driver, or install cuda-compat-" + fmt.Sprint(rMaj) + "-" + fmt.Sprint(rMin) + " (data-center GPUs only)"
-		return f, true
-	}
-	if driverCUDA != "" {
-		dMaj, dMin, err := parseMajorMinor(driverCUDA)
-		if err == nil && (dMaj < rMaj || (dMaj == rMaj && dMin < rMin)) {
-			f.Severity = SevWarn
-			f.Message = fmt.Sprintf("CUDA %s runs on driver %s (CUDA %s) only through minor-version compatibility: no PTX JIT of newer code", runtime, driver, driverCUDA)
-			f.Fix = fmt.Sprintf("upgrade the driver or install cuda-compat-%d-%d", rMaj, rMin)
-			return f, true
+	if len(parts) == 3 {
+		if n, err := strconv.Atoi(parts[2]); err != nil || n < 0 {
+			return fmt.Errorf("CUDA runtime %q: want a numeric patch level", v)
 		}
 	}
-	f.Severity = SevOK
-	f.Message = fmt.Sprintf("driver %s supports CUDA %s", driver, runtime)
-	return f, true
+	return nil
+}
+
+// CUDACompat checks a CUDA runtime version against the driver by NVIDIA's
+// compatibility rules:
+//
+//   - runtime no newer than the driver's own CUDA version: ok;
+//   - same major, newer minor (minor-version compatibility): ok when the
+//     driver meets the major's minimum (with a note: no PTX JIT of code
+//     newer than the driver), error below it;
+//   - newer major: error, unless a forward-compatibility package
+//     (cuda-compat) for at least that runtime is installed: then ok with
+//     the note that it works on data-center GPUs only.
+//
+// A malformed runtime is an error check. ok is false when nothing can be
+// checked (no runtime or no driver version).
+func CUDACompat(driver, driverCUDA, runtime string, fwd []ForwardCompat) (check.Check, bool) {
+	if runtime == "" || driver == "" {
+		return check.Check{}, false
+	}
+	c := check.Check{ID: CheckCUDACompat, Layer: Layer, Section: "2.1", Current: "CUDA " + runtime + " on driver " + driver}
+	rMaj, rMin, err := parseMajorMinor(runtime)
+	if err != nil {
+		c.Status, c.Detail = check.Error, fmt.Sprintf("CUDA runtime version %q: %v", runtime, err)
+		return c, true
+	}
+	if driverCUDA != "" {
+		c.Current += " (CUDA " + driverCUDA + ")"
+		c.Expected = "runtime <= " + driverCUDA + ", or forward compatibility"
+	}
+	var compat *ForwardCompat
+	for i := range fwd {
+		if fwd[i].Major > rMaj || fwd[i].Major == rMaj && fwd[i].Minor >= rMin {
+			compat = &fwd[i]
+			break
+		}
+	}
+	withCompat := func() (check.Check, bool) {
+		c.Status = check.OK
+		c.Detail = check.JoinDetail(fmt.Sprintf("forward compatibility through %s (data-center GPUs only; processes must load it, e.g. LD_LIBRARY_PATH=%s)", compat.Dir, compat.Dir), c.Detail)
+		return c, true
+	}
+	dMaj, dMin, derr := parseMajorMinor(driverCUDA)
+	if driverCUDA != "" && derr == nil {
+		switch {
+		case rMaj > dMaj:
+			if compat != nil {
+				return withCompat()
+			}
+			c.Status = check.Error
+			c.Detail = fmt.Sprintf("CUDA %d.x needs a driver of that major (CUDA %s driver %s cannot run it; minor-version compatibility works only within a major)", rMaj, driverCUDA, driver)
+			c.Fix = []string{fmt.Sprintf("upgrade the driver, or install the cuda-compat-%d-%d package (data-center GPUs only)", rMaj, rMin)}
+			return c, true
+		case rMaj < dMaj || rMin <= dMin:
+			c.Status = check.OK
+			return c, true
+		}
+	}
+	if minDrv, ok := cudaMinDriver[rMaj]; ok && compareVersions(driver, minDrv) < 0 {
+		if compat != nil {
+			return withCompat()
+		}
+		c.Status = check.Error
+		c.Detail = fmt.Sprintf("CUDA %s needs driver >= %s; driver is %s", runtime, minDrv, driver)
+		c.Fix = []string{fmt.Sprintf("upgrade the driver, or install the cuda-compat-%d-%d package (data-center GPUs only)", rMaj, rMin)}
+		return c, true
+	}
+	c.Status = check.OK
+	if driverCUDA != "" && derr == nil {
+		c.Detail = fmt.Sprintf("minor-version compatibility: CUDA %s runs on the CUDA %s driver, but PTX of newer code cannot be JIT-compiled", runtime, driverCUDA)
+	}
+	return c, true
 }
 
 func parseMajorMinor(v string) (int, int, error) {
@@ -204,12 +335,19 @@ func compareVersions(a, b string) int {
 }
 
 // RuntimeOptions returns the AuditOptions for the CUDA runtime given by
-// --cuda-runtime, or, when that is empty, the toolkit installed under host
-// (nil host: none). A missing toolkit is not an error; a malformed one is,
-// and the options returned with it check no runtime.
+// --cuda-runtime (a malformed value is an error: a usage error for the
+// caller), or, when that is empty, the toolkit installed under host (nil
+// host: none). A missing toolkit checks nothing; a malformed one sets
+// CUDARuntimeErr, which makes the compatibility check an error.
 func RuntimeOptions(host *hostfs.FS, runtime string) (AuditOptions, error) {
-	if runtime != "" || host == nil {
+	if runtime != "" {
+		if err := ParseCUDARuntime(runtime); err != nil {
+			return AuditOptions{}, fmt.Errorf("--cuda-runtime: %w", err)
+		}
 		return AuditOptions{CUDARuntime: runtime, CUDARuntimeSource: "--cuda-runtime"}, nil
+	}
+	if host == nil {
+		return AuditOptions{}, nil
 	}
 	v, src, err := DetectCUDARuntime(host)
 	switch {
@@ -218,7 +356,7 @@ func RuntimeOptions(host *hostfs.FS, runtime string) (AuditOptions, error) {
 	case errors.Is(err, fs.ErrNotExist):
 		return AuditOptions{}, nil
 	}
-	return AuditOptions{}, err
+	return AuditOptions{CUDARuntimeErr: err, CUDARuntimeSource: src}, nil
 }
 
 // CUDAToolkitDir is where DetectCUDARuntime looks for the toolkit.

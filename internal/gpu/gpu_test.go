@@ -15,12 +15,12 @@ import (
 
 	"github.com/gpunode/gpunode/internal/testhost"
 
+	"github.com/gpunode/gpunode/internal/check"
 	"github.com/gpunode/gpunode/internal/goldenfile"
 
 	"github.com/gpunode/gpunode/internal/hostfs"
 	"github.com/gpunode/gpunode/internal/journal"
 	"github.com/gpunode/gpunode/internal/output"
-	"github.com/gpunode/gpunode/internal/tune"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -364,8 +364,8 @@ func TestNoneNeverFails(t *testing.T) {
 	if err := b.SetPersistence(ctx, "GPU-1", true); !errors.Is(err, ErrNoDriver) {
 		t.Errorf("SetPersistence: %v", err)
 	}
-	if f := Audit(st, AuditOptions{}); len(f) != 1 || f[0].Severity != SevInfo {
-		t.Errorf("audit of a node without driver: %+v", f)
+	if f := Audit(st, AuditOptions{}); len(f) != 1 || f[0].Status != check.Absent {
+		t.Errorf("audit of a node without driver or GPUs: %+v", f)
 	}
 	if m := NVLinkClassesOf(st); len(m) != 0 {
 		t.Errorf("nvlink classes %v", m)
@@ -480,25 +480,84 @@ func TestAuditFixtures(t *testing.T) {
 }
 
 func TestCUDACompat(t *testing.T) {
-	for _, tc := range []struct{ driver, dcuda, runtime, want string }{
-		{"550.54.15", "12.4", "12.4", SevOK},
-		{"550.54.15", "12.4", "12.2", SevOK},
-		{"535.161.08", "12.2", "12.4", SevWarn},
-		{"525.60.13", "12.0", "12.8", SevWarn},
-		{"525.60.12", "12.0", "12.0", SevFail},
-		{"470.223.02", "11.4", "12.1", SevFail},
-		{"470.223.02", "11.4", "11.8", SevWarn},
-		{"575.51.03", "12.9", "13.0", SevFail},
-		{"580.65.06", "13.0", "13.0", SevOK},
-		{"550.54.15", "12.4", "twelve", SevWarn},
+	fwd13 := []ForwardCompat{{Dir: "/usr/local/cuda-13.0/compat", Major: 13, Minor: 0}}
+	for _, tc := range []struct {
+		driver, dcuda, runtime string
+		fwd                    []ForwardCompat
+		want                   check.Status
+	}{
+		{"550.54.15", "12.4", "12.4", nil, check.OK},
+		{"550.54.15", "12.4", "12.2", nil, check.OK},
+		{"550.54.15", "12.4", "11.8", nil, check.OK},
+		{"535.161.08", "12.2", "12.4", nil, check.OK}, // minor-version compatibility
+		{"525.60.13", "12.0", "12.8", nil, check.OK},
+		{"525.60.12", "12.0", "12.0", nil, check.OK}, // its own CUDA version
+		{"525.60.12", "", "12.1", nil, check.Error},  // below 12.x's minimum
+		{"470.223.02", "11.4", "12.1", nil, check.Error},
+		{"470.223.02", "11.4", "11.8", nil, check.OK},
+		{"575.51.03", "12.9", "13.0", nil, check.Error},
+		{"550.54.15", "12.4", "14.0", nil, check.Error}, // newer major fails (was a warning)
+		{"575.51.03", "12.9", "13.0", fwd13, check.OK},  // forward compatibility package
+		{"575.51.03", "12.9", "13.1", fwd13, check.Error},
+		{"580.65.06", "13.0", "13.0", nil, check.OK},
+		{"550.54.15", "12.4", "twelve", nil, check.Error},
 	} {
-		f, ok := CUDACompat(tc.driver, tc.dcuda, tc.runtime)
-		if !ok || f.Severity != tc.want {
-			t.Errorf("driver %s (CUDA %s) runtime %s: %s %q, want %s", tc.driver, tc.dcuda, tc.runtime, f.Severity, f.Message, tc.want)
+		c, ok := CUDACompat(tc.driver, tc.dcuda, tc.runtime, tc.fwd)
+		if !ok || c.Status != tc.want {
+			t.Errorf("driver %s (CUDA %s) runtime %s fwd %v: %s %q, want %s", tc.driver, tc.dcuda, tc.runtime, tc.fwd, c.Status, c.Detail, tc.want)
+		}
+		if c.Status == check.Error && c.Detail == "" {
+			t.Errorf("runtime %s: error without detail", tc.runtime)
 		}
 	}
-	if _, ok := CUDACompat("", "", "12.4"); ok {
+	if _, ok := CUDACompat("", "", "12.4", nil); ok {
 		t.Error("no driver must skip the check")
+	}
+	for _, bad := range []string{"banana", "12", "12.x", "-1.0", "12.4.1.2", "12.4.x"} {
+		if err := ParseCUDARuntime(bad); err == nil {
+			t.Errorf("ParseCUDARuntime(%q) accepted", bad)
+		}
+		if _, err := RuntimeOptions(nil, bad); err == nil {
+			t.Errorf("RuntimeOptions(%q) accepted", bad)
+		}
+	}
+	for _, good := range []string{"12.4", "13.0.1"} {
+		if err := ParseCUDARuntime(good); err != nil {
+			t.Errorf("ParseCUDARuntime(%q): %v", good, err)
+		}
+	}
+}
+
+// TestDriverMissingIsError: NVIDIA functions on the PCI bus and no driver
+// answering is an error (it was "info"/"absent", exit 0).
+func TestDriverMissingIsError(t *testing.T) {
+	ctx := context.Background()
+	h, err := hostfs.New(testhost.Path(t, "dgx-h100"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fns, err := NVIDIAFunctions(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fns) != 8 || fns[0].Driver != "nvidia" {
+		t.Fatalf("NVIDIA functions %+v, want the 8 H100s bound to nvidia", fns)
+	}
+	cs, err := Source{Backend: NewNone("nvidia-smi: not found"), FS: h}.Checks(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cs) != 1 || cs[0].ID != CheckDriverPresent || cs[0].Status != check.Error ||
+		!strings.Contains(cs[0].Current, "8 NVIDIA GPU functions") || !strings.Contains(cs[0].Detail, "nvidia-smi: not found") {
+		t.Errorf("driver check %+v, want an error naming the 8 functions and the reason", cs)
+	}
+	vm, err := hostfs.New(testhost.Path(t, "vm-2vcpu"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err = Source{Backend: NewNone("no driver"), FS: vm}.Checks(ctx)
+	if err != nil || len(cs) != 1 || cs[0].Status != check.Absent {
+		t.Errorf("no GPUs: %+v %v, want absent", cs, err)
 	}
 }
 
@@ -507,7 +566,7 @@ func TestDetectCUDARuntime(t *testing.T) {
 	if _, _, err := DetectCUDARuntime(h); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("no toolkit: %v", err)
 	}
-	if o, err := RuntimeOptions(h, ""); err != nil || o != (AuditOptions{}) {
+	if o, err := RuntimeOptions(h, ""); err != nil || !reflect.DeepEqual(o, AuditOptions{}) {
 		t.Fatalf("RuntimeOptions without a toolkit: %+v %v", o, err)
 	}
 	if err := os.MkdirAll(h.Path("/usr/local/cuda"), 0o755); err != nil {
@@ -537,8 +596,8 @@ func TestDetectCUDARuntime(t *testing.T) {
 	if _, _, err := DetectCUDARuntime(h); err == nil || !strings.Contains(err.Error(), "version.json") {
 		t.Fatalf("bad version.json: %v", err)
 	}
-	if o, err := RuntimeOptions(h, ""); err == nil || o.CUDARuntime != "" {
-		t.Fatalf("RuntimeOptions with a bad version.json: %+v %v", o, err)
+	if o, err := RuntimeOptions(h, ""); err != nil || o.CUDARuntime != "" || o.CUDARuntimeErr == nil {
+		t.Fatalf("RuntimeOptions with a bad version.json: %+v %v, want CUDARuntimeErr", o, err)
 	}
 }
 
@@ -656,32 +715,36 @@ func TestSelectGPUs(t *testing.T) {
 	}
 }
 
-func TestTuneSource(t *testing.T) {
+func TestSource(t *testing.T) {
 	ctx := context.Background()
 	h := host(t, "h100x8")
 	b, err := OpenFake(h, FakeFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	checks, err := TuneSource{Backend: b, CUDARuntime: "12.4"}.Checks(ctx, &tune.Host{FS: h}, nil)
+	checks, err := Source{Backend: b, FS: h, CUDARuntime: "12.4"}.Checks(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	drift := map[string]bool{}
+	known := map[string]bool{}
+	for _, d := range Describe() {
+		known[d.ID] = true
+	}
 	for _, c := range checks {
-		if c.Layer != "gpu" {
-			t.Errorf("layer %q", c.Layer)
+		if c.Layer != "gpu" || !known[c.ID] {
+			t.Errorf("check %s layer %q: not described", c.Key(), c.Layer)
 		}
-		if c.Status == tune.StatusDrift {
-			drift[c.ID] = true
+		if c.Status == check.Drift {
+			drift[c.Key()] = true
 		}
 	}
 	want := map[string]bool{"gpu.persistence/gpu7": true, "gpu.clocks.locked/gpu5": true}
 	if !reflect.DeepEqual(drift, want) {
 		t.Errorf("drift %v, want %v", drift, want)
 	}
-	none, err := TuneSource{Backend: NewNone("test")}.Checks(ctx, nil, nil)
-	if err != nil || len(none) != 1 || none[0].Status != tune.StatusAbsent {
+	none, err := Source{Backend: NewNone("test")}.Checks(ctx)
+	if err != nil || len(none) != 1 || none[0].Status != check.Absent {
 		t.Errorf("no driver: %+v %v", none, err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"k8s.io/utils/cpuset"
 
@@ -32,6 +33,28 @@ type Options struct {
 	// Avoid and RankCPUs are never given an IRQ.
 	Avoid    cpuset.CPUSet
 	RankCPUs cpuset.CPUSet
+	// Sample, when > 0, reads /proc/interrupts twice, Sample apart, and
+	// counts the interrupts served in between (IRQ.Window*): an IRQ that
+	// a CPU off its node served in the window is off-node. Without it only
+	// the routing (effective affinity) decides; the counts since boot are
+	// history and never make an IRQ off-node.
+	Sample time.Duration
+	// wait sleeps between the two samples (tests replace it).
+	wait func(ctx context.Context, d time.Duration) error
+}
+
+// MaxSample bounds Options.Sample.
+const MaxSample = 5 * time.Minute
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 // ParseKinds parses a --devices value ("gpu,nic"; "all").
@@ -71,13 +94,49 @@ func Analyze(ctx context.Context, fsys *hostfs.FS, t *topo.Topology, o Options) 
 	rep := &Report{SchemaVersion: SchemaVersion, Hostname: t.Hostname, Kinds: o.Kinds, Devices: []Device{}, Warnings: []string{}}
 	warn := func(format string, args ...any) { rep.Warnings = append(rep.Warnings, fmt.Sprintf(format, args...)) }
 
-	var table *Interrupts
+	if o.Sample < 0 || o.Sample > MaxSample {
+		return nil, fmt.Errorf("sample window %s: want 0 to %s", o.Sample, MaxSample)
+	}
+	var table, before *Interrupts
 	if b, err := fsys.ReadFile("/proc/interrupts"); err != nil {
 		warn("/proc/interrupts: %v (served-where counts unknown)", unwrapPath(err))
 	} else if table, err = ParseInterrupts(b); err != nil {
 		return nil, err
 	} else {
 		rep.Warnings = append(rep.Warnings, table.Warnings...)
+	}
+	if o.Sample > 0 && table != nil {
+		wait := o.wait
+		if wait == nil {
+			wait = sleepCtx
+		}
+		if err := wait(ctx, o.Sample); err != nil {
+			return nil, err
+		}
+		b, err := fsys.ReadFile("/proc/interrupts")
+		if err != nil {
+			return nil, fmt.Errorf("/proc/interrupts after the %s sample: %w", o.Sample, err)
+		}
+		before = table
+		if table, err = ParseInterrupts(b); err != nil {
+			return nil, err
+		}
+		rep.SampleSeconds = o.Sample.Seconds()
+	}
+	prev := map[int]map[int]uint64{} // IRQ -> CPU -> count at the first sample
+	if before != nil {
+		for _, r := range before.Rows {
+			if r.IRQ < 0 {
+				continue
+			}
+			m := map[int]uint64{}
+			for i, c := range r.Counts {
+				if i < len(before.CPUs) {
+					m[before.CPUs[i]] = c
+				}
+			}
+			prev[r.IRQ] = m
+		}
 	}
 	// Index the table once: devices look their rows up by PCI address,
 	// then every IRQ by number.
@@ -138,8 +197,16 @@ func Analyze(ctx context.Context, fsys *hostfs.FS, t *topo.Topology, o Options) 
 						cpu := table.CPUs[i]
 						q.Served = append(q.Served, CPUCount{CPU: cpu, Count: c})
 						q.Total += c
-						if nodeCPUs.Size() > 0 && !nodeCPUs.Contains(cpu) {
+						off := nodeCPUs.Size() > 0 && !nodeCPUs.Contains(cpu)
+						if off {
 							q.OffNodeCount += c
+						}
+						if before != nil {
+							d := c - min(c, prev[n][cpu])
+							q.WindowTotal += d
+							if off {
+								q.WindowOffNode += d
+							}
 						}
 					}
 				} else if table != nil {
@@ -150,16 +217,24 @@ func Analyze(ctx context.Context, fsys *hostfs.FS, t *topo.Topology, o Options) 
 					warn("%v", err)
 				}
 				q.Affinity = topo.NewCPUList(aff)
+				// Where the interrupt is routed now: the effective
+				// affinity when the kernel has it, else the requested one.
+				route := aff
 				if eff, err := readList(fsys, fmt.Sprintf("/proc/irq/%d/effective_affinity_list", n)); err == nil {
 					e := topo.NewCPUList(eff)
 					q.Effective = &e
-					if nodeCPUs.Size() > 0 && eff.Size() > 0 && !eff.IsSubsetOf(nodeCPUs) {
-						q.OffNode = true
+					if eff.Size() > 0 {
+						route = eff
 					}
 				} else if !errors.Is(err, fs.ErrNotExist) {
 					warn("%v", err)
 				}
-				q.OffNode = q.OffNode || q.OffNodeCount > 0
+				if nodeCPUs.Size() > 0 && route.Size() > 0 && !route.IsSubsetOf(nodeCPUs) {
+					q.OffNode, q.OffNodeRouted = true, true
+				}
+				if q.WindowOffNode > 0 {
+					q.OffNode = true
+				}
 				dev.IRQs = append(dev.IRQs, q)
 			}
 			pl.plan(d, &dev)

@@ -10,7 +10,10 @@
 // "mlx5_comp3@pci:0000:1a:00.0"). For each IRQ the report gives the per-CPU
 // counts from /proc/interrupts (where it was served so far), the current
 // /proc/irq/<N>/smp_affinity_list and effective_affinity_list, and flags IRQs
-// served by, or now routed to, CPUs outside the device's NUMA node.
+// routed now to CPUs outside the device's NUMA node (effective affinity,
+// else smp_affinity). Counts since boot are history: with --sample D the
+// table is read twice, D apart, and an IRQ served off-node in that window
+// is flagged too.
 //
 // # Plan
 //
@@ -54,6 +57,9 @@ type Report struct {
 	Hostname      string `json:"hostname,omitempty"`
 	// Kinds are the device kinds included (gpu, nic, nvme, nvswitch).
 	Kinds []string `json:"kinds"`
+	// SampleSeconds is the --sample window the Window counts cover (0:
+	// no sample).
+	SampleSeconds float64 `json:"sampleSeconds,omitempty"`
 	// Excluded are the CPUs no IRQ is planned on, by reason.
 	Excluded Excluded   `json:"excluded"`
 	Devices  []Device   `json:"devices"`
@@ -100,11 +106,21 @@ type IRQ struct {
 	// that served them (non-zero counts only).
 	Total  uint64     `json:"total"`
 	Served []CPUCount `json:"served"`
-	// OffNodeCount counts interrupts served by CPUs outside the device's
-	// node; OffNode is set when there were any, or when the effective
-	// affinity lies off the node.
+	// OffNodeCount counts interrupts served since boot by CPUs outside
+	// the device's node: history, not a verdict (an IRQ fixed since keeps
+	// its count until reboot).
 	OffNodeCount uint64 `json:"offNodeCount"`
-	OffNode      bool   `json:"offNode"`
+	// WindowTotal and WindowOffNode count the interrupts served during
+	// the --sample window (all, and by CPUs off the node); zero without
+	// a sample.
+	WindowTotal   uint64 `json:"windowTotal,omitempty"`
+	WindowOffNode uint64 `json:"windowOffNode,omitempty"`
+	// OffNodeRouted is set when the IRQ is routed now (effective
+	// affinity, else smp_affinity) to CPUs outside the device's node.
+	// OffNode is set when it is routed off-node or, with a sample, was
+	// served off-node during the window.
+	OffNodeRouted bool `json:"offNodeRouted"`
+	OffNode       bool `json:"offNode"`
 	// Planned is the CPU set the plan gives the IRQ (empty: keep), Change
 	// whether that differs from Affinity, Reason why nothing is planned.
 	Planned topo.CPUList `json:"planned"`

@@ -173,14 +173,147 @@ func TestOffNodeDetection(t *testing.T) {
 	if !rep.IRQBal.Running || len(rep.IRQBal.PIDs) != 1 || rep.IRQBal.PIDs[0] != 1432 {
 		t.Errorf("irqbalance: %+v, want running pid 1432", rep.IRQBal)
 	}
-	f := FindingsFromReport(rep)
-	if len(f) != 1 || f[0].ID != FindingOffNode || len(f[0].Evidence) != rep.Summary.OffNode {
-		t.Fatalf("findings %+v, want one with %d evidence lines", f, rep.Summary.OffNode)
+	cs := ChecksFromReport(rep)
+	drift := 0
+	for _, c := range cs {
+		if c.ID != CheckOffNode || c.Subject == "" {
+			t.Errorf("check %+v: want irq.off-node per device", c)
+		}
+		if c.Status == "drift" {
+			drift++
+			if len(c.Fix) != 1 || c.Fix[0] != "gpunode irq apply" {
+				t.Errorf("%s fix %q", c.Key(), c.Fix)
+			}
+		}
+	}
+	wantDrift := 0
+	for _, d := range rep.Devices {
+		for _, q := range d.IRQs {
+			if q.OffNode {
+				wantDrift++
+				break
+			}
+		}
+	}
+	if drift != wantDrift || drift < 4 {
+		t.Fatalf("%d drifting devices, want %d (at least the 4 GPUs on node 1)", drift, wantDrift)
 	}
 	// gh200 has one node with CPUs: nothing can be off-node.
 	fsys, tp = host(t, testhost.Path(t, "gh200"))
-	if f, err := OffNodeFindings(context.Background(), fsys, tp); err != nil || len(f) != 0 {
-		t.Fatalf("gh200 findings %v %v, want none", f, err)
+	cs, err = Source{FS: fsys, Topo: tp}.Checks(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cs {
+		if c.Status != "ok" {
+			t.Errorf("gh200 %s: %s", c.Key(), c.Status)
+		}
+	}
+}
+
+// TestOffNodeByRoutingNotBootCounts: an IRQ that was served off-node
+// since boot but is routed on-node now (after 'irq apply') is not
+// off-node; a sample window in which it is served off-node makes it so.
+// (Before: any off-node count since boot flagged it until reboot.)
+func TestOffNodeByRoutingNotBootCounts(t *testing.T) {
+	root := testhost.Copy(t, "amd-8numa")
+	fsys, tp := host(t, root)
+	ctx := context.Background()
+	rep, err := Analyze(ctx, fsys, tp, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Pick an IRQ with off-node history and route it to its node.
+	var dev Device
+	var q IRQ
+	for _, d := range rep.Devices {
+		for _, x := range d.IRQs {
+			if x.OffNodeCount > 0 && d.NodeCPUs.Size() > 0 && q.IRQ == 0 {
+				dev, q = d, x
+			}
+		}
+	}
+	if q.IRQ == 0 {
+		t.Fatal("fixture has no IRQ with off-node counts")
+	}
+	cpu := dev.NodeCPUs.List()[0]
+	for _, f := range []string{"smp_affinity_list", "effective_affinity_list"} {
+		p := filepath.Join(root, "proc/irq", itoa(q.IRQ), f)
+		if err := os.WriteFile(p, []byte(itoa(cpu)+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	find := func(r *Report) IRQ {
+		for _, d := range r.Devices {
+			for _, x := range d.IRQs {
+				if x.IRQ == q.IRQ {
+					return x
+				}
+			}
+		}
+		t.Fatalf("IRQ %d gone", q.IRQ)
+		return IRQ{}
+	}
+	rep, err = Analyze(ctx, fsys, tp, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := find(rep); got.OffNode || got.OffNodeCount == 0 {
+		t.Errorf("after routing on-node: offNode=%v offNodeCount=%d, want false and the history kept", got.OffNode, got.OffNodeCount)
+	}
+	// Sample: between the two reads, an off-node CPU serves 5 more.
+	off := -1
+	for _, c := range tp.OnlineCPUs.List() {
+		if !dev.NodeCPUs.Contains(c) {
+			off = c
+			break
+		}
+	}
+	bump := func(by uint64) func(context.Context, time.Duration) error {
+		return func(context.Context, time.Duration) error {
+			p := filepath.Join(root, "proc/interrupts")
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			tab, err := ParseInterrupts(b)
+			if err != nil {
+				return err
+			}
+			col := -1
+			for i, c := range tab.CPUs {
+				if c == off {
+					col = i
+				}
+			}
+			lines := strings.Split(string(b), "\n")
+			for i, l := range lines {
+				if strings.HasPrefix(strings.TrimSpace(l), itoa(q.IRQ)+":") {
+					f := strings.Fields(l)
+					n, _ := strconv.ParseUint(f[1+col], 10, 64)
+					f[1+col] = strconv.FormatUint(n+by, 10)
+					lines[i] = strings.Join(f, " ")
+				}
+			}
+			return os.WriteFile(p, []byte(strings.Join(lines, "\n")), 0o644)
+		}
+	}
+	rep, err = Analyze(ctx, fsys, tp, Options{Sample: time.Second, wait: bump(0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := find(rep); got.OffNode || got.WindowOffNode != 0 {
+		t.Errorf("quiet sample: offNode=%v window=%d", got.OffNode, got.WindowOffNode)
+	}
+	rep, err = Analyze(ctx, fsys, tp, Options{Sample: time.Second, wait: bump(5)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := find(rep); !got.OffNode || got.OffNodeRouted || got.WindowOffNode != 5 || rep.SampleSeconds != 1 {
+		t.Errorf("busy sample: offNode=%v routed=%v window=%d seconds=%g, want true false 5 1", got.OffNode, got.OffNodeRouted, got.WindowOffNode, rep.SampleSeconds)
+	}
+	if _, err := Analyze(ctx, fsys, tp, Options{Sample: -time.Second}); err == nil {
+		t.Error("negative sample accepted")
 	}
 }
 

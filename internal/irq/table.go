@@ -16,8 +16,12 @@ func (r *Report) WriteTable(w io.Writer, o output.Options) error {
 	if host == "" {
 		host = "(unknown host)"
 	}
-	fmt.Fprintf(w, "%s: %d IRQs on %d devices (%s), %d served off-node, %d to change\n",
-		o.Paint("bold", host), r.Summary.IRQs, r.Summary.Devices, strings.Join(r.Kinds, ","), r.Summary.OffNode, r.Summary.Changes)
+	offWord := "routed off-node"
+	if r.SampleSeconds > 0 {
+		offWord = fmt.Sprintf("routed or served off-node in the %gs sample", r.SampleSeconds)
+	}
+	fmt.Fprintf(w, "%s: %d IRQs on %d devices (%s), %d %s, %d to change\n",
+		o.Paint("bold", host), r.Summary.IRQs, r.Summary.Devices, strings.Join(r.Kinds, ","), r.Summary.OffNode, offWord, r.Summary.Changes)
 	if r.Excluded.All.Size() > 0 {
 		fmt.Fprintf(w, "CPUs kept free of IRQs: %s\n", r.Excluded.All.String())
 	}
@@ -33,8 +37,11 @@ func (r *Report) WriteTable(w io.Writer, o output.Options) error {
 		}
 		for _, q := range d.IRQs {
 			served := servedString(q.Served, 3)
-			if q.OffNode {
-				served += " " + o.Paint("red", fmt.Sprintf("OFF-NODE(%d)", q.OffNodeCount))
+			switch {
+			case q.OffNodeRouted:
+				served += " " + o.Paint("red", "OFF-NODE(routed)")
+			case q.OffNode:
+				served += " " + o.Paint("red", fmt.Sprintf("OFF-NODE(%d in sample)", q.WindowOffNode))
 			}
 			planned := q.Planned.String()
 			switch {

@@ -55,7 +55,7 @@ func assertAuditPasses(t *testing.T, h *Host, cat *Catalogue, p *Profile) {
 			want = StatusPendingReboot
 		}
 		if c.Status != want {
-			t.Errorf("after apply: %s is %s (%s -> %s, boot %s: %s), want %s", c.ID, c.Status, c.Current, c.Expected, c.Boot, c.Detail, want)
+			t.Errorf("after apply: %s is %s (%s -> %s: %s), want %s", c.ID, c.Status, c.Current, c.Expected, c.Detail, want)
 		}
 	}
 }

@@ -8,62 +8,33 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/gpunode/gpunode/internal/check"
 	"github.com/gpunode/gpunode/internal/output"
 )
 
-// Status of one check.
-type Status string
+// Status of one check (check.Status: the one status set of every layer).
+type Status = check.Status
 
 // Check statuses.
 const (
-	StatusOK            Status = "ok"
-	StatusDrift         Status = "drift"
-	StatusPendingReboot Status = "pending-reboot" // set in the boot configuration, not live yet
-	StatusAbsent        Status = "absent"         // the knob does not exist on this kernel or hardware
-	StatusError         Status = "error"          // the knob could not be read
+	StatusOK            = check.OK
+	StatusDrift         = check.Drift
+	StatusPendingReboot = check.PendingReboot // set in the boot configuration, not live yet
+	StatusAbsent        = check.Absent        // the knob does not exist on this kernel or hardware
+	StatusError         = check.Error         // the knob could not be read
+	StatusInfo          = check.Info          // a fact, never a verdict
 )
 
-// Check is the audit result of one setting or one external check.
-type Check struct {
-	ID     string `json:"id"`
-	Layer  string `json:"layer"`
-	Status Status `json:"status"`
-	// Current is the live value; Expected the profile's (resolved) value.
-	Current  string `json:"current,omitempty"`
-	Expected string `json:"expected,omitempty"`
-	// Boot is the value configured for the next boot, when the setting has
-	// boot configuration.
-	Boot string `json:"boot,omitempty"`
-	// Fix lists the exact commands that fix drift.
-	Fix []string `json:"fix,omitempty"`
-	// Reason says why the setting matters (with a seed section pointer).
-	Reason string `json:"reason,omitempty"`
-	// Detail explains the status: the error, which devices fail, where a
-	// value comes from.
-	Detail      string `json:"detail,omitempty"`
-	NeedsReboot bool   `json:"needsReboot,omitempty"`
-}
-
-// Source supplies checks from outside the catalogue: the GPU layer
-// (persistence, ECC, clocks, MIG) or the IRQ layer. Implementations must
-// not change the host.
-type Source interface {
-	// Name identifies the source in errors ("gpu", "irq").
-	Name() string
-	Checks(ctx context.Context, h *Host, p *Profile) ([]Check, error)
-}
-
-// GPUChecker is the GPU layer's Source. Without one, audit reports a
-// single "gpu" check as absent: "no GPU backend".
-type GPUChecker = Source
+// Check is the audit result of one setting or one source check.
+type Check = check.Check
 
 // Options configure an audit (and plan/apply, which audit first).
 type Options struct {
-	// GPU supplies GPU-layer checks; nil reports "no GPU backend".
-	GPU GPUChecker
-	// IRQ replaces the built-in irq.numa-local check when set (the IRQ
-	// layer's richer finding).
-	IRQ Source
+	// Sources add the checks of other layers (gpu.Source, irq.Source):
+	// the audit composes them with the catalogue's settings, applies the
+	// profile's rules (disable, report) to every check, and reports a
+	// source that fails as one error check.
+	Sources []check.Source
 	// PID adds process checks for that process when > 0.
 	PID int
 }
@@ -83,31 +54,11 @@ type Report struct {
 }
 
 // Summary counts checks by status.
-type Summary struct {
-	OK            int `json:"ok"`
-	Drift         int `json:"drift"`
-	PendingReboot int `json:"pendingReboot"`
-	Absent        int `json:"absent"`
-	Error         int `json:"error"`
-}
+type Summary = check.Summary
 
-func (s *Summary) add(st Status) {
-	switch st {
-	case StatusOK:
-		s.OK++
-	case StatusDrift:
-		s.Drift++
-	case StatusPendingReboot:
-		s.PendingReboot++
-	case StatusAbsent:
-		s.Absent++
-	case StatusError:
-		s.Error++
-	}
-}
-
-// Drifted reports whether any check drifts (audit exits 1).
-func (r *Report) Drifted() bool { return r.Summary.Drift > 0 }
+// Drifted reports whether audit fails: a check drifts or is an error
+// (audit exits 1).
+func (r *Report) Drifted() bool { return r.Summary.Failing() }
 
 // evaluated is a setting's check plus what apply needs.
 type evaluated struct {
@@ -119,10 +70,10 @@ type evaluated struct {
 }
 
 // evaluate audits one setting against a desired profile value.
-func evaluate(h *Host, s *Setting, desired string) evaluated {
-	e := evaluated{setting: s, check: Check{ID: s.ID, Layer: s.Layer, Reason: s.Why, NeedsReboot: s.NeedsReboot, Expected: desired}}
+func evaluate(ctx context.Context, h *Host, s *Setting, desired string) evaluated {
+	e := evaluated{setting: s, check: Check{ID: s.ID, Layer: s.Layer, Reason: s.Why, Section: s.Section(), NeedsReboot: s.NeedsReboot, Expected: desired}}
 	c := &e.check
-	obs, err := s.knob.read(h)
+	obs, err := s.knob.read(ctx, h)
 	if err != nil {
 		e.err = err
 		if errors.Is(err, errAbsent) {
@@ -137,12 +88,12 @@ func evaluate(h *Host, s *Setting, desired string) evaluated {
 	e.obs = obs
 	c.Current = obs.Current
 	c.Detail = obs.Detail
-	if obs.HasBoot {
-		c.Boot = obs.Boot
-		if c.Boot == "" {
-			c.Boot = "(not configured)"
+	defer func() {
+		// The boot configuration, when it differs from the live value.
+		if obs.HasBoot && obs.Boot != obs.Current && c.Status != StatusAbsent && c.Status != StatusError {
+			c.Detail = joinDetail(c.Detail, "boot configuration: "+orUnset(obs.Boot))
 		}
-	}
+	}()
 	if desired == ValueReport {
 		c.Status = StatusOK
 		c.Expected = "(report only)"
@@ -202,27 +153,31 @@ func orUnset(s string) string {
 	return s
 }
 
-func joinDetail(a, b string) string {
-	if b == "" {
-		return a
-	}
-	return a + "; " + b
-}
+func joinDetail(a, b string) string { return check.JoinDetail(a, b) }
 
-// auditAll evaluates every setting of p in catalogue order.
-func auditAll(h *Host, cat *Catalogue, p *Profile, opt Options) []evaluated {
-	var out []evaluated
-	for _, id := range p.IDs(cat) {
-		s := cat.Get(id)
-		if id == "irq.numa-local" && opt.IRQ != nil {
-			continue
-		}
-		out = append(out, evaluate(h, s, p.Settings[id]))
-	}
+// auditAll evaluates every setting of p in catalogue order (plan's entry;
+// it has no context yet).
+func auditAll(h *Host, cat *Catalogue, p *Profile, _ Options) []evaluated {
+	out, _ := auditSettings(context.Background(), h, cat, p)
 	return out
 }
 
-// Audit checks the host against profile p.
+// auditSettings evaluates every setting of p in catalogue order; it stops
+// at cancellation of ctx.
+func auditSettings(ctx context.Context, h *Host, cat *Catalogue, p *Profile) ([]evaluated, error) {
+	var out []evaluated
+	for _, id := range p.IDs(cat) {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		out = append(out, evaluate(ctx, h, cat.Get(id), p.Settings[id]))
+	}
+	return out, nil
+}
+
+// Audit checks the host against profile p: the catalogue's settings the
+// profile manages, then every source's checks, then the process checks;
+// the profile's rules (p.Rules: disable, report) apply to all of them.
 func Audit(ctx context.Context, h *Host, cat *Catalogue, p *Profile, opt Options) (*Report, error) {
 	r := &Report{SchemaVersion: SchemaAudit, Profile: p.Name, Checks: []Check{}}
 	if h.Topo != nil {
@@ -230,53 +185,18 @@ func Audit(ctx context.Context, h *Host, cat *Catalogue, p *Profile, opt Options
 	} else if h.TopoErr != nil {
 		r.Warnings = append(r.Warnings, "topology: "+h.TopoErr.Error())
 	}
-	for _, e := range auditAll(h, cat, p, opt) {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
+	evs, err := auditSettings(ctx, h, cat, p)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range evs {
 		r.Checks = append(r.Checks, e.check)
 	}
-	type src struct {
-		s Source
-		// layer of the error check when the source fails.
-		layer string
-		// stands in for this catalogue setting: its profile value "report"
-		// keeps the checks from drifting, its Why is their reason.
-		standIn *Setting
+	cs, err := check.Collect(ctx, opt.Sources...)
+	if err != nil {
+		return nil, err
 	}
-	var sources []src
-	// The IRQ source stands in for irq.numa-local and runs when the
-	// profile manages that setting.
-	if _, ok := p.Settings["irq.numa-local"]; ok && opt.IRQ != nil {
-		sources = append(sources, src{opt.IRQ, opt.IRQ.Name(), cat.Get("irq.numa-local")})
-	}
-	if opt.GPU != nil {
-		sources = append(sources, src{opt.GPU, LayerGPU, nil})
-	}
-	for _, sc := range sources {
-		cs, err := sc.s.Checks(ctx, h, p)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			r.Checks = append(r.Checks, Check{ID: sc.s.Name(), Layer: sc.layer, Status: StatusError, Detail: err.Error()})
-		}
-		for _, c := range cs {
-			if sc.standIn != nil {
-				if c.Reason == "" {
-					c.Reason = sc.standIn.Why
-				}
-				if p.Settings[sc.standIn.ID] == ValueReport && c.Status == StatusDrift {
-					c.Status, c.Detail = StatusOK, joinDetail("report only", c.Detail)
-				}
-			}
-			r.Checks = append(r.Checks, c)
-		}
-	}
-	if opt.GPU == nil {
-		r.Checks = append(r.Checks, Check{ID: "gpu", Layer: LayerGPU, Status: StatusAbsent, Detail: "no GPU backend",
-			Reason: "persistence mode, ECC, application clocks and MIG are checked by the GPU layer (seed 2.1, 2.3, 2.4, system_tuning.sh step 8)."})
-	}
+	r.Checks = append(r.Checks, cs...)
 	if opt.PID > 0 {
 		proc, err := CheckProcess(ctx, h, opt.PID)
 		if err != nil {
@@ -285,13 +205,20 @@ func Audit(ctx context.Context, h *Host, cat *Catalogue, p *Profile, opt Options
 		r.Process = proc
 		r.Checks = append(r.Checks, proc.Checks...)
 	}
+	r.Checks = p.Rules.Apply(r.Checks)
 	sort.SliceStable(r.Checks, func(i, j int) bool {
-		return layerOrder[r.Checks[i].Layer] < layerOrder[r.Checks[j].Layer]
+		return layerRank(r.Checks[i].Layer) < layerRank(r.Checks[j].Layer)
 	})
-	for _, c := range r.Checks {
-		r.Summary.add(c.Status)
-	}
+	r.Summary = check.Summarize(r.Checks)
 	return r, nil
+}
+
+// layerRank orders layers for display; unknown layers sort last.
+func layerRank(l string) int {
+	if n, ok := layerOrder[l]; ok {
+		return n
+	}
+	return len(layerOrder)
 }
 
 // WriteTable implements output.Tabler.
@@ -300,24 +227,21 @@ func (r *Report) WriteTable(w io.Writer, o output.Options) error {
 	tw := output.NewTabWriter(ew)
 	fmt.Fprintln(tw, "STATUS\tLAYER\tSETTING\tCURRENT\tEXPECTED")
 	for _, c := range r.Checks {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", paintStatus(o, c.Status), c.Layer, c.ID, clip(orDash(c.Current), 40), clip(orDash(c.Expected), 40))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", paintStatus(o, c.Status), c.Layer, c.Key(), clip(orDash(c.Current), 40), clip(orDash(c.Expected), 40))
 	}
 	tw.Flush()
 	first := true
 	for _, c := range r.Checks {
-		if c.Status == StatusOK {
+		if c.Status == StatusOK || c.Status == StatusInfo {
 			continue
 		}
 		if first {
 			ew.Printf("\n")
 			first = false
 		}
-		ew.Printf("%s: %s\n", o.Paint("bold", c.ID), c.Status)
+		ew.Printf("%s: %s\n", o.Paint("bold", c.Key()), c.Status)
 		if c.Detail != "" {
 			ew.Printf("  detail: %s\n", c.Detail)
-		}
-		if c.Boot != "" && c.Boot != c.Current && c.Status != StatusAbsent && c.Status != StatusError {
-			ew.Printf("  boot: %s\n", c.Boot)
 		}
 		for _, f := range c.Fix {
 			ew.Printf("  fix: %s\n", f)
@@ -330,7 +254,7 @@ func (r *Report) WriteTable(w io.Writer, o output.Options) error {
 		ew.Printf("warning: %s\n", wmsg)
 	}
 	s := r.Summary
-	ew.Printf("\n%d ok, %d drift, %d pending-reboot, %d absent, %d error (profile %s)\n", s.OK, s.Drift, s.PendingReboot, s.Absent, s.Error, r.Profile)
+	ew.Printf("\n%d ok, %d drift, %d pending-reboot, %d absent, %d error, %d info (profile %s)\n", s.OK, s.Drift, s.PendingReboot, s.Absent, s.Error, s.Info, r.Profile)
 	return ew.Err
 }
 

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"github.com/gpunode/gpunode/internal/check"
 	"os"
 	"path/filepath"
 	"strings"
@@ -123,7 +125,6 @@ func TestAuditStatuses(t *testing.T) {
 		{"net.core.rmem_max", StatusError, "is a directory"},
 		{"net.core.wmem_max", StatusDrift, ""}, // the others still run
 		{"pcie.link", StatusDrift, "capable of"},
-		{"gpu", StatusAbsent, "no GPU backend"},
 	}
 	for _, tt := range tests {
 		c := checkByID(r, tt.id)
@@ -137,50 +138,104 @@ func TestAuditStatuses(t *testing.T) {
 	}
 }
 
-// fakeSource is a GPU or IRQ backend for tests.
+// fakeSource is a GPU or IRQ source for tests.
 type fakeSource struct {
 	name   string
 	checks []Check
 }
 
 func (f fakeSource) Name() string { return f.name }
-func (f fakeSource) Checks(context.Context, *Host, *Profile) ([]Check, error) {
+func (f fakeSource) Checks(context.Context) ([]Check, error) {
 	return f.checks, nil
 }
 
-var _ GPUChecker = fakeSource{}
-
+// TestAuditSources: sources compose with the catalogue; a profile's rules
+// disable one subject (gpu.persistence/gpu7) or report a whole check.
 func TestAuditSources(t *testing.T) {
 	cat := NewCatalogue()
 	fsys := mustFS(t, sharedHost(t, "gh200"))
-	gpu := fakeSource{"gpu", []Check{{ID: "gpu.persistence", Layer: LayerGPU, Status: StatusDrift, Current: "0", Expected: "1"}}}
-	irq := fakeSource{"irq", []Check{{ID: "irq.off-node", Layer: LayerIRQ, Status: StatusOK}}}
-	r, err := Audit(context.Background(), newHost(t, fsys), cat, mustLoad(t, cat, fsys, ProfileBase), Options{GPU: gpu, IRQ: irq})
+	gpu := fakeSource{"gpu", []Check{
+		{ID: "gpu.persistence", Subject: "gpu6", Layer: LayerGPU, Status: StatusDrift},
+		{ID: "gpu.persistence", Subject: "gpu7", Layer: LayerGPU, Status: StatusDrift},
+	}}
+	irq := fakeSource{"irq", []Check{{ID: "irq.off-node", Subject: "0000:01:00.0", Layer: LayerIRQ, Status: StatusDrift}}}
+	opt := Options{Sources: []check.Source{gpu, irq}}
+	r, err := Audit(context.Background(), newHost(t, fsys), cat, mustLoad(t, cat, fsys, ProfileBase), opt)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if checkByID(r, "gpu") != nil || checkByID(r, "gpu.persistence") == nil {
-		t.Error("GPU backend checks not used")
+	if checkByKey(r, "gpu.persistence/gpu7") == nil || checkByKey(r, "irq.off-node/0000:01:00.0") == nil {
+		t.Fatal("source checks not used")
 	}
-	if checkByID(r, "irq.numa-local") != nil || checkByID(r, "irq.off-node") == nil {
-		t.Fatal("IRQ source does not replace irq.numa-local")
+	if checkByID(r, "irq.numa-local") != nil {
+		t.Error("tune still has its own IRQ locality check")
 	}
-	if got, want := checkByID(r, "irq.off-node").Reason, cat.Get("irq.numa-local").Why; got != want {
-		t.Errorf("IRQ source check reason = %q, want irq.numa-local's %q", got, want)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "p.yaml")
+	prof := "name: p\ninclude: base\nsettings:\n  gpu.persistence/gpu7: null\n  irq.numa-local: report\n"
+	if err := os.WriteFile(file, []byte(prof), 0o644); err != nil {
+		t.Fatal(err)
 	}
-	// "report" for irq.numa-local keeps the IRQ source from drifting; the
-	// GPU source is not affected.
-	p := mustLoad(t, cat, fsys, ProfileBase)
-	p.Settings["irq.numa-local"] = ValueReport
-	irq.checks[0].Status = StatusDrift
-	r, err = Audit(context.Background(), newHost(t, fsys), cat, p, Options{GPU: gpu, IRQ: irq})
+	l := &Loader{Cat: cat, Host: fsys, Checks: []check.Description{{ID: "gpu.persistence"}, {ID: "irq.off-node"}}}
+	p, err := l.Load(file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := checkByID(r, "irq.off-node"); c.Status != StatusOK || !strings.Contains(c.Detail, "report only") {
-		t.Errorf("report-only IRQ check = %s %q, want ok, report only", c.Status, c.Detail)
+	r, err = Audit(context.Background(), newHost(t, fsys), cat, p, opt)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if c := checkByID(r, "gpu.persistence"); c.Status != StatusDrift {
-		t.Errorf("GPU check = %s, want drift", c.Status)
+	if checkByKey(r, "gpu.persistence/gpu7") != nil || checkByKey(r, "gpu.persistence/gpu6") == nil {
+		t.Error("gpu.persistence/gpu7 not disabled alone")
+	}
+	if c := checkByKey(r, "irq.off-node/0000:01:00.0"); c == nil || c.Status != StatusOK || !strings.Contains(c.Detail, "report only") {
+		t.Errorf("irq.numa-local: report (the retired id) does not report irq.off-node: %+v", c)
+	}
+	// A profile naming a check no source has is an error.
+	if err := os.WriteFile(file, []byte("name: p\ndisable: [gpu.nope]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Load(file); err == nil || !strings.Contains(err.Error(), "gpu.nope") {
+		t.Errorf("unknown check accepted: %v", err)
+	}
+}
+
+func checkByKey(r *Report, key string) *Check {
+	for i := range r.Checks {
+		if r.Checks[i].Key() == key {
+			return &r.Checks[i]
+		}
+	}
+	return nil
+}
+
+// TestAuditCancelled: Audit stops in its loop when the context ends.
+func TestAuditCancelled(t *testing.T) {
+	cat := NewCatalogue()
+	fsys := mustFS(t, sharedHost(t, "gh200"))
+	ctx, cancel := context.WithCancel(context.Background())
+	h := newHost(t, fsys)
+	cancel()
+	if _, err := Audit(ctx, h, cat, mustLoad(t, cat, fsys, ProfileTraining), Options{}); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled audit: %v", err)
+	}
+}
+
+// TestSpecKinds: every catalogue spec kind is known, and an unknown kind
+// validates nothing (it accepted anything).
+func TestSpecKinds(t *testing.T) {
+	if err := (spec{kind: "bogus"}).validate("anything"); err == nil {
+		t.Error("unknown spec kind accepted a value")
+	}
+	cat := NewCatalogue()
+	for _, s := range cat.Settings() {
+		for prof, v := range s.Desired {
+			if v == valueOff || v == ValueReport {
+				continue
+			}
+			if err := s.knob.validate(v); err != nil {
+				t.Errorf("%s: built-in %s value %q: %v", s.ID, prof, v, err)
+			}
+		}
 	}
 }

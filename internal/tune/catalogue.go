@@ -2,6 +2,7 @@ package tune
 
 import (
 	"fmt"
+	"regexp"
 	"sort"
 )
 
@@ -53,6 +54,17 @@ type Setting struct {
 	// an inherited value).
 	Desired map[string]string
 	knob    knob
+}
+
+var seedSectionRE = regexp.MustCompile(`seed (\d+(?:\.\d+)+)`)
+
+// Section is the first seed chapter section Why points to ("1.4.3"), or
+// "".
+func (s *Setting) Section() string {
+	if m := seedSectionRE.FindStringSubmatch(s.Why); m != nil {
+		return m[1]
+	}
+	return ""
 }
 
 // Mechanism describes, for humans, how a setting is read, applied at
@@ -290,10 +302,6 @@ func NewCatalogue() *Catalogue {
 			Desired: d(ProfileBase, "check"),
 			knob:    checkKnob{run: checkPCIeLinks, fixes: []string{"reseat the card or riser, check BIOS PCIe settings; 'gpunode topo' shows the link of each device"}}},
 		// ---- IRQ ----
-		{ID: "irq.numa-local", Layer: LayerIRQ, Title: "device IRQs served on their NUMA node",
-			Why:     "an interrupt handled on a remote node adds cross-socket traffic to every completion; system_tuning.sh pinned all NVIDIA IRQs to CPU 1 whatever the topology (seed 1.4.3, system_tuning.sh step 6).",
-			Desired: d(ProfileBase, "check"),
-			knob:    checkKnob{run: checkIRQLocality, fixes: []string{"gpunode irq plan && gpunode irq apply"}}},
 		{ID: "irqbalance", Layer: LayerIRQ, Title: "irqbalance daemon",
 			Why:     "irqbalance moves IRQs every 10 s; it places them on the device's node but ignores isolated CPUs only when told (reference: irqbalance). Reported by the built-ins.",
 			Desired: d(ProfileBase, ValueReport),

@@ -1,6 +1,7 @@
 package tune
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -8,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gpunode/gpunode/internal/hostfs"
 	"github.com/gpunode/gpunode/internal/output"
 	"github.com/gpunode/gpunode/internal/topo"
 )
@@ -20,7 +20,7 @@ type checkKnob struct {
 	fixes []string
 }
 
-func (k checkKnob) read(h *Host) (observation, error) {
+func (k checkKnob) read(_ context.Context, h *Host) (observation, error) {
 	good, cur, detail, err := k.run(h)
 	if err != nil {
 		return observation{}, err
@@ -45,7 +45,7 @@ type manualKnob struct {
 	cmds func(want string) []string
 }
 
-func (k manualKnob) read(h *Host) (observation, error) {
+func (k manualKnob) read(_ context.Context, h *Host) (observation, error) {
 	cur, detail, err := k.get(h)
 	if err != nil {
 		return observation{}, err
@@ -98,7 +98,7 @@ func (shmKnob) size(h *Host) (uint64, uint64, error) {
 	return b, mem, nil
 }
 
-func (k shmKnob) read(h *Host) (observation, error) {
+func (k shmKnob) read(_ context.Context, h *Host) (observation, error) {
 	size, mem, err := k.size(h)
 	if err != nil {
 		return observation{}, err
@@ -209,49 +209,6 @@ func checkPCIeLinks(h *Host) (bool, string, string, error) {
 		return false, fmt.Sprintf("%d of %d links downgraded", len(bad), known), clipList(bad, 6), nil
 	}
 	return true, fmt.Sprintf("%d links at full speed and width", known), "", nil
-}
-
-// checkIRQLocality: the IRQs of each GPU and NIC are served by CPUs of the
-// device's own NUMA node (seed 1.4.3).
-func checkIRQLocality(h *Host) (bool, string, string, error) {
-	t, err := needTopo(h)
-	if err != nil {
-		return false, "", "", err
-	}
-	total, off := 0, 0
-	var bad []string
-	for _, d := range append(append([]topo.PCIDevice{}, t.GPUs...), t.NICs...) {
-		node := t.NodeByID(d.NUMANode)
-		if d.NUMANode < 0 || node == nil || node.CPUs.Size() == 0 {
-			continue
-		}
-		devOff := 0
-		for _, irq := range d.IRQs {
-			s, err := h.FS.ReadString(fmt.Sprintf("/proc/irq/%d/smp_affinity_list", irq))
-			if err != nil {
-				continue
-			}
-			aff, err := hostfs.ParseCPUList(s)
-			if err != nil {
-				continue
-			}
-			total++
-			if !aff.IsSubsetOf(node.CPUs.CPUSet) {
-				devOff++
-			}
-		}
-		if devOff > 0 {
-			off += devOff
-			bad = append(bad, fmt.Sprintf("%s: %d IRQs outside node %d (CPUs %s)", d.Name, devOff, d.NUMANode, node.CPUs.String()))
-		}
-	}
-	if total == 0 {
-		return false, "", "", absentf("no device IRQ affinities readable (/proc/irq/N/smp_affinity_list)")
-	}
-	if off > 0 {
-		return false, fmt.Sprintf("%d of %d device IRQs off their NUMA node", off, total), clipList(bad, 4), nil
-	}
-	return true, fmt.Sprintf("%d device IRQs on their NUMA node", total), "", nil
 }
 
 // ACS control bits that force peer-to-peer traffic up to the root complex.

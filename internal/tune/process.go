@@ -145,6 +145,7 @@ func CheckProcess(ctx context.Context, h *Host, pid int) (*Process, error) {
 		VmLckBytes: kB(status["VmLck"]), VmPinBytes: kB(status["VmPin"]), GPUs: []int{}, GPUNodes: []int{}}
 	add := func(c Check) {
 		c.Layer = LayerProcess
+		c.Subject = fmt.Sprintf("pid%d", pid)
 		p.Checks = append(p.Checks, c)
 	}
 

@@ -11,6 +11,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/gpunode/gpunode/internal/check"
 	"github.com/gpunode/gpunode/internal/hostfs"
 )
 
@@ -34,6 +35,10 @@ type Profile struct {
 	Settings map[string]string `json:"settings"`
 	// Origin maps setting id to the profile that set its value.
 	Origin map[string]string `json:"origin"`
+	// Rules are the profile's entries about checks that are not
+	// catalogue settings (GPU, IRQ, process checks, or a subject of any
+	// check): disable (null) or report, in file order after the includes'.
+	Rules check.Policy `json:"rules,omitempty"`
 }
 
 // IDs returns the managed setting ids in catalogue order.
@@ -55,7 +60,16 @@ type Loader struct {
 	// ReadFile reads profile files named on the command line (os.ReadFile
 	// when nil).
 	ReadFile func(string) ([]byte, error)
+	// Checks describe the checks of the audit's sources (gpu.Describe,
+	// irq.Source.Describe): profiles may disable or report them by id,
+	// id/subject or pattern. Catalogue settings and process checks are
+	// always known.
+	Checks []check.Description
 }
+
+// aliasIDs maps retired check ids that profiles may still name to the id
+// that replaced them.
+var aliasIDs = map[string]string{"irq.numa-local": "irq.off-node"}
 
 // rawProfile is a parsed (not yet resolved) profile file.
 type rawProfile struct {
@@ -65,6 +79,7 @@ type rawProfile struct {
 	include     []string
 	set         []rawEntry
 	disable     []rawEntry
+	rules       check.Policy
 }
 
 type rawEntry struct{ id, value string }
@@ -120,7 +135,13 @@ func (l *Loader) readLocal(file string) (*rawProfile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrProfile, err)
 	}
-	return parseProfile(file, b, l.Cat)
+	return parseProfile(file, b, l.Cat, l.known())
+}
+
+// known returns every check id a profile may name.
+func (l *Loader) known() []check.Description {
+	out := append(l.Cat.Describe(), ProcessChecks()...)
+	return append(out, l.Checks...)
 }
 
 func (l *Loader) readHost(p string) (*rawProfile, error) {
@@ -134,7 +155,7 @@ func (l *Loader) readHost(p string) (*rawProfile, error) {
 		}
 		return nil, fmt.Errorf("%w: %w", ErrProfile, err)
 	}
-	raw, err := parseProfile(p, b, l.Cat)
+	raw, err := parseProfile(p, b, l.Cat, l.known())
 	if err != nil {
 		return nil, err
 	}
@@ -189,7 +210,9 @@ func (l *Loader) resolve(raw *rawProfile, stack []string) (*Profile, error) {
 		for k, v := range parent.Settings {
 			p.Settings[k], p.Origin[k] = v, parent.Origin[k]
 		}
+		p.Rules = append(p.Rules, parent.Rules...)
 	}
+	p.Rules = append(p.Rules, raw.rules...)
 	for _, e := range raw.set {
 		p.Settings[e.id], p.Origin[e.id] = e.value, p.Name
 	}
@@ -211,8 +234,14 @@ func (l *Loader) resolve(raw *rawProfile, stack []string) (*Profile, error) {
 //	  cpu.epp: null              # null disables an inherited setting
 //	disable: [net.core.rmem_max] # also disables
 //
-// Every error names the file, the line and the key.
-func parseProfile(file string, b []byte, cat *Catalogue) (*rawProfile, error) {
+// Keys of settings and entries of disable that are not catalogue settings
+// are check selectors (package check): an id of a source check
+// ("gpu.persistence"), an id and a subject ("gpu.persistence/gpu7",
+// "irq.off-node/0000:1b:00.0"), or patterns ("gpu.ecc.*"); their values are
+// check, report or null. A subject-less selector in disable also removes
+// the catalogue settings it matches. Every error names the file, the line
+// and the key.
+func parseProfile(file string, b []byte, cat *Catalogue, known []check.Description) (*rawProfile, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(b, &doc); err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrProfile, file, err)
@@ -277,7 +306,22 @@ func parseProfile(file string, b []byte, cat *Catalogue) (*rawProfile, error) {
 				}
 				ids[sk.Value] = true
 				if cat.Get(sk.Value) == nil {
-					return nil, errAt(sk, key, "unknown setting id (known: %s)", strings.Join(cat.IDs(), ", "))
+					sel, err := checkSelector(sk.Value, known)
+					if err != nil {
+						return nil, errAt(sk, key, "%v", err)
+					}
+					if sv.Kind != yaml.ScalarNode {
+						return nil, errAt(sv, key, "want check, report, or null to disable")
+					}
+					switch {
+					case sv.Tag == "!!null":
+						raw.rules = append(raw.rules, check.Rule{Selector: sel})
+					case sv.Value == check.ValueCheck || sv.Value == check.ValueReport:
+						raw.rules = append(raw.rules, check.Rule{Selector: sel, Value: sv.Value})
+					default:
+						return nil, errAt(sv, key, "%q: want check, report, or null to disable", sv.Value)
+					}
+					continue
 				}
 				if sv.Kind != yaml.ScalarNode {
 					return nil, errAt(sv, key, "want a scalar value, or null to disable")
@@ -296,10 +340,25 @@ func parseProfile(file string, b []byte, cat *Catalogue) (*rawProfile, error) {
 				return nil, errAt(v, k.Value, "want a list of setting ids")
 			}
 			for _, it := range v.Content {
-				if it.Kind != yaml.ScalarNode || cat.Get(it.Value) == nil {
-					return nil, errAt(it, k.Value, "unknown setting id %q", it.Value)
+				if it.Kind != yaml.ScalarNode {
+					return nil, errAt(it, k.Value, "want setting ids or check selectors")
 				}
-				raw.disable = append(raw.disable, rawEntry{id: it.Value})
+				if cat.Get(it.Value) != nil {
+					raw.disable = append(raw.disable, rawEntry{id: it.Value})
+					continue
+				}
+				sel, err := checkSelector(it.Value, known)
+				if err != nil {
+					return nil, errAt(it, k.Value, "%v", err)
+				}
+				if sel.Subject == "" {
+					for _, id := range cat.IDs() {
+						if sel.MatchID(id) {
+							raw.disable = append(raw.disable, rawEntry{id: id})
+						}
+					}
+				}
+				raw.rules = append(raw.rules, check.Rule{Selector: sel})
 			}
 		default:
 			return nil, errAt(k, k.Value, "unknown key (want apiVersion, name, description, include, settings, disable)")
@@ -312,6 +371,23 @@ func parseProfile(file string, b []byte, cat *Catalogue) (*rawProfile, error) {
 		return nil, fmt.Errorf("%w: %s:%d: name: %q is a built-in profile; choose another name and include it", ErrProfile, file, m.Line, raw.name)
 	}
 	return raw, nil
+}
+
+// checkSelector parses a profile key that is not a catalogue setting: a
+// check selector whose id part names at least one known check. Retired ids
+// (aliasIDs) select their replacement.
+func checkSelector(s string, known []check.Description) (check.Selector, error) {
+	sel, err := check.ParseSelector(s)
+	if err != nil {
+		return sel, err
+	}
+	if to, ok := aliasIDs[sel.ID]; ok {
+		sel.ID = to
+	}
+	if !sel.Known(known) {
+		return sel, fmt.Errorf("unknown setting or check id %q (settings: 'gpunode tune show base'; every check: 'gpunode audit --list-checks')", sel.ID)
+	}
+	return sel, nil
 }
 
 func profileNameRE(s string) bool {

@@ -82,7 +82,7 @@ func TestCatalogueComplete(t *testing.T) {
 		"mm.thp.enabled", "mm.thp.defrag", "vm.nr_hugepages", "mm.hugepages.per-node", "swap", "vm.swappiness", "vm.dirty", "vm.dirty-background",
 		"kernel.numa_balancing", "vm.zone_reclaim_mode", "limits.memlock", "limits.nofile", "systemd.DefaultLimitMEMLOCK", "net.core.rmem_max",
 		"net.core.wmem_max", "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem", "boot.isolcpus", "boot.nohz_full", "boot.rcu_nocbs", "boot.irqaffinity",
-		"boot.iommu", "pcie.acs", "irqbalance", "shm.size", "cpu.smt", "pcie.link", "irq.numa-local"} {
+		"boot.iommu", "pcie.acs", "irqbalance", "shm.size", "cpu.smt", "pcie.link"} {
 		if cat.Get(id) == nil {
 			t.Errorf("catalogue lacks %s", id)
 		}
@@ -126,7 +126,7 @@ func TestProfileErrors(t *testing.T) {
 		{"syntax", "name: x\nsettings: [\n", "bad.yaml: yaml"},
 		{"not a mapping", "- a\n- b\n", "bad.yaml:1: want a mapping"},
 		{"unknown key", "name: x\nsetings: {}\n", "bad.yaml:2: setings: unknown key"},
-		{"unknown setting", "name: x\nsettings:\n  vm.swapiness: 1\n", "bad.yaml:3: settings.vm.swapiness: unknown setting id"},
+		{"unknown setting", "name: x\nsettings:\n  vm.swapiness: 1\n", "bad.yaml:3: settings.vm.swapiness: unknown setting or check id \"vm.swapiness\""},
 		{"bad value", "name: x\nsettings:\n  mm.thp.enabled: sometimes\n", `bad.yaml:3: settings.mm.thp.enabled: "sometimes" is not one of always, madvise, never`},
 		{"out of range", "name: x\nsettings:\n  vm.swappiness: 500\n", "bad.yaml:3: settings.vm.swappiness: 500 is outside 0..200"},
 		{"bad dirty", "name: x\nsettings:\n  vm.dirty: lots\n", "settings.vm.dirty:"},
@@ -136,14 +136,14 @@ func TestProfileErrors(t *testing.T) {
 		{"duplicate setting", "name: x\nsettings:\n  vm.swappiness: 1\n  vm.swappiness: 2\n", "bad.yaml:4: settings.vm.swappiness: duplicate"},
 		{"missing name", "settings:\n  vm.swappiness: 1\n", "name: missing"},
 		{"builtin name", "name: training\n", "is a built-in profile"},
-		{"bad disable", "name: x\ndisable: [vm.nope]\n", `bad.yaml:2: disable: unknown setting id "vm.nope"`},
+		{"bad disable", "name: x\ndisable: [vm.nope]\n", `bad.yaml:2: disable: unknown setting or check id "vm.nope"`},
 		{"bad include", "name: x\ninclude: {a: b}\n", "bad.yaml:2: include: want a profile name"},
 		{"bad apiVersion", "apiVersion: v2\nname: x\n", "bad.yaml:1: apiVersion"},
 		{"check value", "name: x\nsettings:\n  pcie.acs: fix\n", `"fix" is not one of check`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := parseProfile("bad.yaml", []byte(tt.yaml), cat)
+			_, err := parseProfile("bad.yaml", []byte(tt.yaml), cat, cat.Describe())
 			if !errors.Is(err, ErrProfile) || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("err = %v, want ErrProfile containing %q", err, tt.want)
 			}
@@ -171,7 +171,7 @@ func FuzzParseProfile(f *testing.F) {
 	f.Add([]byte("name: [\n"))
 	cat := NewCatalogue()
 	f.Fuzz(func(t *testing.T, b []byte) {
-		raw, err := parseProfile("fuzz.yaml", b, cat)
+		raw, err := parseProfile("fuzz.yaml", b, cat, cat.Describe())
 		if err != nil {
 			if !errors.Is(err, ErrProfile) || !strings.Contains(err.Error(), "fuzz.yaml") {
 				t.Fatalf("error %v is not an ErrProfile naming the file", err)

@@ -62,7 +62,7 @@ func TestRealKernel(t *testing.T) {
 	}
 	sw, _ := fsys.ReadString("/proc/sys/vm/swappiness")
 	settings["vm.swappiness"] = other(sw, "13", "17")
-	d, err := dirtyKnob{}.read(h)
+	d, err := dirtyKnob{}.read(context.Background(), h)
 	if err != nil {
 		t.Fatal(err)
 	}

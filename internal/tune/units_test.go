@@ -89,19 +89,19 @@ func TestLimitsAndSystemd(t *testing.T) {
 	mkfile(t, root, "/etc/systemd/system.conf", "[Manager]\nDefaultLimitMEMLOCK=64K\n[Other]\nDefaultLimitNOFILE=1\n")
 	mkfile(t, root, "/etc/systemd/system.conf.d/90-x.conf", "[Manager]\nDefaultLimitMEMLOCK=infinity\n")
 	h := &Host{FS: fsys}
-	o, _ := limitsKnob{item: "memlock"}.read(h)
+	o, _ := limitsKnob{item: "memlock"}.read(context.Background(), h)
 	if o.Current != "unlimited" {
 		t.Errorf("memlock = %q", o.Current)
 	}
-	o, _ = limitsKnob{item: "nofile"}.read(h)
+	o, _ = limitsKnob{item: "nofile"}.read(context.Background(), h)
 	if o.Current != "soft=100" {
 		t.Errorf("nofile = %q", o.Current)
 	}
-	o, _ = systemdKnob{key: "DefaultLimitMEMLOCK", spec: spec{kind: "limit"}}.read(h)
+	o, _ = systemdKnob{key: "DefaultLimitMEMLOCK", spec: spec{kind: "limit"}}.read(context.Background(), h)
 	if o.Current != "unlimited" {
 		t.Errorf("DefaultLimitMEMLOCK = %q", o.Current)
 	}
-	o, _ = systemdKnob{key: "DefaultLimitNOFILE", spec: spec{kind: "limit"}}.read(h)
+	o, _ = systemdKnob{key: "DefaultLimitNOFILE", spec: spec{kind: "limit"}}.read(context.Background(), h)
 	if o.Current != unset {
 		t.Errorf("DefaultLimitNOFILE from [Other] = %q", o.Current)
 	}
