@@ -183,9 +183,25 @@ type poolKey struct{ driver, pool string }
 
 // gatherPools groups the slices that target node into pools, in the
 // allocator's order, and decides which are complete.
-func gatherPools(node *corev1.Node, all []*resourceapi.ResourceSlice) (keys []poolKey, targeting map[poolKey][]*resourceapi.ResourceSlice, others map[poolKey][]*resourceapi.ResourceSlice, incomplete map[poolKey]bool, err error) {
+func usesCompatibilityGroups(s *resourceapi.ResourceSlice) bool {
+	for _, d := range s.Spec.Devices {
+		for _, c := range d.ConsumesCounters {
+			if len(c.CompatibilityGroups) > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// gatherPools: noPartitionable skips slices with counter sets or per-device
+// node selection as targets (they still count for a pool's completeness).
+func gatherPools(node *corev1.Node, all []*resourceapi.ResourceSlice, noPartitionable bool) (keys []poolKey, targeting map[poolKey][]*resourceapi.ResourceSlice, others map[poolKey][]*resourceapi.ResourceSlice, incomplete map[poolKey]bool, err error) {
 	targeting = map[poolKey][]*resourceapi.ResourceSlice{}
 	for _, s := range all {
+		if noPartitionable && (s.Spec.PerDeviceNodeSelection != nil || len(s.Spec.SharedCounters) > 0) {
+			continue
+		}
 		relevant := false
 		if name, an := ptr.Deref(s.Spec.NodeName, ""), ptr.Deref(s.Spec.AllNodes, false); name != "" || an || s.Spec.NodeSelector != nil {
 			relevant, err = nodeMatches(node, name, an, s.Spec.NodeSelector)
@@ -275,18 +291,18 @@ func hasBindingConditions(ss []*resourceapi.ResourceSlice) bool {
 func buildProblem(ctx context.Context, in *Input, node *corev1.Node) (*problem, error) {
 	p := &problem{node: node, features: in.features()}
 	sl := in.sliceList()
-	if !p.features.PartitionableDevices {
-		// Without partitionable devices the allocator ignores slices with
-		// counter sets or per-device node selection.
+	if !p.features.CompatibilityGroups {
+		// Slices with compatibility groups are invisible (their pool then
+		// looks incomplete), as upstream treats them without the feature.
 		var keep []*resourceapi.ResourceSlice
 		for _, s := range sl {
-			if s.Spec.PerDeviceNodeSelection == nil && len(s.Spec.SharedCounters) == 0 {
+			if !usesCompatibilityGroups(s) {
 				keep = append(keep, s)
 			}
 		}
 		sl = keep
 	}
-	keys, targeting, others, incomplete, err := gatherPools(node, sl)
+	keys, targeting, others, incomplete, err := gatherPools(node, sl, !p.features.PartitionableDevices)
 	if err != nil {
 		return nil, err
 	}
@@ -322,15 +338,16 @@ func buildProblem(ctx context.Context, in *Input, node *corev1.Node) (*problem, 
 				sets[cs.Name] = cs
 			}
 		}
+		part := p.features.PartitionableDevices
 		for _, s := range ss {
-			if len(s.Spec.SharedCounters) > 0 {
+			if part && len(s.Spec.SharedCounters) > 0 {
 				addSets(s)
 			} else {
 				devSlices = append(devSlices, s)
 			}
 		}
 		for _, s := range others[k] {
-			if len(s.Spec.SharedCounters) > 0 {
+			if part && len(s.Spec.SharedCounters) > 0 {
 				addSets(s)
 			} else {
 				notTarget = append(notTarget, s)
@@ -365,6 +382,9 @@ func buildProblem(ctx context.Context, in *Input, node *corev1.Node) (*problem, 
 		}
 		uses := func(d *resourceapi.Device) ([]counterUse, error) {
 			var out []counterUse
+			if !part {
+				return nil, nil
+			}
 			for _, cc := range d.ConsumesCounters {
 				if _, ok := sets[cc.CounterSet]; !ok {
 					return nil, fmt.Errorf("counter set %s not found", cc.CounterSet)
@@ -546,7 +566,7 @@ func (p *problem) buildAlt(ctx context.Context, in *Input, c *resourceapi.Resour
 		if !p.features.DeviceBindingAndStatus && len(d.dev.BindingConditions) > 0 {
 			continue
 		}
-		if !p.features.PartitionableDevices && len(d.consume) > 0 {
+		if !p.features.PartitionableDevices && len(d.dev.ConsumesCounters) > 0 {
 			continue
 		}
 		a.matched++

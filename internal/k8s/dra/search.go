@@ -30,6 +30,12 @@ var errBudget = errors.New("search budget exhausted")
 // makes the upstream allocator fail the whole allocation.
 var errAllConstraint = errors.New("all-devices request breaks a claim constraint")
 
+// errLimit: every alternative of a request would take the claim over 32
+// devices. That depends only on the subrequests chosen before, not on the
+// devices, so the search goes back to the last subrequest choice of the
+// claim (as upstream does), not through every device combination.
+var errLimit = errors.New("claim over the device limit")
+
 // pick is one device of a solution.
 type pick struct {
 	claim  int
@@ -89,7 +95,7 @@ func newSearcher(ctx context.Context, p *problem, budget int) *searcher {
 // solve returns a solution, nil when none exists, or errBudget.
 func (s *searcher) solve() ([]pick, error) {
 	ok, err := s.claim(0)
-	if errors.Is(err, errAllConstraint) {
+	if errors.Is(err, errAllConstraint) || errors.Is(err, errLimit) {
 		return nil, nil
 	}
 	if err != nil {
@@ -142,14 +148,20 @@ func (s *searcher) claim(ci int) (bool, error) {
 			return s.request(ci, 0)
 		}
 		k := &c.constraints[matchIdx[j]]
+		var last error
 		for _, v := range s.values(c, k) {
 			s.matchVal[matchIdx[j]] = v
 			ok, err := assign(j + 1)
+			if errors.Is(err, errLimit) {
+				// The limit does not depend on the value: try no other.
+				return false, err
+			}
 			if ok || err != nil {
 				return ok, err
 			}
+			last = err
 		}
-		return false, nil
+		return false, last
 	}
 	return assign(0)
 }
@@ -213,6 +225,9 @@ func (s *searcher) request(ci, ri int) (bool, error) {
 		saveMatch, saveDistinct, saveRestrict := s.matchVal, s.distinct, s.restrict
 		ok, err := s.claim(ci + 1)
 		s.matchVal, s.distinct, s.restrict = saveMatch, saveDistinct, saveRestrict
+		if errors.Is(err, errLimit) {
+			return false, nil
+		}
 		return ok, err
 	}
 	key := s.stateKey(ci, ri)
@@ -224,6 +239,7 @@ func (s *searcher) request(ci, ri int) (bool, error) {
 		return false, nil
 	}
 	devs := s.claimDevices(ci)
+	allLimit := true
 	for ai := range c.requests[ri].alts {
 		a := &c.requests[ri].alts[ai]
 		if devs+a.count > 32 {
@@ -236,9 +252,16 @@ func (s *searcher) request(ci, ri int) (bool, error) {
 		} else {
 			ok, err = s.devicesFrom(ci, ri, ai, a, 0, a.count)
 		}
+		if errors.Is(err, errLimit) {
+			continue
+		}
+		allLimit = false
 		if ok || err != nil {
 			return ok, err
 		}
+	}
+	if allLimit {
+		return false, errLimit
 	}
 	if len(s.failed) < 1<<20 {
 		s.failed[key] = true
@@ -270,10 +293,13 @@ func (s *searcher) devicesFrom(ci, ri, ai int, a *alt, start, need int) (bool, e
 			continue
 		}
 		ok, err := s.devicesFrom(ci, ri, ai, a, i+1, need-1)
-		if ok || err != nil {
+		if ok {
 			return ok, err
 		}
 		s.untake(ci, a, d)
+		if err != nil {
+			return false, err
+		}
 	}
 	return false, nil
 }
@@ -299,16 +325,18 @@ func (s *searcher) allDevices(ci, ri int, a *alt) (bool, error) {
 		}
 		taken++
 	}
+	var err error
 	if ok {
-		r, err := s.request(ci, ri+1)
-		if r || err != nil {
+		var r bool
+		r, err = s.request(ci, ri+1)
+		if r {
 			return r, err
 		}
 	}
 	for i := taken - 1; i >= 0; i-- {
 		s.untake(ci, a, a.cands[i])
 	}
-	return false, nil
+	return false, err
 }
 
 // take checks and records device d for alt a of claim ci.
