@@ -55,6 +55,9 @@ type Options struct {
 	UpstreamLimit time.Duration
 	// SearchBudget bounds gpunode's search in nodes (default 5,000,000).
 	SearchBudget int
+	// UpstreamDelay is how long the upstream allocator waits for gpunode's
+	// search before it starts anyway (default 20 ms).
+	UpstreamDelay time.Duration
 	// Explain adds explanations for nodes that fit too, and nearest fits.
 	Explain bool
 }
@@ -68,6 +71,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.SearchBudget == 0 {
 		o.SearchBudget = 5_000_000
+	}
+	if o.UpstreamDelay == 0 {
+		o.UpstreamDelay = 20 * time.Millisecond
 	}
 	return o
 }
@@ -178,15 +184,43 @@ func Run(ctx context.Context, in *Input, o Options) (*Report, error) {
 
 func runNode(ctx context.Context, in *Input, node *corev1.Node, o Options) (*NodeReport, error) {
 	nr := &NodeReport{Node: node.Name, Allocations: []ClaimAllocation{}}
-	start := time.Now()
+	begin := time.Now()
 	var up chan upstreamResult
 	upCtx, cancelUp := context.WithTimeout(ctx, o.UpstreamLimit)
 	defer cancelUp()
+	startUp := make(chan struct{})
+	var startOnce bool
+	start := func() {
+		if !startOnce {
+			startOnce = true
+			close(startUp)
+		}
+	}
+	defer start()
 	if o.Solver != SolverGpunode {
 		up = make(chan upstreamResult, 1)
 		// The upstream allocator gets its own CEL cache: the cache is
 		// safe for concurrent use, the selector memo of Input is not used.
+		delay := o.UpstreamDelay
+		if o.Solver == SolverUpstream {
+			delay = 0
+		}
 		go func() {
+			// gpunode's search usually answers within a few milliseconds;
+			// the upstream allocator starts after it (or after delay), so
+			// the two do not compete for the CPU when they need not.
+			if delay > 0 {
+				timer := time.NewTimer(delay)
+				select {
+				case <-timer.C:
+				case <-startUp:
+				case <-upCtx.Done():
+					timer.Stop()
+					up <- upstreamResult{err: upCtx.Err()}
+					return
+				}
+				timer.Stop()
+			}
 			t := time.Now()
 			res, err := in.RunUpstream(upCtx, node)
 			up <- upstreamResult{results: res, err: err, elapsed: time.Since(t)}
@@ -208,7 +242,7 @@ func runNode(ctx context.Context, in *Input, node *corev1.Node, o Options) (*Nod
 			sol, serr = s.solve()
 		}
 	}
-	searchTime := time.Since(start)
+	searchTime := time.Since(begin)
 	if o.Solver == SolverGpunode {
 		if perr != nil {
 			nr.Fits = false
@@ -238,11 +272,12 @@ func runNode(ctx context.Context, in *Input, node *corev1.Node, o Options) (*Nod
 		nr.Fits = false
 		nr.Explain = explain(ctx, in, p, s, o, true)
 		nr.Explain.Solver = "gpunode"
-		nr.Explain.Upstream = fmt.Sprintf("gpunode proved this after %s, before the upstream allocator answered (it was stopped)", roundDur(time.Since(start)))
+		nr.Explain.Upstream = fmt.Sprintf("gpunode proved this after %s, before the upstream allocator answered (it was stopped)", roundDur(time.Since(begin)))
 		nr.Explain.GpunodeMillis = ms(searchTime)
 		return nr, nil
 	case perr == nil && serr == nil:
 		// Fits: wait a little for upstream's own choice of devices.
+		start()
 		timer := time.NewTimer(o.PickBudget)
 		defer timer.Stop()
 		select {
@@ -253,7 +288,7 @@ func runNode(ctx context.Context, in *Input, node *corev1.Node, o Options) (*Nod
 		cancelUp()
 		nr.fromSolution(p, sol)
 		nr.Explain = &Explain{Solver: "gpunode", GpunodeMillis: ms(searchTime),
-			Upstream: fmt.Sprintf("the upstream allocator had not answered after %s: these are gpunode's devices, a valid allocation that may differ from the scheduler's first fit", roundDur(time.Since(start)))}
+			Upstream: fmt.Sprintf("the upstream allocator had not answered after %s: these are gpunode's devices, a valid allocation that may differ from the scheduler's first fit", roundDur(time.Since(begin)))}
 		if o.Explain {
 			ex := explain(ctx, in, p, s, o, false)
 			ex.Solver, ex.Upstream, ex.GpunodeMillis = nr.Explain.Solver, nr.Explain.Upstream, nr.Explain.GpunodeMillis
@@ -263,6 +298,7 @@ func runNode(ctx context.Context, in *Input, node *corev1.Node, o Options) (*Nod
 	default:
 		// gpunode could not decide (unsupported feature, budget) or the
 		// problem has an allocator error: upstream decides.
+		start()
 		r := <-up
 		err := nr.fromUpstream(in, r, o, withProblem(p, s))
 		if nr.Explain == nil {

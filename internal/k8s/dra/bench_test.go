@@ -2,6 +2,7 @@ package dra
 
 import (
 	"context"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -12,13 +13,26 @@ import (
 // upstreamCap; ns/op then says the cap, and "timedout" is 1).
 const upstreamCap = 3 * time.Second
 
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// benchRun reports wall time (ns/op, inflated when the machine is loaded)
+// and the process's CPU time per decision (cpu-ms/op), which load does not
+// inflate.
 func benchRun(b *testing.B, mk func() *Input, o Options) {
 	b.ReportAllocs()
+	var cpu time.Duration
+	defer func() { b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "cpu-ms/op") }()
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
 		in := mk()
 		b.StartTimer()
+		c0 := cpuTime()
 		rep, err := Run(context.Background(), in, o)
+		cpu += cpuTime() - c0
 		if err != nil {
 			b.Fatal(err)
 		}
