@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpunode/gpunode/internal/check"
+	"github.com/gpunode/gpunode/internal/container"
 	"github.com/gpunode/gpunode/internal/gpu"
 	"github.com/gpunode/gpunode/internal/hostfs"
 	"github.com/gpunode/gpunode/internal/irq"
@@ -117,15 +118,17 @@ is an error, 2 usage, 3 failure.`,
 // Opening the GPU backend never fails here: a node without a driver (or a
 // bad --gpu-backend) gets a source whose gpu.driver check says so.
 func (a *App) auditSources(ctx context.Context, h *tune.Host, backend, cudaRuntime string, sample time.Duration) []check.Source {
+	g := a.gpuAuditSource(ctx, h.FS, backend, cudaRuntime)
 	return []check.Source{
 		irq.Source{FS: h.FS, Topo: h.Topo, Options: irq.Options{Sample: sample}},
-		a.gpuAuditSource(ctx, h.FS, backend, cudaRuntime),
+		g,
+		a.containerAuditSource(ctx, h.FS, h.Topo, g),
 	}
 }
 
 // sourceChecks describes the checks of the audit's sources, for profiles.
 func sourceChecks() []check.Description {
-	return append(gpu.Describe(), irq.Source{}.Describe()...)
+	return append(append(gpu.Describe(), irq.Source{}.Describe()...), container.Describe()...)
 }
 
 // SchemaChecks is the schema version of ChecksList.

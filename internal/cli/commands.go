@@ -13,6 +13,7 @@ func commands() []func(*App) *cobra.Command {
 		(*App).newMPSCommand,
 		(*App).newMIGCommand,
 		(*App).newK8sCommand,
+		(*App).newContainerCommand,
 		(*App).newAuditCommand,
 		(*App).newTuneCommand,
 		(*App).newBenchCommand,
