@@ -17,5 +17,6 @@ func commands() []func(*App) *cobra.Command {
 		(*App).newAuditCommand,
 		(*App).newTuneCommand,
 		(*App).newBenchCommand,
+		(*App).newAgentCommand,
 	}
 }

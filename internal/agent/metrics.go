@@ -1,0 +1,287 @@
+package agent
+
+import (
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/gpunode/gpunode/internal/check"
+	"github.com/gpunode/gpunode/internal/topo"
+)
+
+// Metric names: the exposition's API (README "Fleet", deploy/ rules and
+// dashboard use them). Renaming one is a breaking change.
+const (
+	MetricCheckStatus       = "gpunode_check_status"
+	MetricChecks            = "gpunode_checks"
+	MetricGPUInfo           = "gpunode_gpu_info"
+	MetricNUMANodes         = "gpunode_numa_nodes"
+	MetricPCIeWidth         = "gpunode_pcie_link_width"
+	MetricPCIeMaxWidth      = "gpunode_pcie_link_max_width"
+	MetricPCIeSpeed         = "gpunode_pcie_link_speed_gts"
+	MetricPCIeMaxSpeed      = "gpunode_pcie_link_max_speed_gts"
+	MetricPCIeDowngraded    = "gpunode_pcie_link_downgraded"
+	MetricGPULocalNICs      = "gpunode_gpu_local_nics"
+	MetricGPUNearestNIC     = "gpunode_gpu_nearest_nic_info"
+	MetricIRQs              = "gpunode_device_irqs"
+	MetricIRQsOffNode       = "gpunode_device_irqs_off_node"
+	MetricAuditDuration     = "gpunode_audit_duration_seconds"
+	MetricAudits            = "gpunode_audits_total"
+	MetricAuditErrors       = "gpunode_audit_errors_total"
+	MetricAuditUp           = "gpunode_audit_success"
+	MetricLastSuccess       = "gpunode_last_successful_audit_timestamp_seconds"
+	MetricBuildInfo         = "gpunode_build_info"
+	maxCheckSeries          = 4096 // bound per snapshot: a runaway source cannot blow up the exposition
+	maxDeviceSeriesPerKind  = 1024
+	labelCheck, labelStatus = "check", "status"
+)
+
+type descs struct {
+	checkStatus, checks, gpuInfo, numaNodes                         *prometheus.Desc
+	pcieWidth, pcieMaxWidth, pcieSpeed, pcieMaxSpeed, pcieDowngrade *prometheus.Desc
+	localNICs, nearestNIC, irqs, irqsOff                            *prometheus.Desc
+	duration, audits, errors, up, lastSuccess, build                *prometheus.Desc
+}
+
+func newDescs() descs {
+	dev := []string{"device", "kind", "bdf"}
+	return descs{
+		checkStatus:   prometheus.NewDesc(MetricCheckStatus, "1 for the current status of each check (check is id or id/subject).", []string{labelCheck, "layer", labelStatus}, nil),
+		checks:        prometheus.NewDesc(MetricChecks, "Number of checks by status in the last successful audit.", []string{labelStatus}, nil),
+		gpuInfo:       prometheus.NewDesc(MetricGPUInfo, "1 per GPU: PCI address, UUID, NUMA node and model.", []string{"gpu", "bdf", "uuid", "numa_node", "model"}, nil),
+		numaNodes:     prometheus.NewDesc(MetricNUMANodes, "Number of NUMA nodes.", nil, nil),
+		pcieWidth:     prometheus.NewDesc(MetricPCIeWidth, "Current PCIe link width (lanes) of a GPU or NIC.", dev, nil),
+		pcieMaxWidth:  prometheus.NewDesc(MetricPCIeMaxWidth, "Maximum PCIe link width (lanes) of a GPU or NIC.", dev, nil),
+		pcieSpeed:     prometheus.NewDesc(MetricPCIeSpeed, "Current PCIe link speed in GT/s of a GPU or NIC.", dev, nil),
+		pcieMaxSpeed:  prometheus.NewDesc(MetricPCIeMaxSpeed, "Maximum PCIe link speed in GT/s of a GPU or NIC.", dev, nil),
+		pcieDowngrade: prometheus.NewDesc(MetricPCIeDowngraded, "1 when the PCIe link trained below its capability.", dev, nil),
+		localNICs:     prometheus.NewDesc(MetricGPULocalNICs, "Number of NICs on the GPU's NUMA node (0: GPU/NIC misaligned).", []string{"gpu", "numa_node"}, nil),
+		nearestNIC:    prometheus.NewDesc(MetricGPUNearestNIC, "1 per GPU: its nearest NIC and their link class (PIX, PXB, PHB, NODE, SYS).", []string{"gpu", "nic", "class"}, nil),
+		irqs:          prometheus.NewDesc(MetricIRQs, "Number of IRQs of a GPU or NIC.", dev, nil),
+		irqsOff:       prometheus.NewDesc(MetricIRQsOffNode, "Number of a device's IRQs routed (or, with a sample, served) off its NUMA node.", dev, nil),
+		duration:      prometheus.NewDesc(MetricAuditDuration, "Duration of the last audit cycle.", nil, nil),
+		audits:        prometheus.NewDesc(MetricAudits, "Audit cycles run since the agent started.", nil, nil),
+		errors:        prometheus.NewDesc(MetricAuditErrors, "Audit cycles that failed (error or panic) since the agent started.", nil, nil),
+		up:            prometheus.NewDesc(MetricAuditUp, "1 when the last audit cycle succeeded.", nil, nil),
+		lastSuccess:   prometheus.NewDesc(MetricLastSuccess, "Unix time of the last successful audit.", nil, nil),
+		build:         prometheus.NewDesc(MetricBuildInfo, "1, labelled with gpunode's build.", []string{"version", "commit", "goversion"}, nil),
+	}
+}
+
+// collector serves the current snapshot's pre-built metrics: a scrape
+// copies a slice, it never audits.
+type collector struct{ a *Agent }
+
+func (c collector) Describe(ch chan<- *prometheus.Desc) {
+	d := c.a.descs
+	for _, x := range []*prometheus.Desc{d.checkStatus, d.checks, d.gpuInfo, d.numaNodes, d.pcieWidth, d.pcieMaxWidth,
+		d.pcieSpeed, d.pcieMaxSpeed, d.pcieDowngrade, d.localNICs, d.nearestNIC, d.irqs, d.irqsOff, d.duration,
+		d.audits, d.errors, d.up, d.lastSuccess, d.build} {
+		ch <- x
+	}
+}
+
+func (c collector) Collect(ch chan<- prometheus.Metric) {
+	for _, m := range c.a.snap.Load().metrics {
+		ch <- m
+	}
+}
+
+// buildMetrics renders s as const metrics, once per snapshot.
+func (a *Agent) buildMetrics(s *Snapshot) []prometheus.Metric {
+	d := a.descs
+	var out []prometheus.Metric
+	add := func(desc *prometheus.Desc, t prometheus.ValueType, v float64, labels ...string) {
+		m, err := prometheus.NewConstMetric(desc, t, v, labels...)
+		if err == nil {
+			out = append(out, m)
+		}
+	}
+	b := a.cfg.Build
+	add(d.build, prometheus.GaugeValue, 1, b.Version, b.Commit, b.GoVersion)
+	add(d.audits, prometheus.CounterValue, float64(s.Audits))
+	add(d.errors, prometheus.CounterValue, float64(s.Errors))
+	if s.Seq > 0 {
+		add(d.duration, prometheus.GaugeValue, s.Duration.Seconds())
+		up := 0.0
+		if s.Err == "" {
+			up = 1
+		}
+		add(d.up, prometheus.GaugeValue, up)
+	}
+	if !s.LastSuccess.IsZero() {
+		add(d.lastSuccess, prometheus.GaugeValue, float64(s.LastSuccess.UnixMilli())/1e3)
+	}
+	r := s.Result
+	if r.Report == nil {
+		return out
+	}
+	seen := map[string]bool{}
+	for i, c := range r.Report.Checks {
+		if i >= maxCheckSeries {
+			break
+		}
+		key := c.Key()
+		if seen[key] { // two checks with one key would make the registry refuse the scrape
+			continue
+		}
+		seen[key] = true
+		add(d.checkStatus, prometheus.GaugeValue, 1, key, c.Layer, string(c.Status))
+	}
+	sum := r.Report.Summary
+	counts := map[check.Status]int{check.OK: sum.OK, check.Drift: sum.Drift, check.PendingReboot: sum.PendingReboot,
+		check.Absent: sum.Absent, check.Error: sum.Error, check.Info: sum.Info}
+	for _, st := range check.Statuses() {
+		add(d.checks, prometheus.GaugeValue, float64(counts[st]), string(st))
+	}
+	if t := r.Topo; t != nil {
+		a.topoMetrics(t, r.GPUs, add)
+	}
+	if q := r.IRQ; q != nil {
+		for i, dev := range q.Devices {
+			if i >= 2*maxDeviceSeriesPerKind {
+				break
+			}
+			off := 0
+			for _, x := range dev.IRQs {
+				if x.OffNode {
+					off++
+				}
+			}
+			add(d.irqs, prometheus.GaugeValue, float64(len(dev.IRQs)), dev.Name, dev.Kind, dev.BDF)
+			add(d.irqsOff, prometheus.GaugeValue, float64(off), dev.Name, dev.Kind, dev.BDF)
+		}
+	}
+	return out
+}
+
+func (a *Agent) topoMetrics(t *topo.Topology, gpus []GPU, add func(*prometheus.Desc, prometheus.ValueType, float64, ...string)) {
+	d := a.descs
+	add(d.numaNodes, prometheus.GaugeValue, float64(len(t.NUMANodes)))
+	byBDF := map[string]GPU{}
+	for _, g := range gpus {
+		byBDF[strings.ToLower(g.BDF)] = g
+	}
+	for _, devs := range [][]topo.PCIDevice{t.GPUs, t.NICs} {
+		for i, p := range devs {
+			if i >= maxDeviceSeriesPerKind {
+				break
+			}
+			if p.MaxLinkWidth > 0 || p.LinkWidth > 0 {
+				add(d.pcieWidth, prometheus.GaugeValue, float64(p.LinkWidth), p.Name, p.Kind, p.BDF)
+				add(d.pcieMaxWidth, prometheus.GaugeValue, float64(p.MaxLinkWidth), p.Name, p.Kind, p.BDF)
+			}
+			if v, ok := ParseGTs(p.LinkSpeed); ok {
+				add(d.pcieSpeed, prometheus.GaugeValue, v, p.Name, p.Kind, p.BDF)
+			}
+			if v, ok := ParseGTs(p.MaxLinkSpeed); ok {
+				add(d.pcieMaxSpeed, prometheus.GaugeValue, v, p.Name, p.Kind, p.BDF)
+			}
+			if p.LinkSpeed != "" || p.LinkWidth > 0 {
+				add(d.pcieDowngrade, prometheus.GaugeValue, b2f(p.LinkDowngraded), p.Name, p.Kind, p.BDF)
+			}
+		}
+	}
+	for i, g := range t.GPUs {
+		if i >= maxDeviceSeriesPerKind {
+			break
+		}
+		info := byBDF[strings.ToLower(g.BDF)]
+		node := strconv.Itoa(g.NUMANode)
+		add(d.gpuInfo, prometheus.GaugeValue, 1, g.Name, g.BDF, info.UUID, node, info.Model)
+		add(d.localNICs, prometheus.GaugeValue, float64(len(LocalNICs(t, g))), g.Name, node)
+		if nic, class := NearestNIC(t, g.Name); nic != "" {
+			add(d.nearestNIC, prometheus.GaugeValue, 1, g.Name, nic, class)
+		}
+	}
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// ParseGTs reads a sysfs link speed ("16.0 GT/s PCIe", "2.5 GT/s") as GT/s.
+func ParseGTs(s string) (float64, bool) {
+	f := strings.Fields(s)
+	if len(f) < 2 || f[1] != "GT/s" {
+		return 0, false
+	}
+	v, err := strconv.ParseFloat(f[0], 64)
+	if err != nil || v <= 0 {
+		return 0, false
+	}
+	return v, true
+}
+
+// LocalNICs are the NICs on GPU g's NUMA node (none when g's node is
+// unknown).
+func LocalNICs(t *topo.Topology, g topo.PCIDevice) []string {
+	if g.NUMANode < 0 {
+		return nil
+	}
+	var out []string
+	for _, n := range t.NICs {
+		if n.NUMANode == g.NUMANode {
+			out = append(out, n.Name)
+		}
+	}
+	return out
+}
+
+// linkRank orders link classes nearest first; -1 for a class that is not
+// a GPU/NIC path.
+func linkRank(class string) int {
+	switch class {
+	case topo.LinkPIX:
+		return 0
+	case topo.LinkPXB:
+		return 1
+	case topo.LinkPHB:
+		return 2
+	case topo.LinkNODE:
+		return 3
+	case topo.LinkSYS:
+		return 4
+	}
+	return -1
+}
+
+// NearestNIC is the NIC with the closest link class to the GPU named gpu
+// (ties: the first by name), and that class.
+func NearestNIC(t *topo.Topology, gpu string) (string, string) {
+	nics := map[string]bool{}
+	for _, n := range t.NICs {
+		nics[n.Name] = true
+	}
+	type cand struct{ nic, class string }
+	var cs []cand
+	for _, l := range t.Links {
+		var other string
+		switch {
+		case l.A == gpu && nics[l.B]:
+			other = l.B
+		case l.B == gpu && nics[l.A]:
+			other = l.A
+		default:
+			continue
+		}
+		if linkRank(l.Class) >= 0 {
+			cs = append(cs, cand{other, l.Class})
+		}
+	}
+	if len(cs) == 0 {
+		return "", ""
+	}
+	sort.Slice(cs, func(i, j int) bool {
+		if ri, rj := linkRank(cs[i].class), linkRank(cs[j].class); ri != rj {
+			return ri < rj
+		}
+		return cs[i].nic < cs[j].nic
+	})
+	return cs[0].nic, cs[0].class
+}

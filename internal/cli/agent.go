@@ -1,0 +1,273 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpunode/gpunode/internal/agent"
+	"github.com/gpunode/gpunode/internal/check"
+	"github.com/gpunode/gpunode/internal/gpu"
+	"github.com/gpunode/gpunode/internal/irq"
+	"github.com/gpunode/gpunode/internal/tune"
+)
+
+// agentAuditOptions select what one agent audit runs.
+type agentAuditOptions struct {
+	profile string
+	backend string
+}
+
+// RunAudit runs discovery and the full audit once, exactly as 'gpunode
+// audit --profile PROFILE --gpu-backend BACKEND' does (same sources, same
+// model as 'gpunode audit -o json'), and adds what the agent exports beside
+// it: the topology, the IRQ analysis and the GPU backend's facts. The GPU
+// backend is closed before it returns.
+func (a *App) RunAudit(ctx context.Context, o agentAuditOptions) (agent.Result, error) {
+	fs, cat, p, err := a.loadProfile(o.profile)
+	if err != nil {
+		return agent.Result{}, err
+	}
+	h := tune.NewHost(ctx, fs)
+	srcs := a.auditSources(ctx, h, o.backend, "", 0)
+	defer func() {
+		for _, s := range srcs {
+			if g, ok := s.(gpu.Source); ok && g.Backend != nil {
+				_ = g.Backend.Close()
+			}
+		}
+	}()
+	r, err := tune.Audit(ctx, h, cat, p, tune.Options{Sources: srcs})
+	if err != nil {
+		return agent.Result{}, err
+	}
+	res := agent.Result{Report: r, Topo: h.Topo}
+	if h.Topo != nil {
+		if q, err := irq.Analyze(ctx, fs, h.Topo, irq.Options{}); err == nil {
+			res.IRQ = q
+		}
+	}
+	for _, s := range srcs {
+		g, ok := s.(gpu.Source)
+		if !ok || g.Backend == nil {
+			continue
+		}
+		if st, err := g.Backend.Status(ctx); err == nil {
+			for _, x := range st.GPUs {
+				res.GPUs = append(res.GPUs, agent.GPU{Index: x.Index, BDF: x.PCIAddress, UUID: x.UUID, Model: x.Name})
+			}
+		}
+	}
+	return res, nil
+}
+
+func (a *App) newAgentCommand() *cobra.Command {
+	var (
+		ao        agentAuditOptions
+		interval  time.Duration
+		listen    string
+		nfdDir    string
+		logFormat string
+	)
+	cmd := &cobra.Command{
+		Use:   "agent [--listen ADDR] [--interval 60s] [--profile NAME] [--nfd-features-dir DIR]",
+		Short: "Watch the node: audit every interval, serve Prometheus metrics, the report and NFD labels",
+		Long: `Run discovery and the full audit (every layer, --profile) every --interval
+(jittered by +-5%) into an immutable snapshot and serve it read-only on
+--listen (default ` + agent.DefaultListen + `):
+
+  /metrics      Prometheus metrics (gpunode_check_status, gpunode_checks,
+                gpunode_gpu_info, PCIe links, NIC locality, IRQs off-node,
+                audit duration/errors, last success, build info)
+  /healthz      200 while running
+  /readyz       200 after the first successful audit, 503 before
+  /report       the audit JSON (same schema as 'gpunode audit -o json')
+  /report.html  the one-page HTML report (as 'gpunode report --html')
+  /topo         the topology JSON (same schema as 'gpunode topo -o json')
+
+Scrapes never run an audit. A failing or panicking audit is logged and
+counted (gpunode_audit_errors_total); the last good snapshot stays served.
+After each audit the Node Feature Discovery feature file
+DIR/gpunode is rewritten atomically (--nfd-features-dir "" turns it off).
+
+Logs are structured (--log-format json|text), one line per audit with the
+counts by status. SIGTERM stops the agent within a second.
+
+The endpoint is read-only; on a non-loopback --listen, restrict who reaches
+it (NetworkPolicy, or --listen 127.0.0.1:PORT with hostNetwork scraping):
+see docs/FLEET.md.`,
+		Example: `  gpunode agent --root /host --profile training
+  gpunode agent --listen 127.0.0.1:9847 --interval 30s --nfd-features-dir ""
+  gpunode agent npd-check gpu.persistence 'irq.off-node/*'`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if interval < time.Second {
+				return Usagef("--interval %s: want at least 1s", interval)
+			}
+			logger, err := a.agentLogger(logFormat)
+			if err != nil {
+				return err
+			}
+			if _, _, _, err := a.loadProfile(ao.profile); err != nil {
+				return err
+			}
+			cfg := agent.Config{
+				Audit:    func(ctx context.Context) (agent.Result, error) { return a.RunAudit(ctx, ao) },
+				Interval: interval, Profile: ao.profile, NFDDir: nfdDir, Logger: logger,
+			}
+			v := buildVersion()
+			cfg.Build = agent.Build{Version: v.Version, Commit: v.Commit, GoVersion: v.GoVersion}
+			ag, err := agent.New(cfg)
+			if err != nil {
+				return Usagef("%v", err)
+			}
+			ln, err := net.Listen("tcp", listen)
+			if err != nil {
+				return fmt.Errorf("--listen %s: %w", listen, err)
+			}
+			return ag.Run(cmd.Context(), ln)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&ao.profile, "profile", tune.ProfileBase, "profile to audit against: a built-in or user profile name, or a YAML file")
+	f.StringVar(&ao.backend, "gpu-backend", gpu.KindAuto, "GPU backend: "+strings.Join(gpu.Kinds, ", "))
+	f.DurationVar(&interval, "interval", agent.DefaultInterval, "time between audits (jittered by +-5%)")
+	f.StringVar(&listen, "listen", agent.DefaultListen, "HTTP listen address (host:port)")
+	f.StringVar(&nfdDir, "nfd-features-dir", "/etc/kubernetes/node-feature-discovery/features.d", "NFD features.d directory for the feature file (empty: none)")
+	f.StringVar(&logFormat, "log-format", "json", "log format: json or text")
+	cmd.AddCommand(a.newNPDCheckCommand())
+	return cmd
+}
+
+func (a *App) agentLogger(format string) (*slog.Logger, error) {
+	switch format {
+	case "json":
+		return slog.New(slog.NewJSONHandler(a.Stderr, nil)), nil
+	case "text":
+		return slog.New(slog.NewTextHandler(a.Stderr, nil)), nil
+	}
+	return nil, Usagef("--log-format %q: want json or text", format)
+}
+
+// NPD custom-plugin exit codes (Node Problem Detector's protocol).
+const (
+	npdOK      = 0
+	npdProblem = 1
+	npdUnknown = 2
+)
+
+// npdExit is an npd-check verdict other than OK: the message is printed,
+// the exit status is the protocol's.
+type npdExit struct{ code int }
+
+func (e npdExit) Error() string { return fmt.Sprintf("npd-check: exit %d", e.code) }
+func (e npdExit) Unwrap() error {
+	if e.code == npdProblem {
+		return ErrFindings
+	}
+	return ErrUsage // exit 2: NPD's Unknown
+}
+
+func (a *App) newNPDCheckCommand() *cobra.Command {
+	var (
+		ao     agentAuditOptions
+		maxLen int
+	)
+	cmd := &cobra.Command{
+		Use:   "npd-check CHECK...",
+		Short: "Node Problem Detector custom plugin: audit the named checks, exit 0 OK, 1 problem, 2 unknown",
+		Long: `Run the audit and judge the checks that match CHECK (an id, id/subject or
+pattern as profiles use them: gpu.persistence, 'irq.off-node/*').
+
+Follows Node Problem Detector's custom-plugin protocol: exit 0 when every
+matched check passes, 1 when one drifts or is an error (the problem), 2 when
+none matched or the audit could not run (unknown). One line on stdout, at
+most --max-output characters, names the failing checks. deploy/npd has the
+custom-plugin-monitor configuration.`,
+		Example: `  gpunode agent npd-check --root /host gpu.persistence gpu.ecc
+  gpunode agent npd-check 'irq.off-node/*'`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			sels := make([]check.Selector, 0, len(args))
+			for _, s := range args {
+				sel, err := check.ParseSelector(s)
+				if err != nil {
+					return a.npdSay(maxLen, npdUnknown, fmt.Sprintf("bad check %q: %v", s, err))
+				}
+				sels = append(sels, sel)
+			}
+			res, err := a.RunAudit(cmd.Context(), ao)
+			if err != nil {
+				return a.npdSay(maxLen, npdUnknown, "audit failed: "+err.Error())
+			}
+			code, msg := NPDVerdict(res.Report, sels)
+			return a.npdSay(maxLen, code, msg)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&ao.profile, "profile", tune.ProfileBase, "profile to audit against")
+	f.StringVar(&ao.backend, "gpu-backend", gpu.KindAuto, "GPU backend: "+strings.Join(gpu.Kinds, ", "))
+	f.IntVar(&maxLen, "max-output", 80, "longest message printed (NPD's max_output_length)")
+	return cmd
+}
+
+func (a *App) npdSay(maxLen, code int, msg string) error {
+	if maxLen < 1 {
+		maxLen = 80
+	}
+	msg = strings.Join(strings.Fields(msg), " ")
+	if len(msg) > maxLen {
+		cut := maxLen
+		for cut > 0 && (msg[cut]&0xC0) == 0x80 { // do not split a UTF-8 sequence
+			cut--
+		}
+		msg = msg[:cut]
+	}
+	fmt.Fprintln(a.Stdout, msg)
+	if code == npdOK {
+		return nil
+	}
+	return npdExit{code}
+}
+
+// NPDVerdict judges the checks of r that match sels: OK when every one
+// passes, a problem when one drifts or is an error, unknown when none
+// matched.
+func NPDVerdict(r *tune.Report, sels []check.Selector) (int, string) {
+	var matched, failing []check.Check
+	for _, c := range r.Checks {
+		for _, s := range sels {
+			if s.Match(c) {
+				matched = append(matched, c)
+				if c.Status.Failing() {
+					failing = append(failing, c)
+				}
+				break
+			}
+		}
+	}
+	if len(matched) == 0 {
+		return npdUnknown, "no check matched " + selString(sels)
+	}
+	if len(failing) == 0 {
+		return npdOK, fmt.Sprintf("%d checks pass", len(matched))
+	}
+	parts := make([]string, 0, len(failing))
+	for _, c := range failing {
+		parts = append(parts, c.Key()+" "+string(c.Status))
+	}
+	return npdProblem, fmt.Sprintf("%d of %d failing: %s", len(failing), len(matched), strings.Join(parts, ", "))
+}
+
+func selString(sels []check.Selector) string {
+	s := make([]string, len(sels))
+	for i, x := range sels {
+		s[i] = x.String()
+	}
+	return strings.Join(s, " ")
+}

@@ -1,0 +1,105 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpunode/gpunode/internal/testhost"
+)
+
+func TestNPDCheck(t *testing.T) {
+	dgx := testhost.Path(t, "dgx-h100")
+	for _, tc := range []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"gpu.ecc.mode"}, 0, "8 checks pass"},
+		{[]string{"gpu.clocks.locked", "gpu.persistence"}, 1, "2 of 16 failing: gpu.clocks.locked/gpu5 drift, gpu.persistence/gpu7 drift"},
+		{[]string{"no.such.check"}, 2, "no check matched no.such.check"},
+		{[]string{"irq.off-node/*"}, 1, "failing: irq.off-node/"},
+	} {
+		args := append([]string{"--root", dgx, "agent", "npd-check", "--gpu-backend", "fake"}, tc.args...)
+		code, out, errb := run(t, args...)
+		if code != tc.code || !strings.Contains(out, tc.msg) {
+			t.Errorf("npd-check %v: exit %d stdout %q stderr %q, want %d and %q", tc.args, code, out, errb, tc.code, tc.msg)
+		}
+		if len(strings.TrimRight(out, "\n")) > 80 || strings.Count(out, "\n") != 1 {
+			t.Errorf("npd-check %v: message %q: want one line of at most 80 characters", tc.args, out)
+		}
+	}
+	if code, _, _ := run(t, "agent", "npd-check"); code != 2 {
+		t.Errorf("npd-check with no check: exit %d, want 2", code)
+	}
+}
+
+// The agent on loopback: /report is byte-for-byte 'gpunode audit -o json'
+// (same profile, same root), /readyz turns ready, SIGTERM-like cancel
+// stops it.
+func TestAgentCommandReportIsAuditJSON(t *testing.T) {
+	dgx := testhost.Path(t, "dgx-h100")
+	_, want, _ := run(t, "--root", dgx, "audit", "--gpu-backend", "fake", "-o", "json")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	var errb bytes.Buffer
+	env := Env{Args: []string{"--root", dgx, "agent", "--listen", addr, "--interval", "1h", "--gpu-backend", "fake", "--nfd-features-dir", "", "--log-format", "text"},
+		Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: &errb, Getenv: func(string) string { return "" }}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() { done <- Main(ctx, env) }()
+	var body []byte
+	for i := 0; i < 100; i++ { // bounded: 10 s
+		time.Sleep(100 * time.Millisecond)
+		resp, err := http.Get("http://" + addr + "/readyz")
+		if err != nil {
+			continue
+		}
+		resp.Body.Close()
+		if resp.StatusCode == 200 {
+			r, err := http.Get("http://" + addr + "/report")
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ = io.ReadAll(r.Body)
+			r.Body.Close()
+			break
+		}
+	}
+	cancel()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Fatalf("agent exit %d: %s", code, errb.String())
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("agent did not stop")
+	}
+	if body == nil {
+		t.Fatalf("agent never ready: %s", errb.String())
+	}
+	var a, b any
+	if err := json.Unmarshal(body, &a); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(want), &b); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(a) != fmt.Sprint(b) {
+		t.Fatalf("/report differs from 'audit -o json':\n%s\n---\n%s", body, want)
+	}
+	if !strings.Contains(errb.String(), "msg=audit") || !strings.Contains(errb.String(), "drift=") {
+		t.Fatalf("no audit log line: %s", errb.String())
+	}
+}
