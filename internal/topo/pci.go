@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"path"
-	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -129,8 +128,8 @@ func (d *discoverer) pci(ctx context.Context) error {
 		}
 	}
 	// Reading a device is a dozen independent system calls: spread the
-	// devices over the available CPUs, each worker with its own warnings,
-	// merged back in PCI order.
+	// devices over fanOut workers, each with its own warnings, merged back
+	// in PCI order.
 	devs := make([]PCIDevice, len(cands))
 	warns := make([][]Warning, len(cands))
 	next := make(chan int, len(cands))
@@ -139,7 +138,7 @@ func (d *discoverer) pci(ctx context.Context) error {
 	}
 	close(next)
 	var wg sync.WaitGroup
-	for w := 0; w < min(runtime.GOMAXPROCS(0), len(cands)); w++ {
+	for w := 0; w < min(fanOut(), len(cands)); w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
