@@ -272,7 +272,7 @@ func runNode(ctx context.Context, in *Input, node *corev1.Node, o Options) (*Nod
 		nr.Fits = false
 		nr.Explain = explain(ctx, in, p, s, o, true)
 		nr.Explain.Solver = "gpunode"
-		nr.Explain.Upstream = fmt.Sprintf("gpunode proved this after %s, before the upstream allocator answered (it was stopped)", roundDur(time.Since(begin)))
+		nr.Explain.Upstream = fmt.Sprintf("gpunode proved this in %s of search, before the upstream allocator answered (it was stopped)", roundDur(searchTime))
 		nr.Explain.GpunodeMillis = ms(searchTime)
 		return nr, nil
 	case perr == nil && serr == nil:
