@@ -56,7 +56,9 @@ type Options struct {
 	// SearchBudget bounds gpunode's search in nodes (default 5,000,000).
 	SearchBudget int
 	// UpstreamDelay is how long the upstream allocator waits for gpunode's
-	// search before it starts anyway (default 20 ms).
+	// search before it starts anyway (default 0: both start together, so no
+	// input the upstream allocator answers quickly waits for gpunode; a
+	// delay saves CPU on a loaded machine).
 	UpstreamDelay time.Duration
 	// Explain adds explanations for nodes that fit too, and nearest fits.
 	Explain bool
@@ -71,9 +73,6 @@ func (o Options) withDefaults() Options {
 	}
 	if o.SearchBudget == 0 {
 		o.SearchBudget = 5_000_000
-	}
-	if o.UpstreamDelay == 0 {
-		o.UpstreamDelay = 20 * time.Millisecond
 	}
 	return o
 }

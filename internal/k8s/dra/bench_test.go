@@ -68,3 +68,13 @@ func BenchmarkMIG25of24Gpunode(b *testing.B) {
 func BenchmarkMIG25of24Upstream(b *testing.B) {
 	benchRun(b, func() *Input { return migInput(b, 25) }, Options{Solver: SolverUpstream, UpstreamLimit: upstreamCap})
 }
+
+// gpunode's search alone (no upstream allocator racing it): what the
+// decision itself costs.
+func BenchmarkPCIeRoot48SearchOnly(b *testing.B) {
+	benchRun(b, func() *Input { return pcieInput(b, 48) }, Options{Solver: SolverGpunode})
+}
+
+func BenchmarkMIG25of24SearchOnly(b *testing.B) {
+	benchRun(b, func() *Input { return migInput(b, 25) }, Options{Solver: SolverGpunode})
+}
