@@ -72,10 +72,14 @@ type ParseError struct {
 }
 
 func (e *ParseError) Error() string {
-	if e.Line > 0 {
-		return fmt.Sprintf("%s:%d:%d: %s", e.File, e.Line, e.Column, e.Reason)
+	reason := strings.Join(strings.Fields(e.Reason), " ")
+	switch {
+	case e.Line > 0 && e.Column > 0:
+		return fmt.Sprintf("%s:%d:%d: %s", e.File, e.Line, e.Column, reason)
+	case e.Line > 0:
+		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, reason)
 	}
-	return fmt.Sprintf("%s: %s", e.File, e.Reason)
+	return fmt.Sprintf("%s: %s", e.File, reason)
 }
 
 // lineCol converts a byte offset of data to a 1-based line and column.
