@@ -38,6 +38,22 @@ kubelet_linked=no
 go list -deps ./cmd/gpunode | grep -q '^k8s.io/kubelet/config/v1beta1$' && kubelet_linked=yes
 echo "k8s.io/kubelet/config/v1beta1 linked: $kubelet_linked"
 
+# The link-structure experiment (SPLIT=0 skips it): the same tree with the
+# k8s and bench commands left out of internal/cli, i.e. what the commands
+# that need neither would cost if those lived in another binary.
+have_split=0
+if [ "${SPLIT:-1}" = 1 ]; then
+  mkdir -p "$work/split"
+  git ls-files -co --exclude-standard | grep -v '^testdata/hosts/\|^conformance/' | tar -cf - -T - 2>/dev/null | tar -xf - -C "$work/split"
+  if (cd "$work/split" && rm -f internal/cli/k8s*.go internal/cli/bench*.go && sed -i '/newK8sCommand\|newBenchCommand/d' internal/cli/commands.go &&
+      go build -o "$work/gpunode-nok8s" ./cmd/gpunode) 2>"$work/split.err"; then
+    have_split=1
+    printf 'without the k8s and bench commands: binary %.1f MB, %d packages linked\n' "$(echo "$(stat -c %s "$work/gpunode-nok8s") / 1000000" | bc -l)" "$(cd "$work/split" && go list -deps ./cmd/gpunode | wc -l)"
+  else
+    echo "split build failed: $(head -3 "$work/split.err")"
+  fi
+fi
+
 echo "== package inits at start-up (GODEBUG=inittrace=1 gpunode version, 21 runs)"
 go list -deps -json ./cmd/gpunode >"$work/deps.json"
 for i in $(seq 1 21); do GODEBUG=inittrace=1 "$work/gpunode" version 2>"$work/inittrace.$i" >/dev/null; done
@@ -56,6 +72,7 @@ verdict() { if le "$1" "$2"; then echo met; else echo MISSED; fi; }
 
 echo "== whole process (median of $runs round-robin runs, ms)"
 cmds=(true "$work/hello-bin" "$work/gpunode version" "$work/gpunode bind --node 0 --quiet -- true")
+[ "$have_split" = 1 ] && cmds+=("$work/gpunode-nok8s version" "$work/gpunode-nok8s bind --node 0 --quiet -- true")
 have_numactl=0
 if command -v numactl >/dev/null; then cmds+=("numactl --cpunodebind=0 --membind=0 true"); have_numactl=1; fi
 command -v taskset >/dev/null && cmds+=("taskset -c 0 true")
@@ -90,6 +107,11 @@ if [ "$have_numactl" = 1 ]; then
   add "  anchor: numactl --cpunodebind=0 --membind=0 true, over true" "$(printf %.2f "$(echo "$t_numa - $t_true" | bc -l)") ms" "-" "-"
 fi
 add "gpunode version" "$t_ver ms" "<= 5 ms" "$(verdict "$t_ver" 5)"
+if [ "$have_split" = 1 ]; then
+  add "  experiment: without k8s/bench commands: version" "$(med "$work/gpunode-nok8s version") ms" "<= 5 ms" "$(verdict "$(med "$work/gpunode-nok8s version")" 5)"
+  t_sb=$(echo "$(med "$work/gpunode-nok8s bind --node 0 --quiet -- true") - $t_true" | bc -l)
+  add "  experiment: without k8s/bench commands: bind over true" "$(printf %.2f "$t_sb") ms" "<= 3 ms" "$(verdict "$t_sb" 3)"
+fi
 add "  anchor: static Go hello-world" "$t_hello ms" "-" "-"
 t_audit=$(med "$work/gpunode audit --root testdata/hosts/dgx-h100 --profile training --gpu-backend none -o json")
 add "gpunode audit, DGX fixture, whole process" "$t_audit ms" "< 50 ms" "$(verdict "$t_audit" 49.999)"
@@ -136,7 +158,7 @@ p=$(msop BenchmarkParseMergeRequest16NUMA); j=$(msop BenchmarkPlainJSONDecode16N
 lim=$(echo "2 * ($j + $m)" | bc -l)
 add "k8s merge parse, 16 NUMA x 3 x 65,535 hints (10 MB)" "$p ms (plain decode $j ms, merge $m ms)" "<= 2 x (decode + merge) = $(printf %.0f "$lim") ms" "$(verdict "$p" "$lim")"
 for b in $(awk '{ name = $1; sub(/-[0-9]+$/, "", name); if (name ~ /^BenchmarkAdmit/) print name }' "$work/bench.txt"); do
-  add "$b (per admission)" "$(msop "$b") ms" "-" "-"
+  add "$b (per admission, CPU; wall $(msop "$b") ms)" "$(cpuop "$b") ms" "-" "-"
 done
 
 if [ "${CONFORMANCE:-0}" = 1 ]; then
