@@ -473,7 +473,7 @@ func (p *problem) buildClaim(ctx context.Context, in *Input, c *resourceapi.Reso
 	for _, r := range c.Spec.Devices.Requests {
 		req := request{name: r.Name}
 		if len(r.FirstAvailable) > 0 && !p.features.PrioritizedList {
-			return info, fmt.Errorf("claim %s, request %s: has subrequests, but the DRAPrioritizedList feature is disabled", info.key, r.Name)
+			return info, fmt.Errorf(quotePrioritizedListDisabled, info.key, r.Name)
 		}
 		if len(r.FirstAvailable) > 0 {
 			for _, s := range r.FirstAvailable {
@@ -522,7 +522,7 @@ func (p *problem) buildAlt(ctx context.Context, in *Input, c *resourceapi.Resour
 	key := c.Namespace + "/" + c.Name
 	class := in.class(className)
 	if class == nil {
-		return a, fmt.Errorf("claim %s, request %s: could not retrieve device class %s", key, a.name, className)
+		return a, fmt.Errorf(quoteNoClass, key, a.name, className)
 	}
 	switch mode {
 	case resourceapi.DeviceAllocationModeAll:
@@ -533,13 +533,13 @@ func (p *problem) buildAlt(ctx context.Context, in *Input, c *resourceapi.Resour
 		}
 		a.count = int(count)
 	default:
-		return a, fmt.Errorf("claim %s, request %s: unsupported count mode %s", key, a.name, mode)
+		return a, fmt.Errorf(quoteUnsupportedCountMode, key, a.name, mode)
 	}
 	if admin && !p.features.AdminAccess {
-		return a, fmt.Errorf("claim %s, request %s: admin access is requested, but the feature is disabled", key, a.name)
+		return a, fmt.Errorf(quoteAdminAccessDisabled, key, a.name)
 	}
 	if capacity && !p.features.ConsumableCapacity {
-		return a, fmt.Errorf("claim %s, request %s: has capacity requests, but the DRAConsumableCapacity feature is disabled", key, a.name)
+		return a, fmt.Errorf(quoteConsumableCapacityDisable, key, a.name)
 	}
 	if capacity {
 		p.unsupported = "capacity requests (consumable capacity)"
