@@ -6,8 +6,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-
-	resourceapi "k8s.io/api/resource/v1"
 )
 
 // explainBudget bounds each search an explanation runs.
@@ -220,5 +218,3 @@ func cloneProblem(p *problem) *problem {
 	}
 	return &q
 }
-
-var _ = resourceapi.AllocationResultsMaxSize

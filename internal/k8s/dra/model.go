@@ -126,7 +126,6 @@ type problem struct {
 	// leaves the answer to the upstream allocator).
 	unsupported string
 	features    structured.Features
-	// classOf is the DeviceClass name per alt (for explanations).
 }
 
 // lookupAttr finds an attribute by its fully qualified name, as the
@@ -438,9 +437,6 @@ func buildProblem(ctx context.Context, in *Input, node *corev1.Node) (*problem, 
 			}
 		}
 	}
-	for pi := range p.pools {
-		_ = pi
-	}
 	// A pool with a counter below zero refuses every counter-consuming device.
 	for i := range p.devices {
 		for _, cu := range p.devices[i].consume {
@@ -457,12 +453,11 @@ func buildProblem(ctx context.Context, in *Input, node *corev1.Node) (*problem, 
 	if in.sharedInUse() {
 		p.unsupported = "shared (consumable-capacity) allocations in --allocated"
 	}
-	for ci, c := range in.Claims {
+	for _, c := range in.Claims {
 		info, err := p.buildClaim(ctx, in, c)
 		if err != nil {
 			return nil, err
 		}
-		_ = ci
 		p.claims = append(p.claims, info)
 	}
 	return p, nil
