@@ -79,7 +79,8 @@ func TestMIGExitCodes(t *testing.T) {
 		{[]string{"mig", "plan", "--model", "H100-80GB"}, ExitUsage, "--want is required"},
 		{[]string{"mig", "plan", "--model", "H100-80GB", "--want", "3g.20gb=1"}, ExitUsage, "belongs to A100-40GB, not H100-80GB; on H100-80GB did you mean 3g.40gb?"},
 		{[]string{"mig", "plan", "--model", "H100-80GB", "--want", "3g.41gb=1"}, ExitUsage, "did you mean 3g.40gb?"},
-		{[]string{"mig", "plan", "--model", "H100-80GB", "--want", "1g.10gb=8"}, ExitUsage, "exceeds the maximum of 7 per GPU"},
+		// Above the per-GPU maximum: an infeasible plan (exit 1), not a usage error.
+		{[]string{"mig", "plan", "--model", "H100-80GB", "--want", "1g.10gb=8"}, ExitFindings, ""},
 		{[]string{"mig", "plan", "--model", "H100-80GB", "--want", "1g.10gb=8", "--gpus", "2"}, ExitOK, ""},
 		{[]string{"mig", "plan", "--model", "H100-80GB", "--want", "1g.10gb=x"}, ExitUsage, "is not a number"},
 		{[]string{"mig", "plan", "--model", "NVIDIA L40S", "--want", "1g.10gb=1"}, ExitUsage, "has no MIG support"},

@@ -2,6 +2,7 @@ package mig
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -97,6 +98,10 @@ func (c *Catalogue) Plan(ctx context.Context, p *Product, wants []Want, opts Pla
 		return nil, badDemandf("--gpus %d out of range 1..1024", n)
 	}
 	d, bins, err := c.resolve(p, wants, n)
+	var over overMax
+	if errors.As(err, &over) {
+		return c.overMaxPlan(ctx, p, d, n, over, opts)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -146,6 +151,39 @@ func (c *Catalogue) Plan(ctx context.Context, p *Product, wants []Want, opts Pla
 	}
 	return pl, nil
 }
+
+// overMaxPlan is the infeasible plan of a demand with a count above the
+// per-GPU maximum times n: the reasons, and the fewest GPUs that hold it
+// (decided exactly, from the per-GPU bound up to maxMoreGPUs more).
+func (c *Catalogue) overMaxPlan(ctx context.Context, p *Product, d demand, n int, over overMax, opts PlanOptions) (*Plan, error) {
+	s := c.space(p)
+	comp, mem, _ := s.slices(d)
+	pl := &Plan{SchemaVersion: SchemaVersion, Kind: "plan", Model: p.Key, Source: p.Source, GPUs: n,
+		Want: wantsOf(p, d), ComputeNeeded: comp, MemoryNeeded: mem, Reasons: over.msgs}
+	if over.minGPUs == 0 {
+		return pl, nil
+	}
+	budget := opts.MaxStates
+	if budget <= 0 {
+		budget = planBudget
+	}
+	for g := max(over.minGPUs, n+1); g <= min(over.minGPUs+maxMoreGPUs, 1024); g++ {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("mig plan: %w", err)
+		}
+		dec := s.decide(d, g, budget, func() bool { return ctx.Err() != nil })
+		if dec.decided && dec.fits {
+			pl.Alternatives = []Alternative{{Kind: "more-gpus", Change: fmt.Sprintf("use %d GPUs", g), Want: FormatWant(pl.Want), GPUs: g}}
+			pl.Reasons = append(pl.Reasons, fmt.Sprintf("the demand needs %d GPUs", g))
+			return pl, nil
+		}
+	}
+	pl.Notes = append(pl.Notes, fmt.Sprintf("no layout on up to %d GPUs was found", min(over.minGPUs+maxMoreGPUs, 1024)))
+	return pl, nil
+}
+
+// maxMoreGPUs bounds the GPUs overMaxPlan tries beyond the per-GPU bound.
+const maxMoreGPUs = 16
 
 // layouts turns per-GPU configurations into explicit layouts.
 // bins (may be nil) holds, per profile, the CI counts of GIs that

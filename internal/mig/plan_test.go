@@ -681,3 +681,41 @@ func TestSliceCountsDecideOneGPU(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanOverPerGPUMax: a count above the per-GPU maximum is an
+// infeasible plan with the reason and the GPUs it needs (it was a usage
+// error: no plan, no explanation).
+func TestPlanOverPerGPUMax(t *testing.T) {
+	c := Builtin()
+	p, _ := c.Lookup("H100-80GB")
+	for _, tc := range []struct {
+		want string
+		gpus int
+		need int
+	}{
+		{"1g.10gb=8", 1, 2},
+		{"7g.80gb=3", 1, 3},
+		{"7g.80gb=3", 2, 3},
+		{"1g.10gb=15", 2, 3},
+	} {
+		ws, err := ParseWant(tc.want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pl, err := c.Plan(context.Background(), p, ws, PlanOptions{GPUs: tc.gpus})
+		if err != nil {
+			t.Fatalf("%s on %d: %v", tc.want, tc.gpus, err)
+		}
+		if pl.Feasible || len(pl.Reasons) == 0 || !strings.Contains(pl.Reasons[0], "exceeds the maximum") {
+			t.Errorf("%s on %d: feasible=%v reasons %q", tc.want, tc.gpus, pl.Feasible, pl.Reasons)
+		}
+		if len(pl.Alternatives) != 1 || pl.Alternatives[0].Kind != "more-gpus" || pl.Alternatives[0].GPUs != tc.need {
+			t.Errorf("%s on %d: alternatives %+v, want more-gpus with %d", tc.want, tc.gpus, pl.Alternatives, tc.need)
+		}
+		// The GPUs it names do hold the demand.
+		ok, err := c.Plan(context.Background(), p, ws, PlanOptions{GPUs: tc.need})
+		if err != nil || !ok.Feasible {
+			t.Errorf("%s on %d GPUs: %v feasible=%v", tc.want, tc.need, err, ok != nil && ok.Feasible)
+		}
+	}
+}

@@ -203,14 +203,33 @@ func (c *Catalogue) resolve(p *Product, wants []Want, gpus int) (demand, map[int
 		bins[i] = ciBins(p.Profiles[i], need)
 		d[i] += uint16(len(bins[i]))
 	}
+	var over overMax
 	for i, pr := range p.Profiles {
 		if limit := pr.MaxCount * gpus; int(d[i]) > limit {
-			return d, nil, badDemandf("%s x%d exceeds the maximum of %d per GPU (%d on %d GPU(s))",
-				pr.Name, d[i], pr.MaxCount, limit, gpus)
+			over.msgs = append(over.msgs, fmt.Sprintf("%s x%d exceeds the maximum of %d per GPU (%d on %d GPU(s))",
+				pr.Name, d[i], pr.MaxCount, limit, gpus))
+			if pr.MaxCount > 0 {
+				over.minGPUs = max(over.minGPUs, (int(d[i])+pr.MaxCount-1)/pr.MaxCount)
+			}
 		}
+	}
+	if len(over.msgs) > 0 {
+		return d, bins, over
 	}
 	return d, bins, nil
 }
+
+// overMax is the ErrBadDemand of a count above what gpus GPUs can hold:
+// Plan turns it into an infeasible plan, other callers report it.
+type overMax struct {
+	msgs []string
+	// minGPUs is the fewest GPUs whose per-GPU maxima hold the counts
+	// (0: a profile allows none).
+	minGPUs int
+}
+
+func (e overMax) Error() string        { return strings.Join(e.msgs, "; ") }
+func (e overMax) Is(target error) bool { return target == ErrBadDemand }
 
 // wantsOf renders a demand as Want items in catalogue order.
 func wantsOf(p *Product, d demand) []Want {
