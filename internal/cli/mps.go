@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -244,6 +246,18 @@ func (a *App) newMPSPartitionCommand(f *mpsFlags) *cobra.Command {
 			if err != nil {
 				return wrapUsage(fmt.Errorf("--chunks: %w", err))
 			}
+			switch {
+			case smCount < 0:
+				return Usagef("--sm-count %d: want a positive SM count", smCount)
+			case smCount > 0 && len(f.gpus) > 0:
+				return Usagef("--sm-count plans offline and --gpu reads a GPU's SM count: give one of them")
+			case smCount > 0 && !cmd.Flags().Changed("arch"):
+				return Usagef("--sm-count needs --arch (ampere: 4 SMs per chunk; hopper, blackwell: 8)")
+			case smCount > 0 && !slices.Contains([]string{"hopper", "blackwell", "ampere", "ada", "turing", "volta", "pascal"}, strings.ToLower(arch)):
+				return Usagef("--arch %q: want hopper, blackwell, ampere, ada, turing, volta or pascal", arch)
+			case smCount == 0 && cmd.Flags().Changed("arch"):
+				return Usagef("--arch goes with --sm-count (with --gpu the architecture comes from the GPU)")
+			}
 			var p mps.PartitionPlan
 			if smCount > 0 {
 				p = mps.PlanPartitions(-1, "", smCount, mps.ChunkSMs(arch, ""), 0, req)
@@ -284,7 +298,7 @@ func (a *App) newMPSPartitionCommand(f *mpsFlags) *cobra.Command {
 	}
 	plan.Flags().StringVar(&want, "chunks", "", "partitions: chunk counts (5,3,2) or SM counts (40sm,24sm)")
 	plan.Flags().IntVar(&smCount, "sm-count", 0, "plan offline for a GPU with this many SMs")
-	plan.Flags().StringVar(&arch, "arch", "hopper", "architecture for --sm-count (ampere: 4 SMs per chunk, hopper/blackwell: 8)")
+	plan.Flags().StringVar(&arch, "arch", "", "architecture for --sm-count, required with it (ampere: 4 SMs per chunk, hopper/blackwell: 8)")
 	var chunks int
 	add := &cobra.Command{
 		Use:     "add --gpu SEL --chunks N",

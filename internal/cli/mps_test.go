@@ -71,6 +71,10 @@ func TestMPSErrors(t *testing.T) {
 		{[]string{"mps", "start", "--root", gpuHost("nodriver")}, ExitFailure, "no NVIDIA driver"},
 		{[]string{"mps", "partition", "plan", "--chunks", "x", "--sm-count", "10"}, ExitUsage, "--chunks"},
 		{[]string{"mps", "partition", "plan", "--chunks", "1"}, ExitUsage, "one --gpu"},
+		{[]string{"mps", "start", "--mig", "MIG-nonexistent", "--dry-run", "--root", gpuHost("a100-mig")}, ExitUsage, "no such MIG device"},
+		{[]string{"mps", "partition", "plan", "--chunks", "1", "--sm-count", "132"}, ExitUsage, "--sm-count needs --arch"},
+		{[]string{"mps", "partition", "plan", "--chunks", "1", "--sm-count", "132", "--arch", "tpu"}, ExitUsage, "--arch \"tpu\""},
+		{[]string{"mps", "partition", "plan", "--chunks", "1", "--sm-count", "132", "--arch", "hopper", "--gpu", "0", "--root", gpuHost("h100x8")}, ExitUsage, "give one of them"},
 		{[]string{"mps", "partition", "add", "--gpu", "0", "--chunks", "2", "--root", gpuHost("h100x8")}, ExitFailure, "no MPS daemon"},
 	} {
 		_, stderr, code := runGPUCLI(t, append(tc.args, "--mps-control", ctl)...)

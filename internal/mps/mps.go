@@ -346,6 +346,18 @@ func (m *Manager) Targets(st gpu.Status, gpuSel, migSel []string) ([]Daemon, err
 		if err != nil {
 			return nil, err
 		}
+		// known lists the MIG devices the backend reports; when it reports
+		// some, a UUID outside them is a typo, not a device it cannot see.
+		var known []string
+		for _, g := range st.GPUs {
+			for _, gi := range g.MIGInstances {
+				for _, ci := range gi.ComputeInstances {
+					if ci.UUID != "" {
+						known = append(known, ci.UUID)
+					}
+				}
+			}
+		}
 		for _, g := range gpus {
 			for _, gi := range g.MIGInstances {
 				for _, ci := range gi.ComputeInstances {
@@ -362,8 +374,11 @@ func (m *Manager) Targets(st gpu.Status, gpuSel, migSel []string) ([]Daemon, err
 			}
 		}
 		for _, u := range slices.Sorted(maps.Keys(want)) {
-			// A MIG UUID gpunode cannot see (e.g. nvidia-smi backend): accept
-			// it as given when it is well-formed.
+			if len(known) > 0 && strings.HasPrefix(u, "MIG-") {
+				return nil, fmt.Errorf("--mig %q: no such MIG device on the selected GPUs (the GPU backend lists %s)", u, strings.Join(clipStrings(known, 4), ", "))
+			}
+			// A MIG UUID gpunode cannot see (a backend that lists no MIG
+			// devices, e.g. nvidia-smi): accept it when it is well-formed.
 			d, err := m.DaemonFor(u, -1, true)
 			if err != nil || !strings.HasPrefix(u, "MIG-") {
 				return nil, fmt.Errorf("--mig %q: not a MIG device UUID", u)
@@ -418,4 +433,12 @@ func (m *Manager) Discover() ([]Daemon, error) {
 		out = append(out, d)
 	}
 	return out, nil
+}
+
+// clipStrings returns the first n of ss, and "... N more" for the rest.
+func clipStrings(ss []string, n int) []string {
+	if len(ss) <= n {
+		return ss
+	}
+	return append(ss[:n:n], fmt.Sprintf("... %d more", len(ss)-n))
 }

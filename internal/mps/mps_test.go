@@ -255,14 +255,20 @@ func TestTargets(t *testing.T) {
 	if _, err := m.Targets(st, nil, []string{"GPU-aaaa"}); err == nil {
 		t.Error("--mig with a GPU UUID: no error")
 	}
-	// MIG UUIDs the backend does not list are taken as given, in sorted
-	// order (not map order).
-	ds, err = m.Targets(st, nil, []string{"MIG-zzzz,MIG-yyyy,MIG-xxxx,MIG-1111"})
+	// A MIG UUID the backend does not list, when it lists MIG devices, is
+	// a typo: refused, naming the known ones (it was taken as given).
+	if _, err := m.Targets(st, nil, []string{"MIG-zzzz,MIG-1111"}); err == nil || !strings.Contains(err.Error(), `"MIG-zzzz": no such MIG device`) || !strings.Contains(err.Error(), "MIG-1111") {
+		t.Errorf("--mig with an unknown UUID: %v", err)
+	}
+	// A backend that lists no MIG devices (nvidia-smi): taken as given,
+	// in sorted order (not map order).
+	blind := gpu.Status{GPUs: []gpu.GPU{{Index: 0, UUID: "GPU-aaaa"}, {Index: 1, UUID: "GPU-bbbb", MIG: &gpu.MIGMode{Current: true}}}}
+	ds, err = m.Targets(blind, nil, []string{"MIG-zzzz,MIG-yyyy,MIG-xxxx"})
 	var got []string
 	for _, d := range ds {
 		got = append(got, fmt.Sprintf("%d %s", d.GPU, d.Device))
 	}
-	if want := []string{"1 MIG-1111", "-1 MIG-xxxx", "-1 MIG-yyyy", "-1 MIG-zzzz"}; err != nil || !slices.Equal(got, want) {
+	if want := []string{"-1 MIG-xxxx", "-1 MIG-yyyy", "-1 MIG-zzzz"}; err != nil || !slices.Equal(got, want) {
 		t.Errorf("--mig with unlisted UUIDs: %q %v, want %q", got, err, want)
 	}
 	if _, err := m.DaemonFor("../../etc", 0, false); err == nil {
