@@ -73,6 +73,7 @@ func (a *App) newAgentCommand() *cobra.Command {
 		listen    string
 		nfdDir    string
 		logFormat string
+		html      bool
 	)
 	cmd := &cobra.Command{
 		Use:   "agent [--listen ADDR] [--interval 60s] [--profile NAME] [--nfd-features-dir DIR]",
@@ -120,6 +121,9 @@ see docs/FLEET.md.`,
 				Audit:    func(ctx context.Context) (agent.Result, error) { return a.RunAudit(ctx, ao) },
 				Interval: interval, Profile: ao.profile, NFDDir: nfdDir, Logger: logger,
 			}
+			if html {
+				cfg.HTML = a.agentHTML
+			}
 			v := buildVersion()
 			cfg.Build = agent.Build{Version: v.Version, Commit: v.Commit, GoVersion: v.GoVersion}
 			ag, err := agent.New(cfg)
@@ -140,6 +144,7 @@ see docs/FLEET.md.`,
 	f.StringVar(&listen, "listen", agent.DefaultListen, "HTTP listen address (host:port)")
 	f.StringVar(&nfdDir, "nfd-features-dir", "/etc/kubernetes/node-feature-discovery/features.d", "NFD features.d directory for the feature file (empty: none)")
 	f.StringVar(&logFormat, "log-format", "json", "log format: json or text")
+	f.BoolVar(&html, "html", true, "serve /report.html (rendered once per audit)")
 	cmd.AddCommand(a.newNPDCheckCommand())
 	return cmd
 }

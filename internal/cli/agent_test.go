@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -74,6 +75,15 @@ func TestAgentCommandReportIsAuditJSON(t *testing.T) {
 			}
 			body, _ = io.ReadAll(r.Body)
 			r.Body.Close()
+			h, err := http.Get("http://" + addr + "/report.html")
+			if err != nil {
+				t.Fatal(err)
+			}
+			page, _ := io.ReadAll(h.Body)
+			h.Body.Close()
+			if h.StatusCode != 200 || strings.Count(string(page), `<g class="gpu`) != 8 {
+				t.Errorf("/report.html: %d, %d GPU elements", h.StatusCode, strings.Count(string(page), `<g class="gpu`))
+			}
 			break
 		}
 	}
@@ -101,5 +111,24 @@ func TestAgentCommandReportIsAuditJSON(t *testing.T) {
 	}
 	if !strings.Contains(errb.String(), "msg=audit") || !strings.Contains(errb.String(), "drift=") {
 		t.Fatalf("no audit log line: %s", errb.String())
+	}
+}
+
+func TestReportCommand(t *testing.T) {
+	dgx := testhost.Path(t, "dgx-h100")
+	out := t.TempDir() + "/r.html"
+	code, stdout, errb := run(t, "--root", dgx, "report", "--gpu-backend", "fake", "--html", out)
+	if code != 0 || !strings.HasPrefix(stdout, "wrote "+out) {
+		t.Fatalf("report: exit %d %q %q", code, stdout, errb)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Count(string(b), `<g class="gpu`) != 8 || !strings.Contains(string(b), "gpu.persistence/gpu7") {
+		t.Fatal("report lacks the DGX GPUs or the GPU layer's checks")
+	}
+	if code, _, _ := run(t, "--root", dgx, "report"); code != 2 {
+		t.Fatalf("report without --html: exit %d, want 2", code)
 	}
 }

@@ -18,5 +18,6 @@ func commands() []func(*App) *cobra.Command {
 		(*App).newTuneCommand,
 		(*App).newBenchCommand,
 		(*App).newAgentCommand,
+		(*App).newReportCommand,
 	}
 }

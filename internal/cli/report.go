@@ -1,0 +1,108 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpunode/gpunode/internal/agent"
+	"github.com/gpunode/gpunode/internal/bench"
+	"github.com/gpunode/gpunode/internal/gpu"
+	"github.com/gpunode/gpunode/internal/journal"
+	"github.com/gpunode/gpunode/internal/report"
+	"github.com/gpunode/gpunode/internal/tune"
+)
+
+func (a *App) newReportCommand() *cobra.Command {
+	var (
+		ao       agentAuditOptions
+		htmlFile string
+		stateDir string
+	)
+	cmd := &cobra.Command{
+		Use:   "report --html FILE [--profile NAME]",
+		Short: "Write a one-page HTML report: topology picture, audit with fixes, IRQ placement, saved benchmarks",
+		Long: `Run discovery and the full audit (as 'gpunode audit') and write one
+self-contained HTML page (nothing fetched, no script): the topology drawn
+as SVG (sockets, NUMA nodes with CPUs and memory, PCIe switches with their
+GPUs and NICs; GPUs without a NIC on their node and PCIe links trained
+below capability marked), the GPU/NIC link-class matrix, the audit table
+with status colours and fixes, IRQ placement per device, and the results
+saved by 'gpunode bench --save'. 'gpunode agent' serves the same page on
+/report.html.
+
+Exit status: 0 written, 2 usage, 3 failure (drift does not fail it).`,
+		Example: `  gpunode report --html node.html
+  gpunode report --root ./capture --profile training --html capture.html`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if htmlFile == "" {
+				return Usagef("--html FILE is required")
+			}
+			res, err := a.RunAudit(cmd.Context(), ao)
+			if err != nil {
+				return err
+			}
+			fs, err := a.Host()
+			if err != nil {
+				return err
+			}
+			saved, _ := bench.LoadAll(fs, stateDir)
+			b, err := report.HTML(report.Input{Report: res.Report, Topo: res.Topo, IRQ: res.IRQ, Bench: saved,
+				Generated: time.Now().UTC().Format(time.RFC3339), Version: buildVersion().Version})
+			if err != nil {
+				return err
+			}
+			if err := writeFileAtomic(htmlFile, b); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.Stdout, "wrote %s (%d bytes): %d checks, %d drift, %d error\n", htmlFile, len(b),
+				len(res.Report.Checks), res.Report.Summary.Drift, res.Report.Summary.Error)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&htmlFile, "html", "", "write the HTML report to FILE")
+	f.StringVar(&ao.profile, "profile", tune.ProfileBase, "profile to audit against")
+	f.StringVar(&ao.backend, "gpu-backend", gpu.KindAuto, "GPU backend")
+	f.StringVar(&stateDir, "state-dir", journal.DefaultDir, "state directory whose bench/ results are shown (a host path under --root)")
+	return cmd
+}
+
+// writeFileAtomic writes a user-named output file through a temporary
+// file in its directory and a rename.
+func writeFileAtomic(name string, b []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".*")
+	if err != nil {
+		return fmt.Errorf("--html: %w", err)
+	}
+	_, err = tmp.Write(b)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), name)
+	}
+	if err != nil {
+		_ = os.Remove(tmp.Name())
+		return fmt.Errorf("--html: %w", err)
+	}
+	return nil
+}
+
+// agentHTML renders /report.html from an agent snapshot.
+func (a *App) agentHTML(s *agent.Snapshot) ([]byte, error) {
+	r := s.Result
+	var saved []*bench.Saved
+	if fs, err := a.Host(); err == nil {
+		saved, _ = bench.LoadAll(fs, journal.DefaultDir)
+	}
+	return report.HTML(report.Input{Report: r.Report, Topo: r.Topo, IRQ: r.IRQ, Bench: saved,
+		Generated: s.At.UTC().Format(time.RFC3339), Version: buildVersion().Version})
+}

@@ -1,0 +1,173 @@
+package report
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpunode/gpunode/internal/check"
+	"github.com/gpunode/gpunode/internal/hostfs"
+	"github.com/gpunode/gpunode/internal/irq"
+	"github.com/gpunode/gpunode/internal/testhost"
+	"github.com/gpunode/gpunode/internal/tune"
+)
+
+var update = flag.Bool("update", false, "rewrite the screenshot artifact testdata/report-dgx-h100.png")
+
+func fixtureInput(t *testing.T, host string) Input {
+	t.Helper()
+	fs, err := hostfs.New(testhost.Path(t, host))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	cat := tune.NewCatalogue()
+	p, err := (&tune.Loader{Cat: cat, Host: fs, Checks: irq.Source{}.Describe()}).Load(tune.ProfileBase)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := tune.NewHost(ctx, fs)
+	r, err := tune.Audit(ctx, h, cat, p, tune.Options{Sources: []check.Source{irq.Source{FS: fs, Topo: h.Topo}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := irq.Analyze(ctx, fs, h.Topo, irq.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Input{Report: r, Topo: h.Topo, IRQ: q, Generated: "2026-01-01T00:00:00Z"}
+}
+
+func count(b []byte, re string) int { return len(regexp.MustCompile(re).FindAll(b, -1)) }
+
+func TestHTMLFixtures(t *testing.T) {
+	for _, host := range []string{"dgx-h100", "gh200", "amd-8numa", "downgraded", "vm-2vcpu"} {
+		t.Run(host, func(t *testing.T) {
+			in := fixtureInput(t, host)
+			b, err := HTML(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tp := in.Topo
+			if n := count(b, `<g class="gpu[ "]`); n != len(tp.GPUs) {
+				t.Errorf("%d GPU elements, %d GPUs", n, len(tp.GPUs))
+			}
+			if n := count(b, `<g class="nic[ "]`); n != len(tp.NICs) {
+				t.Errorf("%d NIC elements, %d NICs", n, len(tp.NICs))
+			}
+			if n := count(b, `<g class="numa"`); n != len(tp.NUMANodes) {
+				t.Errorf("%d NUMA elements, %d nodes", n, len(tp.NUMANodes))
+			}
+			down := 0
+			for _, d := range append(append(tp.GPUs[:len(tp.GPUs):len(tp.GPUs)], tp.NICs...), tp.NVSwitches...) {
+				if d.LinkDowngraded {
+					down++
+				}
+			}
+			if n := count(b, `<g class="[a-z]+( bad)? downgraded"`); n != down {
+				t.Errorf("%d downgraded elements, %d downgraded links", n, down)
+			}
+			if n := count(b, `<tr class="check">`); n != len(in.Report.Checks) {
+				t.Errorf("%d audit rows, %d checks", n, len(in.Report.Checks))
+			}
+			for _, bad := range []string{"<script", "http://", "https://", "src=", "@import"} {
+				if bytes.Contains(b, []byte(bad)) && !(bad == "http://" && bytes.Count(b, []byte(bad)) == bytes.Count(b, []byte(`xmlns="http://www.w3.org/2000/svg"`))) {
+					t.Errorf("page contains %q: not self-contained", bad)
+				}
+			}
+		})
+	}
+}
+
+func TestHTMLEscapes(t *testing.T) {
+	in := fixtureInput(t, "vm-2vcpu")
+	in.Report.Hostname = `<script>alert(1)</script>`
+	in.Topo.NICs = append(in.Topo.NICs, in.Topo.NICs...)
+	if len(in.Topo.NICs) > 0 {
+		in.Topo.NICs[0].Name = `"><script>x</script>`
+	}
+	b, err := HTML(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(b, []byte("<script")) {
+		t.Fatalf("unescaped input in the page")
+	}
+	if _, err := HTML(Input{}); err == nil {
+		t.Fatal("no report accepted")
+	}
+}
+
+// The page in a real browser (Debian's chromium, headless): it loads with
+// no console errors, and the DOM Chromium built holds one SVG element per
+// GPU, NIC and NUMA node. With -update the DGX screenshot is rewritten.
+func TestChromium(t *testing.T) {
+	chromium := ""
+	for _, c := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(c); err == nil {
+			chromium = p
+			break
+		}
+	}
+	if chromium == "" {
+		t.Skip("no chromium installed")
+	}
+	in := fixtureInput(t, "dgx-h100")
+	b, err := HTML(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	page := filepath.Join(dir, "report.html")
+	if err := os.WriteFile(page, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) (string, string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		defer cancel()
+		base := []string{"--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
+			"--user-data-dir=" + filepath.Join(dir, "profile"), "--enable-logging=stderr", "--v=0"}
+		cmd := exec.CommandContext(ctx, chromium, append(append(base, args...), "file://"+page)...)
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("chromium %v: %v\n%s", args, err, errb.String())
+		}
+		return out.String(), errb.String()
+	}
+	dom, logs := run("--dump-dom")
+	for _, l := range strings.Split(logs, "\n") {
+		if strings.Contains(l, "CONSOLE") || strings.Contains(l, "Uncaught") || strings.Contains(l, "Refused to") {
+			t.Errorf("console: %s", l)
+		}
+	}
+	if !strings.Contains(dom, `<svg xmlns="http://www.w3.org/2000/svg" id="topo-svg"`) {
+		t.Fatal("no topology SVG in the DOM")
+	}
+	for cls, want := range map[string]int{"gpu": len(in.Topo.GPUs), "nic": len(in.Topo.NICs), "numa": len(in.Topo.NUMANodes)} {
+		if n := count([]byte(dom), `<g class="`+cls+`[ "]`); n != want || want == 0 {
+			t.Errorf("DOM: %d %s elements, want %d", n, cls, want)
+		}
+	}
+	shot := filepath.Join(dir, "shot.png")
+	run("--window-size=1500,1100", "--screenshot="+shot)
+	png, err := os.ReadFile(shot)
+	if err != nil || !bytes.HasPrefix(png, []byte("\x89PNG")) || len(png) < 20000 {
+		t.Fatalf("screenshot: %v, %d bytes", err, len(png))
+	}
+	if art := os.Getenv("GPUNODE_ARTIFACTS"); art != "" {
+		_ = os.WriteFile(filepath.Join(art, "report-dgx-h100.png"), png, 0o644)
+	}
+	if *update {
+		if err := os.WriteFile("testdata/report-dgx-h100.png", png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
