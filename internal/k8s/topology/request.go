@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -109,7 +110,7 @@ func ParseMergeRequest(b []byte) (*MergeRequest, error) {
 				m[r] = nil
 				continue
 			}
-			out, err := convertHints(*hints, fmt.Sprintf("providers[%d].%s", i, r))
+			out, err := convertHints(*hints, fmt.Sprintf("providers[%d].%s", i, r), req.NUMANodes)
 			if err != nil {
 				return nil, err
 			}
@@ -130,8 +131,10 @@ func sortedKeys[V any](m map[string]V) []string {
 }
 
 // convertHints turns decoded hints into Hints; field names the list in
-// errors.
-func convertHints(raw []rawHint, field string) ([]Hint, error) {
+// errors. An affinity naming a NUMA id that is not in numaNodes is an
+// error (kubelet's hint providers only name the machine's nodes; merged
+// anyway it gave affinities over nodes that do not exist).
+func convertHints(raw []rawHint, field string, numaNodes []int) ([]Hint, error) {
 	out := make([]Hint, len(raw))
 	for j, h := range raw {
 		out[j].Preferred = h.Preferred
@@ -141,6 +144,11 @@ func convertHints(raw []rawHint, field string) ([]Hint, error) {
 		mask, err := NewBitmask(*h.Affinity...)
 		if err != nil {
 			return nil, fmt.Errorf("%s[%d].affinity: %w", field, j, err)
+		}
+		for _, id := range *h.Affinity {
+			if !slices.Contains(numaNodes, id) {
+				return nil, fmt.Errorf("%s[%d].affinity: NUMA id %d is not in numaNodes %v", field, j, id, numaNodes)
+			}
 		}
 		out[j].Affinity = mask.Ptr()
 	}
@@ -180,7 +188,7 @@ func parseMergeRequestLocated(b []byte) (*MergeRequest, error) {
 					return nil, fmt.Errorf("%s[%d]: %w", field, j, err)
 				}
 			}
-			out, err := convertHints(hints, field)
+			out, err := convertHints(hints, field, req.NUMANodes)
 			if err != nil {
 				return nil, err
 			}

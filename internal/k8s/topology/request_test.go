@@ -17,6 +17,8 @@ func TestParseMergeRequestErrors(t *testing.T) {
 		{"distances rows", `{"policy":"restricted","numaNodes":[0,1],"distances":[[10,20]]}`, "distances: 1 rows for 2 NUMA nodes"},
 		{"distances cols", `{"policy":"restricted","numaNodes":[0,1],"distances":[[10,20],[20]]}`, "distances[1]: 1 columns for 2 NUMA nodes"},
 		{"affinity range", `{"policy":"restricted","numaNodes":[0,1],"providers":[{},{"gpu":[{"affinity":[0],"preferred":true},{"affinity":[70]}]}]}`, "providers[1].gpu[1].affinity: NUMA id 70 beyond 63"},
+		// A NUMA id the request's numaNodes do not have (it was merged).
+		{"affinity not a node", `{"policy":"best-effort","numaNodes":[0,1],"providers":[{"cpu":[{"affinity":[5],"preferred":true}]}]}`, "providers[0].cpu[0].affinity: NUMA id 5 is not in numaNodes [0 1]"},
 		{"unknown field", `{"policy":"restricted","numaNodes":[0],"polcy":1}`, `unknown field "polcy"`},
 		{"unknown hint field", `{"policy":"restricted","numaNodes":[0],"providers":[{"cpu":[{"affinty":[0]}]}]}`, `providers[0].cpu[0]: json: unknown field "affinty"`},
 		{"wrong type", `{"policy":"restricted","numaNodes":"0"}`, "numaNodes: cannot use JSON string"},
