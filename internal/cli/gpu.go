@@ -43,7 +43,7 @@ func (a *App) openGPU(ctx context.Context, kind string) (gpu.Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	b, err := gpu.Open(ctx, gpu.Options{Kind: kind, Host: host})
+	b, err := gpu.Open(ctx, gpu.Options{Kind: kind, Host: host, Timeout: a.GPUTimeout, LiveSMI: a.GPUSMILive})
 	if err != nil {
 		return nil, wrapUsage(err)
 	}

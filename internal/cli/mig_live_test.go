@@ -58,7 +58,8 @@ func TestMIGLiveErrors(t *testing.T) {
 		{[]string{"mig", "apply", "-f", cfg, "--root", gpuHost("a100-mig")}, ExitUsage, "-c LABEL"},
 		{[]string{"mig", "apply", "-f", "/nonexistent.yaml", "-c", "x", "--root", gpuHost("a100-mig")}, ExitUsage, "nonexistent"},
 		{[]string{"mig", "apply", "-f", cfg, "-c", "all-balanced", "--root", gpuHost("nodriver")}, ExitFailure, "no NVIDIA driver"},
-		{[]string{"mig", "export", "--gpu-backend", "nvidia-smi", "--root", gpuHost("a100-mig")}, ExitFailure, "need the NVML backend"},
+		{[]string{"mig", "export", "--gpu-backend", "nvidia-smi", "--root", gpuHost("a100-mig")}, ExitUsage, "--gpu-smi-live"},
+		{[]string{"mig", "apply", "-f", cfg, "-c", "all-balanced", "--gpu-backend", "none", "--root", gpuHost("a100-mig")}, ExitFailure, "no NVIDIA driver"},
 	} {
 		_, stderr, code := runGPUCLI(t, tc.args...)
 		if code != tc.code || !strings.Contains(stderr, tc.want) {

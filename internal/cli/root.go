@@ -9,9 +9,11 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpunode/gpunode/internal/gpu"
 	"github.com/gpunode/gpunode/internal/hostfs"
 	"github.com/gpunode/gpunode/internal/output"
 )
@@ -52,8 +54,13 @@ type App struct {
 	Root    string
 	Output  string
 	NoColor bool
-	format  output.Format
-	host    *hostfs.FS // opened by Host
+	// GPUTimeout and GPUSMILive are --gpu-timeout and --gpu-smi-live
+	// (gpu.Options.Timeout, LiveSMI) for every command that opens a GPU
+	// backend.
+	GPUTimeout time.Duration
+	GPUSMILive bool
+	format     output.Format
+	host       *hostfs.FS // opened by Host
 }
 
 // Main runs gpunode with env and returns the process exit code.
@@ -110,6 +117,8 @@ Exit codes:
 	pf.StringVar(&a.Root, "root", "/", "host filesystem root to read (and write) instead of /")
 	pf.StringVarP(&a.Output, "output", "o", "table", "output format: table, json or yaml")
 	pf.BoolVar(&a.NoColor, "no-color", false, "disable colours in table output")
+	pf.DurationVar(&a.GPUTimeout, "gpu-timeout", gpu.DefaultTimeout, "deadline of each nvidia-smi run and of each GPU's NVML reads; a call past it is reported as an error naming the GPU and the call")
+	pf.BoolVar(&a.GPUSMILive, "gpu-smi-live", false, "allow --gpu-backend nvidia-smi with --root other than /: it runs this host's nvidia-smi, not the captured one")
 	_ = root.RegisterFlagCompletionFunc("output", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return []string{"table", "json", "yaml"}, cobra.ShellCompDirectiveNoFileComp
 	})

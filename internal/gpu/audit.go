@@ -42,7 +42,7 @@ var reasons = map[string]string{
 // Describe lists the GPU checks (check.Describer of Source).
 func Describe() []check.Description {
 	per := "gpu (gpuN)"
-	return []check.Description{
+	return append([]check.Description{
 		{ID: CheckDriverPresent, Layer: Layer, Section: "2.1", Title: "an NVIDIA driver answers for the NVIDIA PCI functions on the bus"},
 		{ID: CheckPersistence, Layer: Layer, Subject: per, Section: "2.1", Title: "persistence mode on"},
 		{ID: CheckECCMode, Layer: Layer, Subject: per, Section: "2.3", Title: "ECC enabled, no mode change pending"},
@@ -51,7 +51,7 @@ func Describe() []check.Description {
 		{ID: CheckLockedClocks, Layer: Layer, Subject: per, Section: "2.4", Title: "clocks not limited by a lock or application clocks"},
 		{ID: CheckMIGPending, Layer: Layer, Subject: per, Section: "2.2", Title: "no MIG mode change pending a GPU reset"},
 		{ID: CheckCUDACompat, Layer: Layer, Section: "2.1", Title: "the driver runs the CUDA runtime in use (NVIDIA's compatibility rules)"},
-	}
+	}, DescribeHealth()...)
 }
 
 // AuditOptions tune Audit.
@@ -292,10 +292,21 @@ func CUDACompat(driver, driverCUDA, runtime string, fwd []ForwardCompat) (check.
 		c.Fix = []string{fmt.Sprintf("upgrade the driver, or install the cuda-compat-%d-%d package (data-center GPUs only)", rMaj, rMin)}
 		return c, true
 	}
-	c.Status = check.OK
-	if driverCUDA != "" && derr == nil {
-		c.Detail = fmt.Sprintf("minor-version compatibility: CUDA %s runs on the CUDA %s driver, but PTX of newer code cannot be JIT-compiled", runtime, driverCUDA)
+	if driverCUDA == "" || derr != nil {
+		// Without the driver's own CUDA version (nvidia-smi's CSV query
+		// has none) only the minimum-driver rule could be checked: the
+		// verdict is unknown, never ok.
+		c.Status = check.Info
+		c.Current += " (driver CUDA version unknown)"
+		what := "did not report the driver's CUDA version"
+		if driverCUDA != "" {
+			what = fmt.Sprintf("reported the driver's CUDA version as %q", driverCUDA)
+		}
+		c.Detail = fmt.Sprintf("compatibility unknown: the backend %s; driver %s meets CUDA %d.x's minimum for minor-version compatibility", what, driver, rMaj)
+		return c, true
 	}
+	c.Status = check.OK
+	c.Detail = fmt.Sprintf("minor-version compatibility: CUDA %s runs on the CUDA %s driver, but PTX of newer code cannot be JIT-compiled", runtime, driverCUDA)
 	return c, true
 }
 

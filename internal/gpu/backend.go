@@ -130,6 +130,33 @@ type Options struct {
 	FakeFile string
 	// NewNVML opens the NVML backend (default OpenNVML); tests inject a mock.
 	NewNVML func() (Backend, error)
+	// Timeout is the deadline of each nvidia-smi run and of each GPU's NVML
+	// reads (--gpu-timeout; <= 0: DefaultTimeout).
+	Timeout time.Duration
+	// LiveSMI allows the nvidia-smi backend with a --root other than "/"
+	// (--gpu-smi-live): it runs this host's nvidia-smi, whose answer has
+	// nothing to do with the captured files under the root.
+	LiveSMI bool
+}
+
+// ErrLiveSMIRefused is returned for --gpu-backend nvidia-smi with a root
+// other than "/" and no LiveSMI.
+var ErrLiveSMIRefused = errors.New("the nvidia-smi backend runs this host's nvidia-smi")
+
+// timeoutSetter is implemented by backends with a per-call deadline.
+type timeoutSetter interface{ SetTimeout(time.Duration) }
+
+// openNVML opens NVML under the deadline (nvmlInit can block on a wedged
+// driver) and sets its per-GPU deadline.
+func (o Options) openNVML(ctx context.Context) (Backend, error) {
+	b, err := withDeadline(ctx, o.Timeout, "nvmlInit", "all", func(context.Context) (Backend, error) { return o.NewNVML() })
+	if err != nil {
+		return nil, err
+	}
+	if t, ok := b.(timeoutSetter); ok {
+		t.SetTimeout(o.Timeout)
+	}
+	return b, nil
 }
 
 // Open selects and opens a backend. Auto on a live host tries NVML, then
@@ -163,24 +190,28 @@ func Open(ctx context.Context, o Options) (Backend, error) {
 			return b, err
 		}
 		var reasons []string
-		b, err := o.NewNVML()
+		b, err := o.openNVML(ctx)
 		if err == nil {
 			return b, nil
 		}
 		reasons = append(reasons, "nvml: "+err.Error())
 		if _, lerr := o.LookPath("nvidia-smi"); lerr == nil {
-			return NewSMI(o.Runner), nil
+			return NewSMITimeout(o.Runner, o.Timeout), nil
 		}
 		reasons = append(reasons, "nvidia-smi not found")
 		return NewNone(strings.Join(reasons, "; ")), nil
 	case KindNVML:
-		b, err := o.NewNVML()
+		b, err := o.openNVML(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("--gpu-backend nvml: %w", err)
 		}
 		return b, nil
 	case KindNVIDIASMI:
-		return NewSMI(o.Runner), nil
+		if !o.Host.IsLive() && !o.LiveSMI {
+			return nil, fmt.Errorf("--gpu-backend nvidia-smi with --root %s: %w, not the captured host; pass --gpu-smi-live to run it anyway, or describe the GPUs in %s under the root (--gpu-backend fake)",
+				o.Host.Root(), ErrLiveSMIRefused, o.FakeFile)
+		}
+		return NewSMITimeout(o.Runner, o.Timeout), nil
 	case KindFake:
 		b, err := OpenFake(o.Host, o.FakeFile)
 		if err != nil {

@@ -138,7 +138,6 @@ func TestParseSMIXMLErrors(t *testing.T) {
 		"empty":      "",
 		"not xml":    "GPU 0: NVIDIA H100",
 		"other root": "<foo/>",
-		"bad bus id": `<nvidia_smi_log><gpu id="x"><uuid>GPU-1</uuid><pci><pci_bus_id>zz</pci_bus_id></pci></gpu></nvidia_smi_log>`,
 		"truncated":  `<nvidia_smi_log><gpu id="00000000:18:00.0">`,
 		"bad entity": `<nvidia_smi_log>&foo;</nvidia_smi_log>`,
 	} {
@@ -327,7 +326,8 @@ func TestOpenSelection(t *testing.T) {
 		{"explicit fake missing", "fake", host(t, "nodriver"), failNVML, okPath, "", true, ""},
 		{"explicit nvml fails", "nvml", live, failNVML, okPath, "", true, ""},
 		{"explicit none", "none", host(t, "h100x8"), failNVML, okPath, KindNone, false, ""},
-		{"explicit smi", "NVIDIA-SMI", host(t, "h100x8"), failNVML, noPath, KindNVIDIASMI, false, ""},
+		{"explicit smi", "NVIDIA-SMI", live, failNVML, noPath, KindNVIDIASMI, false, ""},
+		{"explicit smi under --root", "nvidia-smi", host(t, "h100x8"), failNVML, okPath, "", true, ""},
 		{"unknown", "rocm", live, failNVML, okPath, "", true, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -27,7 +27,20 @@ type Status struct {
 	DriverVersion string `json:"driverVersion,omitempty"`
 	// CUDAVersion is the newest CUDA version the driver supports, e.g. "12.4".
 	CUDAVersion string `json:"cudaVersion,omitempty"`
-	GPUs        []GPU  `json:"gpus"`
+	// AttachedGPUs is the GPU count the driver reports (nvidia-smi's
+	// attached_gpus; NVML's device count) when the backend reads it.
+	AttachedGPUs *int `json:"attachedGpus,omitempty"`
+	// Sources names what the backend ran or read for this status
+	// ("nvidia-smi -q -x", "nvidia-smi topo -m", "nvml"), in order.
+	Sources []string `json:"sources,omitempty"`
+	// Warnings are problems with the backend's data that did not stop the
+	// read: a GPU count that disagrees with the GPUs listed, a bus id that
+	// does not parse, a secondary command that failed or timed out.
+	Warnings []string `json:"warnings,omitempty"`
+	// FailedCalls are the secondary driver calls that failed or timed out
+	// (the status is still usable; HealthChecks reports timeouts).
+	FailedCalls []CallError `json:"failedCalls,omitempty"`
+	GPUs        []GPU       `json:"gpus"`
 }
 
 // GPU is one physical GPU.
@@ -70,8 +83,21 @@ type GPU struct {
 	// NVLinks lists the GPU's NVLink links (empty when it has none or they
 	// could not be read).
 	NVLinks []NVLink `json:"nvlinks,omitempty"`
+	// NVLinkPeers are the NVLink classes of nvidia-smi topo -m (nvidia-smi
+	// backend).
+	NVLinkPeers []NVLinkPeer `json:"nvlinkPeers,omitempty"`
 	// TemperatureC is the GPU core temperature.
 	TemperatureC *int `json:"temperatureC,omitempty"`
+	// MemoryUsedMiB is the framebuffer memory in use.
+	MemoryUsedMiB *uint64 `json:"memoryUsedMiB,omitempty"`
+	// UtilizationPct and MemoryUtilPct are the GPU and memory-controller
+	// utilisation over the driver's last sample period.
+	UtilizationPct *int `json:"utilizationPct,omitempty"`
+	MemoryUtilPct  *int `json:"memoryUtilPct,omitempty"`
+	// Health holds the driver's health signals (reset required, recovery
+	// action, fabric state, NVLink error counters) when the backend reads
+	// them; HealthChecks turns them into checks.
+	Health *Health `json:"health,omitempty"`
 	// MIGInstances are the GPU instances of a GPU in MIG mode (read by the
 	// MIG layer; the fake backend carries them in its file).
 	MIGInstances []MIGInstance `json:"migInstances,omitempty"`
@@ -81,15 +107,25 @@ type GPU struct {
 type MIGInstance struct {
 	GPUInstanceID int `json:"gpuInstanceId"`
 	// ProfileID is the GPU-instance profile id that 'nvidia-smi mig -lgip'
-	// prints (e.g. 19 for 1g).
+	// prints (e.g. 19 for 1g). ProfileUnknown: nvidia-smi's XML does not
+	// carry it; miglive.InferProfiles names it from SMs and memory.
 	ProfileID int `json:"profileId"`
 	// Profile is the profile name ("1g.10gb").
 	Profile string `json:"profile"`
-	// Start and Size are the placement on the memory-slice axis.
-	Start            int          `json:"start"`
-	Size             int          `json:"size"`
+	// Start and Size are the placement on the memory-slice axis; Size 0
+	// means the placement is unknown (nvidia-smi's XML has none).
+	Start int `json:"start"`
+	Size  int `json:"size"`
+	// SMCount and MemoryMiB are the instance's multiprocessors and
+	// framebuffer memory, when the backend reports them (nvidia-smi XML).
+	SMCount          int          `json:"smCount,omitempty"`
+	MemoryMiB        uint64       `json:"memoryMiB,omitempty"`
 	ComputeInstances []MIGCompute `json:"computeInstances,omitempty"`
 }
+
+// ProfileUnknown is the ProfileID of an instance whose profile the backend
+// did not report.
+const ProfileUnknown = -1
 
 // MIGCompute is one compute instance (a MIG device CUDA can see).
 type MIGCompute struct {
@@ -97,6 +133,12 @@ type MIGCompute struct {
 	ProfileID         int    `json:"profileId"`
 	Profile           string `json:"profile"`
 	UUID              string `json:"uuid,omitempty"`
+	// Index is the MIG device index nvidia-smi prints (nil: not reported).
+	Index *int `json:"index,omitempty"`
+	// SMCount is the compute instance's multiprocessors (0: not reported).
+	SMCount int `json:"smCount,omitempty"`
+	// MemoryUsedMiB is the MIG device's framebuffer memory in use.
+	MemoryUsedMiB *uint64 `json:"memoryUsedMiB,omitempty"`
 }
 
 // MIGMode is a MIG-capable GPU's mode. Current and Pending differ until the
@@ -222,10 +264,14 @@ type RemappedRows struct {
 	Failure       bool `json:"failure"`
 }
 
-// Power is in watts; zero means unknown.
+// Power is in watts; zero means unknown. DrawW is the one-second average
+// (NVML's nvmlDeviceGetPowerUsage and CSV power.draw; the XML's power_draw
+// up to schema v12 and average_power_draw from v13); InstantW is the
+// instantaneous reading where the backend has one.
 type Power struct {
-	DrawW  float64 `json:"drawW,omitempty"`
-	LimitW float64 `json:"limitW,omitempty"`
+	DrawW    float64 `json:"drawW,omitempty"`
+	InstantW float64 `json:"instantW,omitempty"`
+	LimitW   float64 `json:"limitW,omitempty"`
 }
 
 // PCIeLink is the PCIe link generation and width (current and maximum).
@@ -243,6 +289,17 @@ type NVLink struct {
 	// RemotePCIAddress is the sysfs form of the peer's PCI address (a GPU or
 	// an NVSwitch).
 	RemotePCIAddress string `json:"remotePciAddress,omitempty"`
+	// SpeedGBps is the link's speed as 'nvidia-smi nvlink -s' prints it.
+	SpeedGBps float64 `json:"speedGBps,omitempty"`
+}
+
+// NVLinkPeer is a GPU this GPU reaches over NVLink, with the bonded link
+// count 'nvidia-smi topo -m' prints (NV<links>). Backends that know the
+// remote end of each link (NVML, fake) leave it empty: NVLinkClassesOf
+// derives the classes from NVLinks.
+type NVLinkPeer struct {
+	PCIAddress string `json:"pciAddress"`
+	Links      int    `json:"links"`
 }
 
 // ActiveNVLinks counts the active links.
@@ -316,8 +373,16 @@ func (s Status) WriteTable(w io.Writer, _ output.Options) error {
 	if s.CUDAVersion != "" {
 		hdr += fmt.Sprintf("  cuda: %s", s.CUDAVersion)
 	}
+	if len(s.Sources) > 0 {
+		hdr += "  read: " + strings.Join(s.Sources, ", ")
+	}
 	if _, err := fmt.Fprintln(w, hdr); err != nil {
 		return err
+	}
+	for _, wr := range s.Warnings {
+		if _, err := fmt.Fprintln(w, "warning: "+wr); err != nil {
+			return err
+		}
 	}
 	if len(s.GPUs) == 0 {
 		_, err := fmt.Fprintln(w, "no GPUs")
@@ -414,14 +479,50 @@ func (g GPU) writeDetail(w io.Writer) error {
 	if g.PCIe.Gen != 0 {
 		fmt.Fprintf(&b, "  pcie: gen%d/%d x%d/%d\n", g.PCIe.Gen, g.PCIe.MaxGen, g.PCIe.Width, g.PCIe.MaxWidth)
 	}
+	if u := g.usage(); u != "" {
+		b.WriteString("  usage: " + u + "\n")
+	}
+	if h := g.Health; h != nil {
+		var parts []string
+		if h.ResetRequired != nil {
+			parts = append(parts, "reset required "+yesNo(*h.ResetRequired))
+		}
+		if h.DrainRecommended != nil {
+			parts = append(parts, "drain recommended "+yesNo(*h.DrainRecommended))
+		}
+		if h.RecoveryAction != "" {
+			parts = append(parts, "recovery action "+h.RecoveryAction)
+		}
+		if h.FabricState != "" || h.FabricStatus != "" {
+			parts = append(parts, "fabric "+orDash(h.FabricState)+"/"+orDash(h.FabricStatus))
+		}
+		if len(parts) > 0 {
+			b.WriteString("  health: " + strings.Join(parts, ", ") + "\n")
+		}
+	}
 	if len(g.MIGInstances) > 0 {
 		b.WriteString("  mig instances:")
 		for _, gi := range g.MIGInstances {
 			name := gi.Profile
 			if name == "" {
-				name = fmt.Sprintf("profile %d", gi.ProfileID)
+				name = "profile ?"
+				if gi.ProfileID != ProfileUnknown {
+					name = fmt.Sprintf("profile %d", gi.ProfileID)
+				}
 			}
-			fmt.Fprintf(&b, " %s@%d:%d", name, gi.Start, gi.Size)
+			if gi.Size == 0 {
+				// nvidia-smi's XML has no placements.
+				fmt.Fprintf(&b, " %s(GI %d", name, gi.GPUInstanceID)
+				if gi.SMCount > 0 {
+					fmt.Fprintf(&b, ", %d SMs", gi.SMCount)
+				}
+				if gi.MemoryMiB > 0 {
+					fmt.Fprintf(&b, ", %d MiB", gi.MemoryMiB)
+				}
+				b.WriteString(")")
+			} else {
+				fmt.Fprintf(&b, " %s@%d:%d", name, gi.Start, gi.Size)
+			}
 			if len(gi.ComputeInstances) != 1 {
 				fmt.Fprintf(&b, "(%d CIs)", len(gi.ComputeInstances))
 			}
@@ -448,6 +549,34 @@ func (g GPU) writeDetail(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// usage renders memory used, utilisation, temperature and power ("" when
+// the backend read none of them).
+func (g GPU) usage() string {
+	var parts []string
+	if g.MemoryUsedMiB != nil {
+		parts = append(parts, fmt.Sprintf("memory %d/%d MiB", *g.MemoryUsedMiB, g.MemoryMiB))
+	}
+	if g.UtilizationPct != nil {
+		parts = append(parts, fmt.Sprintf("gpu util %d%%", *g.UtilizationPct))
+	}
+	if g.MemoryUtilPct != nil {
+		parts = append(parts, fmt.Sprintf("memory util %d%%", *g.MemoryUtilPct))
+	}
+	if g.TemperatureC != nil {
+		parts = append(parts, fmt.Sprintf("%d C", *g.TemperatureC))
+	}
+	if g.Power.DrawW != 0 {
+		p := fmt.Sprintf("power %.2f W (1 s average)", g.Power.DrawW)
+		if g.Power.InstantW != 0 {
+			p += fmt.Sprintf(", instant %.2f W", g.Power.InstantW)
+		}
+		parts = append(parts, p)
+	} else if g.Power.InstantW != 0 {
+		parts = append(parts, fmt.Sprintf("power %.2f W (instant)", g.Power.InstantW))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func yesNo(b bool) string {

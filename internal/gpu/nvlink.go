@@ -66,6 +66,19 @@ func NVLinkClassesOf(st Status) map[[2]string]string {
 			direct[k][g.PCIAddress]++
 		}
 	}
+	// Classes nvidia-smi topo -m printed (nvidia-smi backend).
+	for _, g := range st.GPUs {
+		for _, p := range g.NVLinkPeers {
+			if g.PCIAddress == "" || p.PCIAddress == "" || p.PCIAddress == g.PCIAddress || p.Links <= 0 {
+				continue
+			}
+			k := key(g.PCIAddress, p.PCIAddress)
+			if direct[k] == nil {
+				direct[k] = map[string]int{}
+			}
+			direct[k][g.PCIAddress] = max(direct[k][g.PCIAddress], p.Links)
+		}
+	}
 	for k, ends := range direct {
 		n := 0
 		for _, c := range ends {

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 )
@@ -18,7 +20,12 @@ type nvmlBackend struct {
 	mu  sync.Mutex
 	// syms caches symbol lookups (true: present).
 	syms map[string]bool
+	// timeout is the deadline of each GPU's reads (0: DefaultTimeout).
+	timeout time.Duration
 }
+
+// SetTimeout sets the deadline of each GPU's NVML reads (--gpu-timeout).
+func (b *nvmlBackend) SetTimeout(d time.Duration) { b.timeout = d }
 
 var _ Backend = (*nvmlBackend)(nil)
 
@@ -178,19 +185,42 @@ func (b *nvmlBackend) Status(ctx context.Context) (Status, error) {
 	if v, ret := NVMLCall(b.lib.SystemGetCudaDriverVersion); ret == nvml.SUCCESS {
 		st.CUDAVersion = cudaVersion(v)
 	}
-	n, ret := NVMLCall(b.lib.DeviceGetCount)
-	if ret != nvml.SUCCESS {
-		return Status{}, fmt.Errorf("nvml: device count: %w", nvmlErr(ret))
+	n, err := withDeadline(ctx, b.timeout, "nvmlDeviceGetCount", "all", func(context.Context) (int, error) {
+		n, ret := NVMLCall(b.lib.DeviceGetCount)
+		if ret != nvml.SUCCESS {
+			return 0, fmt.Errorf("nvml: device count: %w", nvmlErr(ret))
+		}
+		return n, nil
+	})
+	if err != nil {
+		return Status{}, err
 	}
+	st.AttachedGPUs = &n
+	st.Sources = []string{"nvml"}
 	for i := 0; i < n; i++ {
 		if err := ctx.Err(); err != nil {
 			return Status{}, err
 		}
-		dev, ret := NVMLCall(func() (nvml.Device, nvml.Return) { return b.lib.DeviceGetHandleByIndex(i) })
-		if ret != nvml.SUCCESS {
-			return Status{}, fmt.Errorf("nvml: GPU %d: handle: %w", i, nvmlErr(ret))
+		// Each GPU is read under its own deadline, in a goroutine the
+		// deadline can abandon (withDeadline): a wedged GPU blocks inside
+		// the driver and ignores contexts. Its reads are reported as a
+		// failed call; the other GPUs are still read.
+		var last atomic.Value
+		last.Store("nvmlDeviceGetHandleByIndex")
+		g, err := withDeadline(ctx, b.timeout, "NVML reads", fmt.Sprint(i), func(context.Context) (GPU, error) {
+			dev, ret := NVMLCall(func() (nvml.Device, nvml.Return) { return b.lib.DeviceGetHandleByIndex(i) })
+			if ret != nvml.SUCCESS {
+				return GPU{}, fmt.Errorf("nvml: GPU %d: handle: %w", i, nvmlErr(ret))
+			}
+			return b.readGPU(i, dev, func(call string) { last.Store(call) })
+		})
+		var ce *CallError
+		if errors.As(err, &ce) && ce.Timeout {
+			ce.Call = fmt.Sprint(last.Load())
+			st.FailedCalls = append(st.FailedCalls, *ce)
+			st.Warnings = append(st.Warnings, ce.Error())
+			continue
 		}
-		g, err := b.readGPU(i, dev)
 		if err != nil {
 			return Status{}, err
 		}
@@ -200,8 +230,11 @@ func (b *nvmlBackend) Status(ctx context.Context) (Status, error) {
 	return st, nil
 }
 
-func (b *nvmlBackend) readGPU(i int, d nvml.Device) (GPU, error) {
+// readGPU reads one GPU; step names each call group before it runs, so a
+// timeout can say which call did not answer.
+func (b *nvmlBackend) readGPU(i int, d nvml.Device, step func(call string)) (GPU, error) {
 	g := GPU{Index: i}
+	step("nvmlDeviceGetUUID")
 	if v, ret := NVMLCall(d.GetIndex); ret == nvml.SUCCESS {
 		g.Index = v
 	}
@@ -226,8 +259,16 @@ func (b *nvmlBackend) readGPU(i int, d nvml.Device) (GPU, error) {
 	if a, ret := NVMLCall(d.GetAttributes); ret == nvml.SUCCESS && a.MultiprocessorCount > 0 {
 		g.SMCount = int(a.MultiprocessorCount)
 	}
+	step("nvmlDeviceGetMemoryInfo")
 	if m, ret := NVMLCall(d.GetMemoryInfo); ret == nvml.SUCCESS {
 		g.MemoryMiB = m.Total >> 20
+		used := m.Used >> 20
+		g.MemoryUsedMiB = &used
+	}
+	step("nvmlDeviceGetUtilizationRates")
+	if u, ret := NVMLCall(d.GetUtilizationRates); ret == nvml.SUCCESS && u.Gpu <= 100 && u.Memory <= 100 {
+		gu, mu := int(u.Gpu), int(u.Memory)
+		g.UtilizationPct, g.MemoryUtilPct = &gu, &mu
 	}
 	if b.has("nvmlDeviceGetNumaNodeId") {
 		if n, ret := NVMLCall(d.GetNumaNodeId); ret == nvml.SUCCESS && n >= 0 {
@@ -250,6 +291,7 @@ func (b *nvmlBackend) readGPU(i int, d nvml.Device) (GPU, error) {
 	if cur, pend, ret := NVMLCall2(d.GetMigMode); ret == nvml.SUCCESS {
 		g.MIG = &MIGMode{Current: cur == nvml.DEVICE_MIG_ENABLE, Pending: pend == nvml.DEVICE_MIG_ENABLE}
 	}
+	step("nvmlDeviceGetClockInfo")
 	clock := func(f func(nvml.ClockType) (uint32, nvml.Return), t nvml.ClockType) uint32 {
 		v, ret := NVMLCall(func() (uint32, nvml.Return) { return f(t) })
 		if ret != nvml.SUCCESS {
@@ -275,6 +317,7 @@ func (b *nvmlBackend) readGPU(i int, d nvml.Device) (GPU, error) {
 			g.ClockEvents = DecodeClockEvents(m)
 		}
 	}
+	step("nvmlDeviceGetEccMode")
 	if cur, pend, ret := NVMLCall2(d.GetEccMode); ret == nvml.SUCCESS {
 		e := &ECC{Current: cur == nvml.FEATURE_ENABLED, Pending: pend == nvml.FEATURE_ENABLED}
 		ecc := func(t nvml.MemoryErrorType, c nvml.EccCounterType) *uint64 {
@@ -313,6 +356,7 @@ func (b *nvmlBackend) readGPU(i int, d nvml.Device) (GPU, error) {
 		}
 		g.RetiredPages = rp
 	}
+	step("nvmlDeviceGetPowerUsage")
 	if p, ret := NVMLCall(d.GetPowerUsage); ret == nvml.SUCCESS {
 		g.Power.DrawW = float64(p) / 1000
 	}
@@ -332,11 +376,65 @@ func (b *nvmlBackend) readGPU(i int, d nvml.Device) (GPU, error) {
 		ti := int(t)
 		g.TemperatureC = &ti
 	}
+	step("nvmlDeviceGetNvLinkState")
 	g.NVLinks = b.readNVLinks(d)
+	step("nvmlDeviceGetNvLinkErrorCounter")
+	g.Health = b.readHealth(d, g.NVLinks)
 	if g.MIG != nil && g.MIG.Current {
+		step("nvmlDeviceGetMigDeviceHandleByIndex")
 		g.MIGInstances = b.readMIGDevices(d)
 	}
 	return g, nil
+}
+
+// fabricStateNames name nvmlGpuFabricState_t values as nvidia-smi prints
+// them.
+var fabricStateNames = map[uint8]string{
+	nvml.GPU_FABRIC_STATE_NOT_SUPPORTED: "Not Supported",
+	nvml.GPU_FABRIC_STATE_NOT_STARTED:   "Not Started",
+	nvml.GPU_FABRIC_STATE_IN_PROGRESS:   "In Progress",
+	nvml.GPU_FABRIC_STATE_COMPLETED:     "Completed",
+}
+
+// readHealth reads the fabric registration (nvmlDeviceGetGpuFabricInfo,
+// NVSwitch systems) and the error counters of the active NVLinks.
+func (b *nvmlBackend) readHealth(d nvml.Device, links []NVLink) *Health {
+	h := &Health{}
+	if b.has("nvmlDeviceGetGpuFabricInfo") {
+		if f, ret := NVMLCall(d.GetGpuFabricInfo); ret == nvml.SUCCESS && f.State != nvml.GPU_FABRIC_STATE_NOT_SUPPORTED {
+			h.FabricState = fabricStateNames[f.State]
+			if h.FabricState == "" {
+				h.FabricState = fmt.Sprintf("state %d", f.State)
+			}
+			if r := nvml.Return(f.Status); r == nvml.SUCCESS {
+				h.FabricStatus = "Success"
+			} else {
+				h.FabricStatus = r.Error()
+			}
+		}
+	}
+	for _, l := range links {
+		if !l.Active {
+			continue
+		}
+		cnt := func(c nvml.NvLinkErrorCounter) (uint64, bool) {
+			v, ret := NVMLCall(func() (uint64, nvml.Return) { return d.GetNvLinkErrorCounter(l.Link, c) })
+			return v, ret == nvml.SUCCESS
+		}
+		e := NVLinkErrors{Link: l.Link}
+		var ok [4]bool
+		e.Replay, ok[0] = cnt(nvml.NVLINK_ERROR_DL_REPLAY)
+		e.Recovery, ok[1] = cnt(nvml.NVLINK_ERROR_DL_RECOVERY)
+		e.CRCFlit, ok[2] = cnt(nvml.NVLINK_ERROR_DL_CRC_FLIT)
+		e.CRCData, ok[3] = cnt(nvml.NVLINK_ERROR_DL_CRC_DATA)
+		if ok[0] || ok[1] || ok[2] || ok[3] {
+			h.NVLinkErrors = append(h.NVLinkErrors, e)
+		}
+	}
+	if h.FabricState == "" && len(h.NVLinkErrors) == 0 {
+		return nil
+	}
+	return h
 }
 
 // readMIGDevices lists the MIG devices (compute instances) of a GPU in MIG

@@ -67,7 +67,19 @@ func mockFromGPU(g GPU) *mock.Device {
 			}
 			return ma, mi, nvml.SUCCESS
 		},
-		GetMemoryInfoFunc: func() (nvml.Memory, nvml.Return) { return nvml.Memory{Total: g.MemoryMiB << 20}, nvml.SUCCESS },
+		GetMemoryInfoFunc: func() (nvml.Memory, nvml.Return) {
+			m := nvml.Memory{Total: g.MemoryMiB << 20}
+			if g.MemoryUsedMiB != nil {
+				m.Used = *g.MemoryUsedMiB << 20
+			}
+			return m, nvml.SUCCESS
+		},
+		GetUtilizationRatesFunc: func() (nvml.Utilization, nvml.Return) {
+			if g.UtilizationPct == nil || g.MemoryUtilPct == nil {
+				return nvml.Utilization{}, ns
+			}
+			return nvml.Utilization{Gpu: uint32(*g.UtilizationPct), Memory: uint32(*g.MemoryUtilPct)}, nvml.SUCCESS
+		},
 		GetNumaNodeIdFunc: func() (int, nvml.Return) { return 0, ns },
 		GetPersistenceModeFunc: func() (nvml.EnableState, nvml.Return) {
 			if g.Persistence == nil {
@@ -245,6 +257,14 @@ func TestNVMLMatchesXML(t *testing.T) {
 				}
 			}
 			want.Backend = KindNVML
+			want.Sources = []string{"nvml"}
+			for i := range want.GPUs {
+				// NVML reports memory used whenever it reports the total.
+				if want.GPUs[i].MemoryUsedMiB == nil {
+					zero := uint64(0)
+					want.GPUs[i].MemoryUsedMiB = &zero
+				}
+			}
 			var devs []*mock.Device
 			for _, g := range want.GPUs {
 				devs = append(devs, mockFromGPU(g))

@@ -10,56 +10,158 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // smi is the nvidia-smi backend.
 type smi struct {
-	run  Runner
-	path string
+	run     Runner
+	path    string
+	timeout time.Duration
 }
 
 var _ Backend = (*smi)(nil)
 
-// NewSMI returns a backend that runs nvidia-smi through r.
-func NewSMI(r Runner) Backend { return &smi{run: r, path: "nvidia-smi"} }
+// NewSMI returns a backend that runs nvidia-smi through r, each run under
+// DefaultTimeout.
+func NewSMI(r Runner) Backend { return NewSMITimeout(r, 0) }
+
+// NewSMITimeout is NewSMI with a deadline per nvidia-smi run (<= 0:
+// DefaultTimeout).
+func NewSMITimeout(r Runner, timeout time.Duration) Backend {
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	return &smi{run: r, path: "nvidia-smi", timeout: timeout}
+}
 
 func (s *smi) Name() string { return KindNVIDIASMI }
 
-// QueryFields are the --query-gpu fields the CSV fallback asks for, in order.
+// QueryFields are the --query-gpu fields the CSV fallback asks for, in
+// order. Every one is valid on all drivers gpunode supports (R450 on):
+// clocks_throttle_reasons.active rather than clocks_event_reasons.active,
+// which only R535 and newer know.
 var QueryFields = []string{
 	"index", "name", "uuid", "pci.bus_id", "pci.device_id", "driver_version",
 	"persistence_mode", "compute_mode", "mig.mode.current", "mig.mode.pending",
 	"clocks.gr", "clocks.sm", "clocks.mem", "clocks.applications.graphics",
 	"clocks.applications.memory", "clocks.max.graphics", "clocks.max.sm", "clocks.max.memory",
-	"clocks_event_reasons.active", "ecc.mode.current", "ecc.mode.pending",
+	"clocks_throttle_reasons.active", "ecc.mode.current", "ecc.mode.pending",
 	"ecc.errors.corrected.volatile.total", "ecc.errors.uncorrected.volatile.total",
 	"ecc.errors.corrected.aggregate.total", "ecc.errors.uncorrected.aggregate.total",
 	"power.draw", "power.limit", "pcie.link.gen.current", "pcie.link.gen.max",
 	"pcie.link.width.current", "pcie.link.width.max", "memory.total", "temperature.gpu",
+	"memory.used", "utilization.gpu", "utilization.memory", "count",
+	"retired_pages.sbe", "retired_pages.dbe", "retired_pages.pending",
+}
+
+// QueryFieldsNewer are asked for on top of QueryFields; a driver that
+// rejects one of them ("is not a valid field to query") is asked again
+// with QueryFields alone. remapped_rows.* exist from R460 on.
+var QueryFieldsNewer = []string{
+	"remapped_rows.correctable", "remapped_rows.uncorrectable", "remapped_rows.pending", "remapped_rows.failure",
+}
+
+// smiRun runs nvidia-smi with args under the backend's deadline. The
+// returned error names the command; a timeout is a *CallError.
+func (s *smi) smiRun(ctx context.Context, gpuName string, args ...string) ([]byte, error) {
+	c := Cmd{Name: s.path, Args: args}
+	call := strings.TrimSpace("nvidia-smi " + strings.Join(args, " "))
+	return withDeadline(ctx, s.timeout, call, gpuName, func(ctx context.Context) ([]byte, error) {
+		return s.run.Run(ctx, c)
+	})
 }
 
 func (s *smi) Status(ctx context.Context) (Status, error) {
-	out, err := s.run.Run(ctx, Cmd{Name: s.path, Args: []string{"-q", "-x"}})
+	st, err := s.status(ctx)
+	if err != nil {
+		return Status{}, err
+	}
+	s.addNVLinks(ctx, &st)
+	return st, nil
+}
+
+func (s *smi) status(ctx context.Context) (Status, error) {
+	out, err := s.smiRun(ctx, "all", "-q", "-x")
 	if err == nil {
 		st, perr := ParseSMIXML(bytes.NewReader(out))
 		if perr == nil {
+			st.Sources = []string{"nvidia-smi -q -x"}
 			return st, nil
 		}
-		err = perr
+		err = fmt.Errorf("nvidia-smi -q -x: %w", perr)
 	}
 	if ctx.Err() != nil {
 		return Status{}, ctx.Err()
 	}
-	out2, err2 := s.run.Run(ctx, Cmd{Name: s.path, Args: []string{
-		"--query-gpu=" + strings.Join(QueryFields, ","), "--format=csv,nounits"}})
+	var te *CallError
+	if errors.As(err, &te) && te.Timeout {
+		// A driver that does not answer -q -x will not answer the CSV
+		// query either: do not wait twice.
+		return Status{}, err
+	}
+	fields := append(append([]string{}, QueryFields...), QueryFieldsNewer...)
+	out2, err2 := s.smiRun(ctx, "all", "--query-gpu="+strings.Join(fields, ","), "--format=csv,nounits")
+	if err2 != nil && !errors.As(err2, &te) {
+		// An older driver rejects a field it does not know: ask again
+		// with the fields every driver has.
+		fields = QueryFields
+		out2, err2 = s.smiRun(ctx, "all", "--query-gpu="+strings.Join(fields, ","), "--format=csv,nounits")
+	}
 	if err2 != nil {
-		return Status{}, fmt.Errorf("nvidia-smi -q -x: %w; --query-gpu: %w", err, err2)
+		return Status{}, fmt.Errorf("%w; nvidia-smi --query-gpu: %w", err, err2)
 	}
 	st, err2 := ParseQueryCSV(bytes.NewReader(out2))
 	if err2 != nil {
-		return Status{}, fmt.Errorf("nvidia-smi -q -x: %w; --query-gpu: %w", err, err2)
+		return Status{}, fmt.Errorf("%w; nvidia-smi --query-gpu: %w", err, err2)
 	}
+	st.Sources = []string{"nvidia-smi --query-gpu (" + fmt.Sprint(len(fields)) + " fields)"}
+	st.Warnings = append(st.Warnings, fmt.Sprintf("nvidia-smi -q -x unusable, CSV fallback used: %v", err))
 	return st, nil
+}
+
+// addNVLinks reads NVLink state through nvidia-smi: 'topo -m' for the NV#
+// class of each GPU pair and 'nvlink -s' for each link's state and speed.
+// Failures are recorded in st, never fatal.
+func (s *smi) addNVLinks(ctx context.Context, st *Status) {
+	if len(st.GPUs) == 0 {
+		return
+	}
+	if out, err := s.smiRun(ctx, "all", "nvlink", "-s"); err != nil {
+		st.FailedCalls = append(st.FailedCalls, callError(err, "nvidia-smi nvlink -s"))
+	} else {
+		links := ParseNVLinkStatus(out)
+		for i := range st.GPUs {
+			if l, ok := links[strings.ToUpper(st.GPUs[i].UUID)]; ok {
+				st.GPUs[i].NVLinks = l
+			}
+		}
+		st.Sources = append(st.Sources, "nvidia-smi nvlink -s")
+	}
+	if len(st.GPUs) < 2 {
+		return
+	}
+	out, err := s.smiRun(ctx, "all", "topo", "-m")
+	if err != nil {
+		st.FailedCalls = append(st.FailedCalls, callError(err, "nvidia-smi topo -m"))
+		return
+	}
+	m, err := ParseTopoMatrix(out)
+	if err != nil {
+		st.Warnings = append(st.Warnings, fmt.Sprintf("nvidia-smi topo -m: %v", err))
+		return
+	}
+	ApplyTopoMatrix(st, m)
+	st.Sources = append(st.Sources, "nvidia-smi topo -m")
+}
+
+// callError turns a run's error into a CallError for Status.FailedCalls.
+func callError(err error, call string) CallError {
+	var ce *CallError
+	if errors.As(err, &ce) {
+		return *ce
+	}
+	return CallError{Call: call, GPU: "all", Err: err.Error()}
 }
 
 func (s *smi) SetPersistence(ctx context.Context, uuid string, on bool) error {
@@ -67,17 +169,17 @@ func (s *smi) SetPersistence(ctx context.Context, uuid string, on bool) error {
 	if on {
 		v = "1"
 	}
-	_, err := s.run.Run(ctx, Cmd{Name: s.path, Args: []string{"-i", uuid, "-pm", v}})
+	_, err := s.smiRun(ctx, uuid, "-i", uuid, "-pm", v)
 	return err
 }
 
 func (s *smi) LockClocks(ctx context.Context, uuid string, r ClockRange) error {
-	_, err := s.run.Run(ctx, Cmd{Name: s.path, Args: []string{"-i", uuid, "-lgc", fmt.Sprintf("%d,%d", r.MinMHz, r.MaxMHz)}})
+	_, err := s.smiRun(ctx, uuid, "-i", uuid, "-lgc", fmt.Sprintf("%d,%d", r.MinMHz, r.MaxMHz))
 	return err
 }
 
 func (s *smi) ResetClocks(ctx context.Context, uuid string) error {
-	_, err := s.run.Run(ctx, Cmd{Name: s.path, Args: []string{"-i", uuid, "-rgc"}})
+	_, err := s.smiRun(ctx, uuid, "-i", uuid, "-rgc")
 	return err
 }
 
@@ -90,7 +192,19 @@ type smiLog struct {
 	XMLName       xml.Name `xml:"nvidia_smi_log"`
 	DriverVersion string   `xml:"driver_version"`
 	CUDAVersion   string   `xml:"cuda_version"`
+	AttachedGPUs  string   `xml:"attached_gpus"`
 	GPUs          []smiGPU `xml:"gpu"`
+}
+
+// smiMIGDevice is one <mig_device> (a compute instance CUDA can see).
+type smiMIGDevice struct {
+	Index             string `xml:"index"`
+	GPUInstanceID     string `xml:"gpu_instance_id"`
+	ComputeInstanceID string `xml:"compute_instance_id"`
+	UUID              string `xml:"uuid"`
+	SMs               string `xml:"device_attributes>shared>multiprocessor_count"`
+	FBTotal           string `xml:"fb_memory_usage>total"`
+	FBUsed            string `xml:"fb_memory_usage>used"`
 }
 
 type smiGPU struct {
@@ -102,9 +216,25 @@ type smiGPU struct {
 		Current string `xml:"current_mig"`
 		Pending string `xml:"pending_mig"`
 	} `xml:"mig_mode"`
+	MIGDevices struct {
+		Devices []smiMIGDevice `xml:"mig_device"`
+	} `xml:"mig_devices"`
 	UUID        string `xml:"uuid"`
 	MinorNumber string `xml:"minor_number"`
-	PCI         struct {
+	ResetStatus struct {
+		Required         string `xml:"reset_required"`
+		DrainRecommended string `xml:"drain_and_reset_recommended"`
+	} `xml:"gpu_reset_status"`
+	RecoveryAction string `xml:"gpu_recovery_action"`
+	Fabric         struct {
+		State  string `xml:"state"`
+		Status string `xml:"status"`
+	} `xml:"fabric"`
+	Utilization struct {
+		GPU    string `xml:"gpu_util"`
+		Memory string `xml:"memory_util"`
+	} `xml:"utilization"`
+	PCI struct {
 		BusID    string `xml:"pci_bus_id"`
 		DeviceID string `xml:"pci_device_id"`
 		Link     struct {
@@ -123,6 +253,7 @@ type smiGPU struct {
 	ThrottleReasons *smiReasons `xml:"clocks_throttle_reasons"`
 	FBMemory        struct {
 		Total string `xml:"total"`
+		Used  string `xml:"used"`
 	} `xml:"fb_memory_usage"`
 	ECCMode struct {
 		Current string `xml:"current_ecc"`
@@ -265,6 +396,7 @@ func (c smiECCCounts) counts() ECCCounts {
 
 type smiPower struct {
 	Draw         string `xml:"power_draw"`
+	Average      string `xml:"average_power_draw"`
 	Instant      string `xml:"instant_power_draw"`
 	Limit        string `xml:"power_limit"`
 	CurrentLimit string `xml:"current_power_limit"`
@@ -280,7 +412,7 @@ func parseUint(s string) (uint64, bool) {
 // parseUnit parses "1980 MHz", "70.52 W", "16x", "81559 MiB", "33 C".
 func parseUnit(s string) (float64, bool) {
 	s = strings.TrimSpace(s)
-	for _, u := range []string{"MHz", "MiB", "W", "C", "x"} {
+	for _, u := range []string{"MHz", "MiB", "W", "C", "x", "%"} {
 		s = strings.TrimSpace(strings.TrimSuffix(s, u))
 	}
 	f, err := strconv.ParseFloat(s, 64)
@@ -354,6 +486,17 @@ func ParseSMIXML(r io.Reader) (Status, error) {
 	if strings.EqualFold(st.CUDAVersion, "N/A") {
 		st.CUDAVersion = ""
 	}
+	if n, ok := parseUint(log.AttachedGPUs); ok && n < 1<<16 {
+		attached := int(n)
+		st.AttachedGPUs = &attached
+		if attached != len(log.GPUs) {
+			st.Warnings = append(st.Warnings, fmt.Sprintf("nvidia-smi reports %d attached GPUs but lists %d", attached, len(log.GPUs)))
+		}
+	}
+	if len(log.GPUs) > maxGPUs {
+		st.Warnings = append(st.Warnings, fmt.Sprintf("nvidia-smi lists %d GPUs; only the first %d are read", len(log.GPUs), maxGPUs))
+		log.GPUs = log.GPUs[:maxGPUs]
+	}
 	for i, x := range log.GPUs {
 		g := GPU{Index: i, Name: strings.TrimSpace(x.ProductName), UUID: strings.TrimSpace(x.UUID),
 			Architecture: strings.TrimSpace(x.Architecture)}
@@ -364,9 +507,11 @@ func ParseSMIXML(r io.Reader) (Status, error) {
 		if busID == "" {
 			busID = x.ID
 		}
-		addr, err := NormalizePCIAddress(busID)
+		addr, err := normalizeBusID(busID)
 		if err != nil {
-			return Status{}, fmt.Errorf("nvidia-smi XML: gpu %d: pci_bus_id: %w", i, err)
+			// One GPU's odd bus id does not hide the others: the GPU is
+			// listed without an address, and the status says why.
+			st.Warnings = append(st.Warnings, fmt.Sprintf("GPU %d (%s): pci_bus_id: %v", i, g.UUID, err))
 		}
 		g.PCIAddress = addr
 		if id := strings.TrimSpace(x.PCI.DeviceID); id != "" && id != "N/A" {
@@ -423,11 +568,15 @@ func ParseSMIXML(r io.Reader) (Status, error) {
 			p = x.Power
 		}
 		if p != nil {
+			// power_draw (schema <= v12) and average_power_draw (v13) are
+			// the one-second average NVML and CSV power.draw report; the
+			// instantaneous reading is kept apart.
 			draw := p.Draw
 			if _, ok := parseUnit(draw); !ok {
-				draw = p.Instant
+				draw = p.Average
 			}
 			g.Power.DrawW, _ = parseUnit(draw)
+			g.Power.InstantW, _ = parseUnit(p.Instant)
 			for _, l := range []string{p.CurrentLimit, p.EnforcedLim, p.Limit} {
 				if v, ok := parseUnit(l); ok {
 					g.Power.LimitW = v
@@ -440,18 +589,155 @@ func ParseSMIXML(r io.Reader) (Status, error) {
 		if m, ok := parseUnit(x.FBMemory.Total); ok {
 			g.MemoryMiB = uint64(m)
 		}
+		if m, ok := parseUnit(x.FBMemory.Used); ok {
+			u := uint64(m)
+			g.MemoryUsedMiB = &u
+		}
+		g.UtilizationPct = parsePct(x.Utilization.GPU)
+		g.MemoryUtilPct = parsePct(x.Utilization.Memory)
+		g.Health = x.health()
+		g.MIGInstances = x.migInstances()
 		st.GPUs = append(st.GPUs, g)
 	}
 	st.normalize()
 	return st, nil
 }
 
+// maxGPUs bounds the GPUs read from one document (NVML's limit is far
+// lower; this only stops a hostile document).
+const maxGPUs = 1024
+
+// normalizeBusID is NormalizePCIAddress, also accepting the 5-digit PCI
+// domains of Intel VMD (nvidia-smi "00010000:E1:00.0", sysfs
+// "10000:e1:00.0"), which hostfs.ParseBDF refuses. An id that does not
+// parse returns "" and the error.
+func normalizeBusID(s string) (string, error) {
+	a, err := NormalizePCIAddress(s)
+	if err == nil {
+		return a, nil
+	}
+	parts := strings.Split(strings.ToLower(strings.TrimSpace(s)), ":")
+	if len(parts) == 3 && len(parts[0]) <= 8 {
+		dom, derr := strconv.ParseUint(parts[0], 16, 32)
+		if rest, rerr := NormalizePCIAddress("0000:" + parts[1] + ":" + parts[2]); derr == nil && rerr == nil && dom > 0xffff {
+			return fmt.Sprintf("%x", dom) + strings.TrimPrefix(rest, "0000"), nil
+		}
+	}
+	return "", err
+}
+
+// parsePct parses "37 %"; "N/A" and junk are nil.
+func parsePct(s string) *int {
+	f, ok := parseUnit(s)
+	if !ok || f > 100 {
+		return nil
+	}
+	v := int(f)
+	return &v
+}
+
+// health reads the driver's health signals from one <gpu>; nil when the
+// document has none of them (older schemas).
+func (x smiGPU) health() *Health {
+	h := &Health{
+		ResetRequired:    parseYesNo(x.ResetStatus.Required),
+		DrainRecommended: parseYesNo(x.ResetStatus.DrainRecommended),
+		RecoveryAction:   naToEmpty(x.RecoveryAction),
+		FabricState:      naToEmpty(x.Fabric.State),
+		FabricStatus:     naToEmpty(x.Fabric.Status),
+	}
+	if h.ResetRequired == nil && h.DrainRecommended == nil && h.RecoveryAction == "" && h.FabricState == "" && h.FabricStatus == "" {
+		return nil
+	}
+	return h
+}
+
+// migInstances groups the <mig_device> entries by GPU instance. The XML
+// carries no profile ids and no placements: ProfileID is ProfileUnknown
+// and Size 0 until miglive.InferProfiles names them from SMs and memory.
+func (x smiGPU) migInstances() []MIGInstance {
+	var out []MIGInstance
+	byGI := map[int]int{}
+	for n, d := range x.MIGDevices.Devices {
+		if n >= 64 {
+			break
+		}
+		gi, ok1 := parseUint(d.GPUInstanceID)
+		ci, ok2 := parseUint(d.ComputeInstanceID)
+		if !ok1 || !ok2 || gi > 1<<16 || ci > 1<<16 {
+			continue
+		}
+		c := MIGCompute{ComputeInstanceID: int(ci), ProfileID: ProfileUnknown, UUID: naToEmpty(d.UUID)}
+		if idx, ok := parseUint(d.Index); ok && idx < 1<<16 {
+			i := int(idx)
+			c.Index = &i
+		}
+		if sm, ok := parseUint(d.SMs); ok && sm < 1<<16 {
+			c.SMCount = int(sm)
+		}
+		if u, ok := parseUnit(d.FBUsed); ok {
+			used := uint64(u)
+			c.MemoryUsedMiB = &used
+		}
+		k, seen := byGI[int(gi)]
+		if !seen {
+			k = len(out)
+			byGI[int(gi)] = k
+			out = append(out, MIGInstance{GPUInstanceID: int(gi), ProfileID: ProfileUnknown})
+		}
+		inst := &out[k]
+		// A GPU instance's memory is shared by its compute instances:
+		// every <mig_device> of one GI reports the same total.
+		if m, ok := parseUnit(d.FBTotal); ok {
+			inst.MemoryMiB = uint64(m)
+		}
+		inst.SMCount += c.SMCount
+		inst.ComputeInstances = append(inst.ComputeInstances, c)
+	}
+	return out
+}
+
+func parseYesNo(s string) *bool {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "yes":
+		t := true
+		return &t
+	case "no":
+		f := false
+		return &f
+	}
+	return nil
+}
+
+// naToEmpty trims s and maps nvidia-smi's "N/A", "[N/A]" and "Not
+// Supported" spellings to "".
+func naToEmpty(s string) string {
+	s = strings.TrimSpace(s)
+	switch strings.ToLower(strings.Trim(s, "[]")) {
+	case "n/a", "not supported", "none available", "":
+		return ""
+	}
+	return s
+}
+
 // csvHeaderAlias maps the long names nvidia-smi prints in CSV headers to
 // the query names.
 var csvHeaderAlias = map[string]string{
-	"clocks.current.graphics": "clocks.gr",
-	"clocks.current.sm":       "clocks.sm",
-	"clocks.current.memory":   "clocks.mem",
+	"clocks.current.graphics":            "clocks.gr",
+	"clocks.current.sm":                  "clocks.sm",
+	"clocks.current.memory":              "clocks.mem",
+	"retired_pages.single_bit_ecc.count": "retired_pages.sbe",
+	"retired_pages.double_bit.count":     "retired_pages.dbe",
+	"clocks_event_reasons.active":        "clocks_throttle_reasons.active",
+}
+
+// csvYes reads a CSV yes/no or 1/0 flag.
+func csvYes(s string) bool {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "yes", "1", "true":
+		return true
+	}
+	return false
 }
 
 // ParseQueryCSV parses 'nvidia-smi --query-gpu=<fields> --format=csv[,nounits]'
@@ -497,6 +783,10 @@ func ParseQueryCSV(r io.Reader) (Status, error) {
 			return v
 		}
 		line := n + 2
+		if c, ok := parseUint(get("count")); ok && c < 1<<16 && st.AttachedGPUs == nil {
+			attached := int(c)
+			st.AttachedGPUs = &attached
+		}
 		g := GPU{Index: n, Name: get("name"), UUID: get("uuid")}
 		if g.UUID == "" {
 			return Status{}, fmt.Errorf("nvidia-smi CSV: line %d: empty uuid", line)
@@ -508,7 +798,7 @@ func ParseQueryCSV(r io.Reader) (Status, error) {
 			}
 			g.Index = i
 		}
-		addr, err := NormalizePCIAddress(get("pci.bus_id"))
+		addr, err := normalizeBusID(get("pci.bus_id"))
 		if err != nil {
 			return Status{}, fmt.Errorf("nvidia-smi CSV: line %d: pci.bus_id: %w", line, err)
 		}
@@ -528,14 +818,11 @@ func ParseQueryCSV(r io.Reader) (Status, error) {
 			MemoryMHz: parseMHz(get("clocks.mem")), AppGraphicsMHz: parseMHz(get("clocks.applications.graphics")),
 			AppMemoryMHz: parseMHz(get("clocks.applications.memory")), MaxGraphicsMHz: parseMHz(get("clocks.max.graphics")),
 			MaxSMMHz: parseMHz(get("clocks.max.sm")), MaxMemoryMHz: parseMHz(get("clocks.max.memory"))}
-		reasons := get("clocks_event_reasons.active")
-		if reasons == "" {
-			reasons = get("clocks_throttle_reasons.active")
-		}
+		reasons := get("clocks_throttle_reasons.active")
 		if reasons != "" {
 			m, err := strconv.ParseUint(strings.TrimPrefix(strings.ToLower(reasons), "0x"), 16, 64)
 			if err != nil {
-				return Status{}, fmt.Errorf("nvidia-smi CSV: line %d: clocks_event_reasons.active %q: %w", line, reasons, err)
+				return Status{}, fmt.Errorf("nvidia-smi CSV: line %d: clocks_throttle_reasons.active %q: %w", line, reasons, err)
 			}
 			g.ClockEvents = DecodeClockEvents(m)
 		}
@@ -563,7 +850,28 @@ func ParseQueryCSV(r io.Reader) (Status, error) {
 			ti := int(t)
 			g.TemperatureC = &ti
 		}
+		if m, ok := parseUnit(get("memory.used")); ok {
+			u := uint64(m)
+			g.MemoryUsedMiB = &u
+		}
+		g.UtilizationPct = parsePct(get("utilization.gpu"))
+		g.MemoryUtilPct = parsePct(get("utilization.memory"))
+		sbe, ok1 := parseUint(get("retired_pages.sbe"))
+		dbe, ok2 := parseUint(get("retired_pages.dbe"))
+		if ok1 || ok2 {
+			g.RetiredPages = &RetiredPages{SingleBit: int(min(sbe, 1<<31)), DoubleBit: int(min(dbe, 1<<31)),
+				Pending: strings.EqualFold(get("retired_pages.pending"), "yes")}
+		}
+		rc, ok1 := parseUint(get("remapped_rows.correctable"))
+		ru, ok2 := parseUint(get("remapped_rows.uncorrectable"))
+		if ok1 || ok2 {
+			g.RemappedRows = &RemappedRows{Correctable: int(min(rc, 1<<31)), Uncorrectable: int(min(ru, 1<<31)),
+				Pending: csvYes(get("remapped_rows.pending")), Failure: csvYes(get("remapped_rows.failure"))}
+		}
 		st.GPUs = append(st.GPUs, g)
+	}
+	if st.AttachedGPUs != nil && *st.AttachedGPUs != len(st.GPUs) {
+		st.Warnings = append(st.Warnings, fmt.Sprintf("nvidia-smi reports %d GPUs (count) but lists %d", *st.AttachedGPUs, len(st.GPUs)))
 	}
 	st.normalize()
 	return st, nil

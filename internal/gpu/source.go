@@ -53,7 +53,7 @@ func (s Source) Checks(ctx context.Context) ([]check.Check, error) {
 	if s.FS != nil {
 		Annotate(s.FS, &st)
 	}
-	return Audit(st, o), nil
+	return append(Audit(st, o), HealthChecks(st, HealthOptions{Host: s.FS})...), nil
 }
 
 // Options reads what Audit needs from the host besides the backend's

@@ -9,13 +9,20 @@ import (
 )
 
 // Devices returns the MIG devices behind a GPU backend: NVML devices for the
-// nvml backend, in-memory FakeDevices for the fake backend. nvidia-smi and
-// none cannot run MIG live operations.
+// nvml backend, in-memory FakeDevices for the fake backend, read-only
+// devices from 'nvidia-smi -q -x' for the nvidia-smi backend (export and
+// assert; apply refuses them with ErrReadOnly). none has no devices.
 func Devices(ctx context.Context, b gpu.Backend, cat *mig.Catalogue) ([]Device, error) {
 	if devs, ok, err := nvmlDevicesOf(b); ok {
 		return devs, err
 	}
 	switch b.Name() {
+	case gpu.KindNVIDIASMI:
+		st, err := b.Status(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("MIG state through nvidia-smi: %w", err)
+		}
+		return SMIDevices(st, cat)
 	case gpu.KindFake, gpu.KindNone:
 		st, err := b.Status(ctx)
 		if err != nil {
@@ -30,9 +37,11 @@ func Devices(ctx context.Context, b gpu.Backend, cat *mig.Catalogue) ([]Device, 
 }
 
 // NameInstances fills the profile names of MIG instances a backend read
-// without them (NVML reports profile ids only), from the catalogue product of
-// each GPU's PCI device id. Unknown ids stay unnamed.
+// without them (NVML reports profile ids only; nvidia-smi's XML not even
+// those: InferProfiles), from the catalogue product of each GPU's PCI
+// device id. Unknown ids stay unnamed.
 func NameInstances(st *gpu.Status, cat *mig.Catalogue) {
+	InferProfiles(st, cat)
 	for i := range st.GPUs {
 		g := &st.GPUs[i]
 		if len(g.MIGInstances) == 0 {

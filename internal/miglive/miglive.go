@@ -479,6 +479,13 @@ func Apply(ctx context.Context, cat *mig.Catalogue, devs []Device, spec *mig.Mig
 	if len(devs) == 0 {
 		return res, ErrNoDevices
 	}
+	if !o.DryRun {
+		for _, d := range devs {
+			if _, ok := d.(*smiDevice); ok {
+				return res, fmt.Errorf("mig apply with --gpu-backend nvidia-smi: %w (mig apply --dry-run, export and assert work)", ErrReadOnly)
+			}
+		}
+	}
 	cfg, err := spec.Config(o.Label)
 	if err != nil {
 		return res, err

@@ -1,0 +1,93 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// fakeSMIOnPath puts the stand-in nvidia-smi (internal/gpu/testdata/bin)
+// first on PATH, serving the recorded sample xml (and csv) in mode.
+func fakeSMIOnPath(t *testing.T, xml, csv, mode string) {
+	t.Helper()
+	dir := t.TempDir()
+	rec := filepath.Join("..", "gpu", "testdata", "recorded")
+	for src, dst := range map[string]string{xml: "q.xml", csv: "query.csv"} {
+		if src == "" {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(rec, src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, dst), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bin, err := filepath.Abs(filepath.Join("..", "gpu", "testdata", "bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+":/usr/bin:/bin")
+	t.Setenv("FAKE_SMI_DIR", dir)
+	t.Setenv("FAKE_SMI_MODE", mode)
+}
+
+// The nvidia-smi backend end to end on a recorded A100 with 4 MIG devices:
+// gpu status shows the MIG devices with inferred profiles, mig export
+// reads them (it refused the backend before), mig apply names what it
+// needs.
+func TestGPUStatusRecordedSMI(t *testing.T) {
+	fakeSMIOnPath(t, "a100-sxm4-80gb-mig-535.xml", "", "")
+	root := gpuHost("nodriver")
+	out, stderr, code := runGPUCLI(t, "gpu", "status", "-o", "json", "--gpu-backend", "nvidia-smi", "--gpu-smi-live", "--root", root)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var st struct {
+		Backend  string   `json:"backend"`
+		Warnings []string `json:"warnings"`
+		GPUs     []struct {
+			MIGInstances []struct {
+				GPUInstanceID int    `json:"gpuInstanceId"`
+				Profile       string `json:"profile"`
+				SMCount       int    `json:"smCount"`
+			} `json:"migInstances"`
+		} `json:"gpus"`
+	}
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Backend != "nvidia-smi" || len(st.GPUs) != 1 || len(st.GPUs[0].MIGInstances) != 4 || len(st.Warnings) != 1 {
+		t.Fatalf("status %s", out)
+	}
+	for _, gi := range st.GPUs[0].MIGInstances {
+		if gi.Profile != "1g.20gb" || gi.SMCount != 14 {
+			t.Errorf("GI %d: profile %q, %d SMs", gi.GPUInstanceID, gi.Profile, gi.SMCount)
+		}
+	}
+	out, stderr, code = runGPUCLI(t, "mig", "export", "--gpu-backend", "nvidia-smi", "--gpu-smi-live", "--root", root)
+	if code != 0 || !strings.Contains(out, "1g.20gb: 4") {
+		t.Errorf("mig export: exit %d\n%s%s", code, out, stderr)
+	}
+	_, stderr, code = runGPUCLI(t, "mig", "apply", "-f", migLiveConfig(), "-c", "all-1g.10gb", "--gpu-backend", "nvidia-smi", "--gpu-smi-live", "--root", root)
+	if code == 0 || !strings.Contains(stderr, "mig apply with --gpu-backend nvidia-smi") || !strings.Contains(stderr, "NVML backend") {
+		t.Errorf("mig apply: exit %d %s", code, stderr)
+	}
+}
+
+// A hung nvidia-smi ends at --gpu-timeout with an error naming the call.
+func TestGPUStatusTimeout(t *testing.T) {
+	fakeSMIOnPath(t, "tesla-t4-515.xml", "", "hang")
+	start := time.Now()
+	_, stderr, code := runGPUCLI(t, "gpu", "status", "--gpu-backend", "nvidia-smi", "--gpu-smi-live", "--gpu-timeout", "300ms", "--root", gpuHost("nodriver"))
+	if code < 3 || !strings.Contains(stderr, "nvidia-smi -q -x (GPU all): timed out") {
+		t.Errorf("exit %d: %s", code, stderr)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("took %v", d)
+	}
+}
