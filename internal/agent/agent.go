@@ -113,6 +113,7 @@ type Agent struct {
 	cfg     Config
 	log     *slog.Logger
 	snap    atomic.Pointer[Snapshot]
+	expo    atomic.Pointer[exposition]
 	reg     *prometheus.Registry
 	handler http.Handler
 	descs   descs
@@ -210,6 +211,11 @@ func (a *Agent) Cycle(ctx context.Context) *Snapshot {
 		}
 	}
 	a.snap.Store(s)
+	if e, eerr := a.encodeExposition(s.Seq); eerr != nil {
+		a.log.Warn("metrics exposition", "err", eerr) // scrapes fall back to promhttp
+	} else {
+		a.expo.Store(e)
+	}
 	return s
 }
 

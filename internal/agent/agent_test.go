@@ -2,6 +2,7 @@ package agent
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -385,5 +387,42 @@ func TestPromtoolCheckMetrics(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	if err != nil || len(bytes.TrimSpace(out)) > 0 {
 		t.Fatalf("promtool check metrics: %v\n%s", err, out)
+	}
+}
+
+// The cached exposition is what promhttp itself encodes, gzip or not.
+func TestCachedExpositionIsPromhttps(t *testing.T) {
+	a := newAgent(t, Config{Audit: fixtureAudit(t, testhost.Path(t, "dgx-h100"))})
+	a.Cycle(context.Background())
+	if a.expo.Load() == nil {
+		t.Fatal("no cached exposition")
+	}
+	direct := promhttp.HandlerFor(a.Registry(), promhttp.HandlerOpts{})
+	want := httptest.NewRecorder()
+	direct.ServeHTTP(want, httptest.NewRequest("GET", "/metrics", nil))
+	got := httptest.NewRecorder()
+	a.Handler().ServeHTTP(got, httptest.NewRequest("GET", "/metrics", nil))
+	if got.Body.String() != want.Body.String() || got.Header().Get("Content-Type") != want.Header().Get("Content-Type") {
+		t.Fatalf("cached exposition differs from promhttp's (%q vs %q, body equal %v)", got.Header().Get("Content-Type"), want.Header().Get("Content-Type"), got.Body.String() == want.Body.String())
+	}
+	req := httptest.NewRequest("GET", "/metrics", nil)
+	req.Header.Set("Accept-Encoding", "gzip")
+	gz := httptest.NewRecorder()
+	a.Handler().ServeHTTP(gz, req)
+	zr, err := gzip.NewReader(gz.Body)
+	if err != nil || gz.Header().Get("Content-Encoding") != "gzip" {
+		t.Fatalf("gzip: %v %q", err, gz.Header().Get("Content-Encoding"))
+	}
+	plain, _ := io.ReadAll(zr)
+	if string(plain) != want.Body.String() {
+		t.Fatal("gzip body differs")
+	}
+	// A protobuf scrape goes to promhttp.
+	req = httptest.NewRequest("GET", "/metrics", nil)
+	req.Header.Set("Accept", "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited")
+	pb := httptest.NewRecorder()
+	a.Handler().ServeHTTP(pb, req)
+	if !strings.Contains(pb.Header().Get("Content-Type"), "protobuf") {
+		t.Fatalf("protobuf scrape: %q", pb.Header().Get("Content-Type"))
 	}
 }

@@ -1,11 +1,15 @@
 package agent
 
 import (
+	"bytes"
+	"compress/gzip"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/common/expfmt"
 )
 
 // routes builds the read-only handler: every route answers GET and HEAD
@@ -14,7 +18,7 @@ func (a *Agent) routes() http.Handler {
 	mux := http.NewServeMux()
 	metrics := promhttp.HandlerFor(a.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError, MaxRequestsInFlight: 64,
 		Timeout: 10 * time.Second})
-	mux.Handle("/metrics", metrics)
+	mux.Handle("/metrics", a.metricsHandler(metrics))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprintln(w, "ok")
@@ -66,4 +70,77 @@ func readOnly(h http.Handler) http.Handler {
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// exposition is one snapshot's /metrics in the text format, encoded once by
+// client_golang (registry Gather + expfmt) right after the snapshot is
+// published: a scrape then copies bytes instead of re-encoding ~300 series
+// (0.7 ms of CPU each on the DGX fixture; see BenchmarkScrape).
+type exposition struct {
+	seq       uint64
+	plain, gz []byte
+}
+
+// encodeExposition gathers the registry (the current snapshot's metrics)
+// and encodes it for snapshot seq.
+func (a *Agent) encodeExposition(seq uint64) (*exposition, error) {
+	mfs, err := a.reg.Gather()
+	if err != nil {
+		return nil, err
+	}
+	f := expfmt.NewFormat(expfmt.TypeTextPlain)
+	var plain bytes.Buffer
+	enc := expfmt.NewEncoder(&plain, f)
+	for _, mf := range mfs {
+		if err := enc.Encode(mf); err != nil {
+			return nil, err
+		}
+	}
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	if _, err := zw.Write(plain.Bytes()); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	return &exposition{seq: seq, plain: plain.Bytes(), gz: gz.Bytes()}, nil
+}
+
+// metricsHandler serves the cached exposition to text-format scrapers
+// and hands anything else (protobuf, a stale cache) to promhttp.
+func (a *Agent) metricsHandler(fallback http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		e := a.expo.Load()
+		f := expfmt.Negotiate(r.Header)
+		if e == nil || e.seq != a.snap.Load().Seq || f.FormatType() != expfmt.TypeTextPlain {
+			fallback.ServeHTTP(w, r)
+			return
+		}
+		h := w.Header()
+		// The negotiated type names the escaping scheme the client asked
+		// for; every gpunode metric and label name is a legacy name, so
+		// the body is the same under any scheme.
+		h.Set("Content-Type", string(f))
+		body := e.plain
+		if acceptsGzip(r.Header.Get("Accept-Encoding")) {
+			h.Set("Content-Encoding", "gzip")
+			body = e.gz
+		}
+		h.Set("Content-Length", fmt.Sprint(len(body)))
+		if r.Method == http.MethodHead {
+			return
+		}
+		_, _ = w.Write(body)
+	})
+}
+
+func acceptsGzip(ae string) bool {
+	for _, part := range strings.Split(ae, ",") {
+		enc, params, _ := strings.Cut(strings.TrimSpace(part), ";")
+		if strings.TrimSpace(enc) == "gzip" && strings.ReplaceAll(strings.TrimSpace(params), " ", "") != "q=0" {
+			return true
+		}
+	}
+	return false
 }
