@@ -68,6 +68,10 @@ type GPUInfo struct {
 	// CPUAffinity is the driver's CPU affinity (nvmlDeviceGetCpuAffinity),
 	// empty when unknown.
 	CPUAffinity cpuset.CPUSet
+	// MIGUUIDs are the UUIDs of the GPU's MIG devices ("MIG-..."), which
+	// CUDA_VISIBLE_DEVICES names under Kubernetes; a MIG UUID binds to
+	// its parent GPU's NUMA node.
+	MIGUUIDs []string
 }
 
 // GPUSource is the GPU driver layer (NVML); nil when there is none.
@@ -345,7 +349,21 @@ func (r *resolver) findGPU(sel string) (int, error) {
 		return n, nil
 	}
 	if strings.HasPrefix(strings.ToUpper(sel), "MIG-") {
-		return 0, inputf("GPU %q is a MIG device; bind needs the physical GPU (its UUID, index or PCI address)", sel)
+		// A MIG device runs on its parent GPU: bind to the parent.
+		for i, g := range r.gpus {
+			if g.info == nil {
+				continue
+			}
+			for _, m := range g.info.MIGUUIDs {
+				if strings.EqualFold(m, sel) {
+					return i, nil
+				}
+			}
+		}
+		if r.src.GPUs == nil {
+			return 0, inputf("MIG device %q: MIG UUIDs need the NVIDIA driver (NVML, nvidia-smi or the fake GPU file), which is not available here; use the parent GPU's index or PCI address", sel)
+		}
+		return 0, inputf("unknown MIG device %q (no GPU has a MIG device with that UUID)", sel)
 	}
 	if strings.HasPrefix(strings.ToUpper(sel), "GPU-") {
 		hits := []int{}

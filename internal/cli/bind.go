@@ -290,6 +290,13 @@ func (g *gpuSource) GPUs(ctx context.Context) ([]bind.GPUInfo, error) {
 	out := make([]bind.GPUInfo, 0, len(st.GPUs))
 	for _, x := range st.GPUs {
 		info := bind.GPUInfo{Index: x.Index, UUID: x.UUID, BDF: x.PCIAddress, NUMANode: x.NUMANode}
+		for _, gi := range x.MIGInstances {
+			for _, ci := range gi.ComputeInstances {
+				if ci.UUID != "" {
+					info.MIGUUIDs = append(info.MIGUUIDs, ci.UUID)
+				}
+			}
+		}
 		if x.CPUAffinity != "" {
 			set, err := hostfs.ParseCPUList(x.CPUAffinity)
 			if err != nil {

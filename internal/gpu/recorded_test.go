@@ -23,7 +23,7 @@ import (
 // NVLink). hang makes every call block until its context ends; ignoreCtx
 // makes it block regardless (a driver call that cannot be interrupted).
 type recordedSMI struct {
-	xml, csv, nvlink, topo string
+	xml, csv, nvlink, topo, list string
 	// rejectNewer fails a --query-gpu asking for remapped_rows.* like a
 	// pre-R460 driver.
 	rejectNewer bool
@@ -57,6 +57,8 @@ func (r *recordedSMI) Run(ctx context.Context, c Cmd) ([]byte, error) {
 		return []byte(r.nvlink), nil
 	case key == "topo -m":
 		return []byte(r.topo), nil
+	case key == "-L":
+		return []byte(r.list), nil
 	}
 	return nil, errors.New("exit status 9: not recorded")
 }
@@ -503,5 +505,34 @@ func TestXIDTable(t *testing.T) {
 	ev := ParseKernelXIDs([]byte(kernLog + "NVRM: Xid (PCI:00010000:e1:00): 119, pid=9, Timeout after 6s of waiting for RPC response from GPU0 GSP!\nno newline NVRM: Xid (PCI:zz): 1"))
 	if len(ev) != 6 || ev[0].XID != 79 || ev[0].PCIAddress != "0000:18:00" || ev[5].PCIAddress != "10000:e1:00" || ev[5].XID != 119 {
 		t.Errorf("events %+v", ev)
+	}
+}
+
+// MIG device UUIDs (what CUDA_VISIBLE_DEVICES names) come from nvidia-smi
+// -L when the XML lists MIG devices without them.
+func TestSMIListMIGUUIDs(t *testing.T) {
+	list := readRecorded(t, "smi-L-a100-40gb-mig.txt")
+	m := ParseSMIList([]byte(list))
+	if len(m) != 2 || m["GPU-2927D07E-3FE9-7904-9E08-B08B82D9A37D"][0] != "MIG-6e95ef19-5145-571b-b040-7e731f1c1af3" {
+		t.Fatalf("parsed %v", m)
+	}
+	// The recorded A100-80GB document with the -L lines of its GPU (the
+	// MIG UUIDs are the JASMIN sample's, reused: an assumption).
+	doc := readRecorded(t, "a100-sxm4-80gb-mig-535.xml")
+	l := "GPU 0: NVIDIA A100-SXM4-80GB (UUID: GPU-513536b6-7d19-9063-b049-1e69664bb298)\n" +
+		"  MIG 1g.20gb     Device  0: (UUID: MIG-6e95ef19-5145-571b-b040-7e731f1c1af3)\n" +
+		"  MIG 1g.20gb     Device  2: (UUID: MIG-b4bcd4f3-6f69-516d-9404-b5ada80d760b)\n"
+	r := &recordedSMI{xml: doc, list: l}
+	st, err := NewSMI(r).Status(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	gis := st.GPUs[0].MIGInstances
+	if gis[0].ComputeInstances[0].UUID != "MIG-6e95ef19-5145-571b-b040-7e731f1c1af3" || gis[1].ComputeInstances[0].UUID != "" ||
+		gis[2].ComputeInstances[0].UUID != "MIG-b4bcd4f3-6f69-516d-9404-b5ada80d760b" {
+		t.Errorf("MIG UUIDs %+v", gis)
+	}
+	if st.Sources[len(st.Sources)-1] != "nvidia-smi -L" {
+		t.Errorf("sources %q", st.Sources)
 	}
 }

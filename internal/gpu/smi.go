@@ -78,6 +78,16 @@ func (s *smi) Status(ctx context.Context) (Status, error) {
 		return Status{}, err
 	}
 	s.addNVLinks(ctx, &st)
+	if needsMIGUUIDs(st) {
+		// The XML lists MIG devices without their UUIDs (what
+		// CUDA_VISIBLE_DEVICES names); nvidia-smi -L has them.
+		if out, err := s.smiRun(ctx, "all", "-L"); err != nil {
+			st.FailedCalls = append(st.FailedCalls, callError(err, "nvidia-smi -L"))
+		} else {
+			ApplySMIList(&st, ParseSMIList(out))
+			st.Sources = append(st.Sources, "nvidia-smi -L")
+		}
+	}
 	return st, nil
 }
 

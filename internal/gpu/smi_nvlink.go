@@ -167,3 +167,71 @@ func (m TopoMatrix) String() string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+var (
+	listGPULine = regexp.MustCompile(`^GPU (\d+): .*\(UUID: (GPU-[0-9A-Fa-f-]+)\)\s*$`)
+	listMIGLine = regexp.MustCompile(`^\s+MIG (\S+)\s+Device\s+(\d+): \(UUID: (MIG-[0-9A-Fa-f-]+)\)\s*$`)
+)
+
+// ParseSMIList parses 'nvidia-smi -L' into the MIG device UUIDs of each
+// GPU (upper-case GPU UUID -> MIG device index -> MIG UUID):
+//
+//	GPU 0: NVIDIA A100-SXM4-40GB (UUID: GPU-2927d07e-...)
+//	  MIG 1g.10gb     Device  0: (UUID: MIG-6e95ef19-...)
+func ParseSMIList(out []byte) map[string]map[int]string {
+	res := map[string]map[int]string{}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(make([]byte, 0, 4096), 1<<20)
+	cur := ""
+	for lines := 0; sc.Scan() && lines < 1<<16; lines++ {
+		line := strings.TrimRight(sc.Text(), "\r")
+		if m := listGPULine.FindStringSubmatch(line); m != nil {
+			cur = strings.ToUpper(m[2])
+			continue
+		}
+		m := listMIGLine.FindStringSubmatch(line)
+		if m == nil || cur == "" {
+			continue
+		}
+		i, err := strconv.Atoi(m[2])
+		if err != nil || i >= 1<<10 {
+			continue
+		}
+		if res[cur] == nil {
+			res[cur] = map[int]string{}
+		}
+		res[cur][i] = m[3]
+	}
+	return res
+}
+
+// ApplySMIList sets the UUIDs of MIG devices (by GPU UUID and MIG device
+// index) that the XML listed without one.
+func ApplySMIList(st *Status, uuids map[string]map[int]string) {
+	for i := range st.GPUs {
+		g := &st.GPUs[i]
+		byIndex := uuids[strings.ToUpper(g.UUID)]
+		for j := range g.MIGInstances {
+			for k := range g.MIGInstances[j].ComputeInstances {
+				c := &g.MIGInstances[j].ComputeInstances[k]
+				if c.UUID == "" && c.Index != nil {
+					c.UUID = byIndex[*c.Index]
+				}
+			}
+		}
+	}
+}
+
+// needsMIGUUIDs reports whether a MIG device of st has no UUID.
+func needsMIGUUIDs(st Status) bool {
+	for _, g := range st.GPUs {
+		for _, gi := range g.MIGInstances {
+			for _, c := range gi.ComputeInstances {
+				if c.UUID == "" {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
