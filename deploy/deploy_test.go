@@ -237,7 +237,7 @@ func checkRules(t *testing.T, spec ruleSpec) {
 		t.Fatal(err)
 	}
 	out, err := exec.Command(promtool, "check", "rules", f).CombinedOutput()
-	if err != nil || !bytes.Contains(out, []byte("SUCCESS: 6 rules found")) {
+	if err != nil || !bytes.Contains(out, []byte("SUCCESS: 7 rules found")) {
 		t.Fatalf("promtool check rules: %v\n%s", err, out)
 	}
 }

@@ -56,7 +56,7 @@ func newDescs() descs {
 		pcieMaxWidth:  prometheus.NewDesc(MetricPCIeMaxWidth, "Maximum PCIe link width (lanes) of a GPU or NIC.", dev, nil),
 		pcieSpeed:     prometheus.NewDesc(MetricPCIeSpeed, "Current PCIe link speed in GT/s of a GPU or NIC.", dev, nil),
 		pcieMaxSpeed:  prometheus.NewDesc(MetricPCIeMaxSpeed, "Maximum PCIe link speed in GT/s of a GPU or NIC.", dev, nil),
-		pcieDowngrade: prometheus.NewDesc(MetricPCIeDowngraded, "1 when the PCIe link trained below its capability.", dev, nil),
+		pcieDowngrade: prometheus.NewDesc(MetricPCIeDowngraded, "1 when the PCIe link trained below its capability in width or speed (speed alone is often idle power saving: alert on width, or on the pcie.link check).", dev, nil),
 		localNICs:     prometheus.NewDesc(MetricGPULocalNICs, "Number of NICs on the GPU's NUMA node (0: GPU/NIC misaligned).", []string{"gpu", "numa_node"}, nil),
 		nearestNIC:    prometheus.NewDesc(MetricGPUNearestNIC, "1 per GPU: its nearest NIC and their link class (PIX, PXB, PHB, NODE, SYS).", []string{"gpu", "nic", "class"}, nil),
 		irqs:          prometheus.NewDesc(MetricIRQs, "Number of IRQs of a GPU or NIC.", dev, nil),

@@ -61,9 +61,9 @@ func NFDFeatures(r Result, profile string) []Feature {
 		}
 		down := false
 		for _, d := range append(append([]topo.PCIDevice{}, t.GPUs...), t.NICs...) {
-			down = down || d.LinkDowngraded
+			down = down || (d.LinkWidth > 0 && d.MaxLinkWidth > 0 && d.LinkWidth < d.MaxLinkWidth)
 		}
-		add("pcie.downgraded", strconv.FormatBool(down))
+		add("pcie.narrow-link", strconv.FormatBool(down)) // width only: a lower speed is often idle power saving
 	}
 	return fs
 }
