@@ -69,6 +69,10 @@ func ImageCUDA(file string, data []byte) (string, error) {
 		k, v, _ := strings.Cut(e, "=")
 		switch k {
 		case "CUDA_VERSION":
+			// NGC images carry a build number: 12.8.0.038.
+			if parts := strings.Split(v, "."); len(parts) > 3 {
+				v = strings.Join(parts[:3], ".")
+			}
 			return v, nil
 		case "NVIDIA_REQUIRE_CUDA":
 			require = v

@@ -102,7 +102,8 @@ func ComputeFlags(ctx context.Context, fs *hostfs.FS, t *topo.Topology, req Flag
 	if shm == "" {
 		shm = DefaultShmSize
 	}
-	if _, err := ParseSize(shm); err != nil {
+	shmBytes, err := ParseSize(shm)
+	if err != nil {
 		return nil, inputf("--shm-size: %v", err)
 	}
 	f := &Flags{SchemaVersion: FlagsSchemaVersion, Runtime: req.Runtime, Env: map[string]string{}, Args: []string{}, NUMANodes: []int{}}
@@ -195,7 +196,7 @@ func ComputeFlags(ctx context.Context, fs *hostfs.FS, t *topo.Topology, req Flag
 		f.Env["ENROOT_RESTRICT_DEV"] = "yes"
 		f.Warnings = append(f.Warnings, "enroot has no cpuset flags: start it under 'gpunode bind --gpu G --' for the CPUs "+cpus.String())
 	case RuntimeKubernetes:
-		f.Pod = podFragment(len(devs), req.MIG != "", cpus.Size(), shm, req.IPCHost, req.RDMA)
+		f.Pod = podFragment(len(devs), req.MIG != "", cpus.Size(), quantity(shmBytes), req.IPCHost, req.RDMA)
 	}
 	f.Line = shellLine(f)
 	return f, nil
@@ -240,35 +241,61 @@ func intList(xs []int) string {
 	return strings.Join(parts, ",")
 }
 
-// rdmaDevices lists /dev/infiniband/uverbsN of the RDMA NICs on nodes,
-// and rdma_cm, from /sys/class/infiniband/IBDEV/device/infiniband_verbs.
+// rdmaDevices lists /dev/infiniband/uverbsN of the RDMA NICs on nodes
+// (from /sys/class/infiniband_verbs/uverbsN/ibdev), and rdma_cm.
 func rdmaDevices(fs *hostfs.FS, t *topo.Topology, nodes []int) ([]string, error) {
 	on := map[int]bool{}
 	for _, n := range nodes {
 		on[n] = true
 	}
-	var out []string
+	want := map[string]bool{}
 	for _, nic := range t.NICs {
-		if !on[nic.NUMANode] {
+		if on[nic.NUMANode] {
+			for _, ib := range nic.IBDevs {
+				want[ib] = true
+			}
+		}
+	}
+	if len(want) == 0 {
+		return nil, nil
+	}
+	const class = "/sys/class/infiniband_verbs"
+	names, err := fs.ReadDirNames(class)
+	if err != nil {
+		return nil, nil
+	}
+	var out []string
+	for i, n := range names {
+		if i >= 4096 || !strings.HasPrefix(n, "uverbs") {
 			continue
 		}
-		for _, ib := range nic.IBDevs {
-			names, err := fs.ReadDirNames("/sys/class/infiniband/" + ib + "/device/infiniband_verbs")
-			if err != nil {
-				continue
-			}
-			for _, n := range names {
-				if strings.HasPrefix(n, "uverbs") {
-					out = append(out, "/dev/infiniband/"+n)
-				}
-			}
+		ib, err := fs.ReadString(class + "/" + n + "/ibdev")
+		if err == nil && want[strings.TrimSpace(ib)] {
+			out = append(out, "/dev/infiniband/"+n)
 		}
 	}
 	if len(out) > 0 {
-		sort.Strings(out)
+		num := func(p string) int {
+			n, _ := strconv.Atoi(strings.TrimPrefix(p, "/dev/infiniband/uverbs"))
+			return n
+		}
+		sort.Slice(out, func(i, j int) bool { return num(out[i]) < num(out[j]) })
 		out = append(out, "/dev/infiniband/rdma_cm")
 	}
 	return out, nil
+}
+
+// quantity writes a size as a Kubernetes quantity (16Gi, 512Mi, bytes).
+func quantity(n int64) string {
+	switch {
+	case n > 0 && n%(1<<30) == 0:
+		return strconv.FormatInt(n>>30, 10) + "Gi"
+	case n > 0 && n%(1<<20) == 0:
+		return strconv.FormatInt(n>>20, 10) + "Mi"
+	case n > 0 && n%(1<<10) == 0:
+		return strconv.FormatInt(n>>10, 10) + "Ki"
+	}
+	return strconv.FormatInt(n, 10)
 }
 
 func podFragment(gpus int, mig bool, ncpu int, shm string, ipcHost, rdma bool) map[string]any {

@@ -99,7 +99,7 @@ func MountOf(ms []Mount, p string) (Mount, bool) {
 	best, found := -1, false
 	var m Mount
 	for _, x := range ms {
-		mp := path.Clean(x.MountPoint)
+		mp := path.Clean("/" + x.MountPoint)
 		if mp != "/" && p != mp && !strings.HasPrefix(p, mp+"/") {
 			continue
 		}
@@ -339,11 +339,19 @@ func specPathCheck(ms []Mount, s ContainerSpec, p string) check.Check {
 	c.Status = check.OK
 	if (m.Kind == "bind" || m.Kind == "hostPath") && m.Source != "" {
 		if hm, ok := MountOf(ms, m.Source); ok {
-			c.Current += fmt.Sprintf(" from %s (%s)", m.Source, hm.FSType)
-			if hm.FSType == "overlay" {
+			c.Current += " from " + m.Source
+			switch {
+			case hm.MountPoint == "/" && hm.FSType == "overlay":
+				// This mount table is a container's own: the host side
+				// of the bind is not visible from here.
+				c.Detail = "the host side of the mount is not visible here (this mount table's root is overlay)"
+			case hm.FSType == "overlay":
+				c.Current += " (overlay)"
 				c.Status = check.Drift
 				c.Detail = "the host side of the mount is itself on overlayfs"
 				c.Fix = []string{"bind-mount a path from a real filesystem (ext4, xfs, NFS, Lustre) instead of " + m.Source}
+			default:
+				c.Current += " (" + hm.FSType + ")"
 			}
 		}
 	}

@@ -395,3 +395,9 @@ func crioCheck(h *host) check.Check {
 	}
 	return f.done()
 }
+
+// DecodeContainerd reads the nvidia runtime and CDI settings from parsed
+// config.toml tables (imports not followed).
+func DecodeContainerd(root map[string]any) *ContainerdRuntime {
+	return decodeContainerd(root, &ContainerdRuntime{})
+}

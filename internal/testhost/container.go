@@ -170,6 +170,11 @@ func containerDGX() map[string]string {
 		uuids[i] = fmt.Sprintf("GPU-5b1a3c2e-7d4f-4e8a-9c1b-0000a0b1%04x", i)
 	}
 	m["/etc/cdi/nvidia.yaml"] = cdiSpec("550.54.15", uuids)
+	// The verbs devices of the 12 ConnectX ports (a class directory of
+	// links on a real host; what is read is each one's ibdev).
+	for i := 0; i < 12; i++ {
+		m[fmt.Sprintf("/sys/class/infiniband_verbs/uverbs%d/ibdev", i)] = fmt.Sprintf("mlx5_%d\n", i)
+	}
 	// gpunode inside a container: an overlay root, the data set bind-mounted
 	// from the host's RAID, /dev/shm a tmpfs.
 	m["/proc/self/mountinfo"] = `1412 1133 0:312 / / rw,relatime master:611 - overlay overlay rw,lowerdir=/var/lib/docker/overlay2/l/6Q3N7ZDPJ3ML:/var/lib/docker/overlay2/l/ZB7KQ2,upperdir=/var/lib/docker/overlay2/9a1c/diff,workdir=/var/lib/docker/overlay2/9a1c/work
