@@ -93,13 +93,16 @@ func maxRSSBytes() int64 {
 // TestLoad: GPUNODE_LOAD=1 drives /metrics at 1,000 scrapes/s for 30 s
 // (GPUNODE_LOAD_SECONDS, GPUNODE_LOAD_RATE) from a bounded Go client and
 // requires p99 < 20 ms and a peak RSS of the whole process (agent and
-// client) < 60 MB. Audits keep running every second meanwhile.
+// client) < 60 MB. Audits keep running meanwhile, every
+// GPUNODE_LOAD_INTERVAL_S seconds (10: three audits in the 30 s; the
+// default --interval is 60 s).
 func TestLoad(t *testing.T) {
 	if os.Getenv("GPUNODE_LOAD") == "" {
 		t.Skip("GPUNODE_LOAD=1 runs the load test")
 	}
 	secs, rate := envInt("GPUNODE_LOAD_SECONDS", 30), envInt("GPUNODE_LOAD_RATE", 1000)
-	a := newAgent(t, Config{Audit: fixtureAudit(t, testhost.Path(t, "dgx-h100")), Interval: time.Second})
+	every := time.Duration(envInt("GPUNODE_LOAD_INTERVAL_S", 10)) * time.Second
+	a := newAgent(t, Config{Audit: fixtureAudit(t, testhost.Path(t, "dgx-h100")), Interval: every})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
