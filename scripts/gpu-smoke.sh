@@ -49,7 +49,15 @@ fi
 # Raw driver state, recorded on hardware (future fixtures).
 run nvidia-smi-L.txt nvidia-smi -L
 run nvidia-smi-q.xml nvidia-smi -q -x
-run nvidia-smi-query.csv nvidia-smi --query-gpu=index,name,uuid,pci.bus_id,pci.device_id,driver_version,persistence_mode,compute_mode,mig.mode.current,mig.mode.pending,clocks.gr,clocks.sm,clocks.mem,clocks.applications.graphics,clocks.applications.memory,clocks.max.graphics,clocks.max.sm,clocks.max.memory,clocks_event_reasons.active,ecc.mode.current,ecc.mode.pending,ecc.errors.corrected.volatile.total,ecc.errors.uncorrected.volatile.total,ecc.errors.corrected.aggregate.total,ecc.errors.uncorrected.aggregate.total,power.draw,power.limit,pcie.link.gen.current,pcie.link.gen.max,pcie.link.width.current,pcie.link.width.max,memory.total,temperature.gpu --format=csv,nounits
+run nvidia-smi-query.csv nvidia-smi --query-gpu=index,name,uuid,pci.bus_id,pci.device_id,driver_version,persistence_mode,compute_mode,mig.mode.current,mig.mode.pending,clocks.gr,clocks.sm,clocks.mem,clocks.applications.graphics,clocks.applications.memory,clocks.max.graphics,clocks.max.sm,clocks.max.memory,clocks_throttle_reasons.active,ecc.mode.current,ecc.mode.pending,ecc.errors.corrected.volatile.total,ecc.errors.uncorrected.volatile.total,ecc.errors.corrected.aggregate.total,ecc.errors.uncorrected.aggregate.total,power.draw,power.limit,pcie.link.gen.current,pcie.link.gen.max,pcie.link.width.current,pcie.link.width.max,memory.total,temperature.gpu,memory.used,utilization.gpu,utilization.memory,count,retired_pages.sbe,retired_pages.dbe,retired_pages.pending,remapped_rows.correctable,remapped_rows.uncorrectable,remapped_rows.pending,remapped_rows.failure --format=csv,nounits
+# Recorded for gpunode's parsers (issue 13): NVLink state and error
+# counters, the MIG device UUIDs, the help text of --query-gpu (which
+# fields this driver knows), the driver's XID lines (dmesg reads the kernel
+# ring buffer once and exits; nothing here writes).
+run nvidia-smi-nvlink-s.txt nvidia-smi nvlink -s
+run nvidia-smi-nvlink-e.txt nvidia-smi nvlink -e
+run nvidia-smi-help-query-gpu.txt nvidia-smi --help-query-gpu
+run dmesg-xid.txt sh -c 'dmesg 2>/dev/null | grep -e "NVRM: Xid" | tail -n 100; true'
 run nvidia-smi-topo.txt nvidia-smi topo -m
 run nvidia-smi-mig-lgip.txt nvidia-smi mig -lgip
 run nvidia-smi-mig-lgipp.txt nvidia-smi mig -lgipp
@@ -60,6 +68,13 @@ run gpu-status.json "$G" gpu status -o json
 run gpu-status-nvml.json "$G" gpu status --gpu-backend nvml -o json
 run gpu-status-smi.json "$G" gpu status --gpu-backend nvidia-smi -o json
 run gpu-audit.txt "$G" gpu audit
+# The health checks (XID from the kernel log, NVLink counters, fabric,
+# reset/recovery, retired pages, call deadlines) through each backend.
+run gpu-audit.json "$G" gpu audit -o json
+run gpu-audit-nvml.json "$G" gpu audit --gpu-backend nvml -o json
+run gpu-audit-smi.json "$G" gpu audit --gpu-backend nvidia-smi -o json
+run gpu-audit-timeout.txt "$G" gpu audit --gpu-timeout 30s
+run topo-smi.txt "$G" topo --gpu-backend nvidia-smi
 run gpu-persistence-dry.txt "$G" gpu persistence on --dry-run
 run gpu-clocks-lock-dry.txt "$G" gpu clocks lock --mhz max --dry-run
 run topo.txt "$G" topo

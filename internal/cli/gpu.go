@@ -309,14 +309,21 @@ func (a *App) newGPUAuditCommand(f *gpuFlags) *cobra.Command {
 	var runtime string
 	cmd := &cobra.Command{
 		Use:   "audit",
-		Short: "Check the driver, persistence, ECC, remapped rows, locked clocks, pending MIG changes and CUDA-driver compatibility",
+		Short: "Check the driver, persistence, ECC, remapped rows, locked clocks, pending MIG changes, CUDA-driver compatibility and the health signals (XID, NVLink errors, fabric, reset/recovery, retired pages)",
 		Long: `Run the GPU checks that 'gpunode audit' includes, with the same statuses.
 Exit 1 when a check drifts or is an error (NVIDIA GPUs on the PCI bus but no
 driver answering is an error). The CUDA runtime version comes from
 --cuda-runtime (major.minor; anything else is a usage error) or
 /usr/local/cuda/version.json (version.txt before CUDA 11.1) under --root; a
 runtime of a newer major than the driver's CUDA version fails unless a
-forward-compatibility package (/usr/local/cuda-M.m/compat) covers it.`,
+forward-compatibility package (/usr/local/cuda-M.m/compat) covers it.
+
+Health checks: the driver's reset-required / recovery-action flags, XID
+errors (the kernel log under --root: /var/log/kern.log, messages, syslog or
+dmesg, never /dev/kmsg, which blocks), NVLink CRC/replay/recovery counters
+(NVML), the GPUs' fabric registration and nvidia-fabricmanager on NVSwitch
+systems, retired pages against NVIDIA's RMA threshold, and driver calls
+that did not answer within --gpu-timeout.`,
 		Example: `  gpunode gpu audit
   gpunode gpu audit --cuda-runtime 12.4`,
 		Args: cobra.NoArgs,
@@ -327,6 +334,11 @@ forward-compatibility package (/usr/local/cuda-M.m/compat) covers it.`,
 				}
 			}
 			st, err := a.gpuStatus(cmd.Context(), f.backend)
+			if c, ok := gpu.CallCheck(err); ok {
+				cs := []check.Check{c}
+				rep := GPUAuditReport{SchemaVersion: "gpunode.gpu.audit/v2", Backend: f.backend, Checks: cs, Summary: check.Summarize(cs)}
+				return a.renderFindings(rep, true)
+			}
 			if err != nil {
 				return err
 			}
@@ -338,7 +350,7 @@ forward-compatibility package (/usr/local/cuda-M.m/compat) covers it.`,
 			if err != nil {
 				return wrapUsage(err)
 			}
-			cs := gpu.Audit(st, o)
+			cs := append(gpu.Audit(st, o), gpu.HealthChecks(st, gpu.HealthOptions{Host: host})...)
 			rep := GPUAuditReport{SchemaVersion: "gpunode.gpu.audit/v2", Backend: st.Backend, Checks: cs, Summary: check.Summarize(cs)}
 			return a.renderFindings(rep, rep.Summary.Failing())
 		},

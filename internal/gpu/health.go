@@ -210,6 +210,20 @@ func HealthChecks(st Status, o HealthOptions) []check.Check {
 	return out
 }
 
+// CallCheck turns a driver call that timed out (a *CallError from a
+// backend's Status) into the gpu.backend.call error check naming the GPU
+// and the call; ok is false for other errors.
+func CallCheck(err error) (check.Check, bool) {
+	var ce *CallError
+	if !errors.As(err, &ce) || !ce.Timeout {
+		return check.Check{}, false
+	}
+	return check.Check{ID: CheckBackendCall, Layer: Layer, Subject: "gpu " + ce.GPU, Section: "2.1", Status: check.Error,
+		Current: ce.Error(), Expected: "every driver call answers within --gpu-timeout",
+		Fix:    []string{"nvidia-smi -q; dmesg | grep -e NVRM -e Xid   # a wedged GPU needs a reset or a reboot"},
+		Reason: healthReasons[CheckBackendCall]}, true
+}
+
 func recoveryFix(action, uuid string) string {
 	switch strings.ToLower(action) {
 	case "reset", "gpu reset":

@@ -43,6 +43,10 @@ func (s Source) Checks(ctx context.Context) ([]check.Check, error) {
 		b = NewNone("no GPU backend")
 	}
 	st, err := b.Status(ctx)
+	if c, ok := CallCheck(err); ok {
+		// A wedged driver is a finding of the audit, not its failure.
+		return []check.Check{c}, nil
+	}
 	if err != nil {
 		return nil, err
 	}
