@@ -91,3 +91,57 @@ func TestGPUStatusTimeout(t *testing.T) {
 		t.Errorf("took %v", d)
 	}
 }
+
+// Defect: topo never showed NV# through the nvidia-smi backend. The
+// recorded 'topo -m' (GPU0-GPU1 NV4) beside an nvidia-smi document whose
+// two GPUs sit at the DGX fixture's GPU0 and GPU1 addresses.
+func TestTopoNVLinkThroughSMI(t *testing.T) {
+	dir := t.TempDir()
+	xml, err := os.ReadFile(filepath.Join("..", "gpu", "testdata", "smi", "h100x2-v12.xml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	xml = []byte(strings.ReplaceAll(string(xml), "00000000:2A:00.0", "00000000:19:00.0"))
+	tm, err := os.ReadFile(filepath.Join("..", "gpu", "testdata", "recorded", "topo-m-rtx-a6000x3.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, b := range map[string][]byte{"q.xml": xml, "topo-m.txt": tm} {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bin, _ := filepath.Abs(filepath.Join("..", "gpu", "testdata", "bin"))
+	t.Setenv("PATH", bin+":/usr/bin:/bin")
+	t.Setenv("FAKE_SMI_DIR", dir)
+	t.Setenv("FAKE_SMI_MODE", "")
+	root := filepath.Join("..", "..", "testdata", "hosts", "dgx-h100")
+	out, stderr, code := runGPUCLI(t, "topo", "-o", "json", "--gpu-backend", "nvidia-smi", "--gpu-smi-live", "--root", root)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var tp struct {
+		Links []struct{ A, B, Class string } `json:"links"`
+	}
+	if err := json.Unmarshal([]byte(out), &tp); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, l := range tp.Links {
+		if l.A == "GPU0" && l.B == "GPU1" {
+			found = l.Class == "NV4"
+		}
+		if l.A == "GPU0" && l.B == "GPU2" && strings.HasPrefix(l.Class, "NV") {
+			t.Errorf("GPU0-GPU2 %s: not an NVLink pair", l.Class)
+		}
+	}
+	if !found {
+		t.Errorf("GPU0-GPU1 not NV4: %+v", tp.Links[:3])
+	}
+	// Without --gpu-smi-live the captured root never runs this host's
+	// nvidia-smi: topo keeps the PCIe classes and says why.
+	out, _, code = runGPUCLI(t, "topo", "-o", "json", "--gpu-backend", "nvidia-smi", "--root", root)
+	if code != 0 || !strings.Contains(out, "--gpu-smi-live") || strings.Contains(out, `"class": "NV4"`) {
+		t.Errorf("refused: exit %d %s", code, out)
+	}
+}

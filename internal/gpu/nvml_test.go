@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
@@ -410,5 +411,47 @@ func TestNVMLMIGDevices(t *testing.T) {
 	got := st.GPUs[0].MIGInstances
 	if len(got) != 1 || got[0].ProfileID != 9 || got[0].Start != 4 || len(got[0].ComputeInstances) != 2 || got[0].ComputeInstances[1].UUID != "MIG-b" {
 		t.Errorf("MIG instances %+v", got)
+	}
+}
+
+// Defect: NVML calls had no deadline. A GPU whose reads block in the
+// driver (here: GetPowerUsage never returns) is abandoned at the deadline
+// and reported as a failed call naming the GPU and the call; the other
+// GPUs are read.
+func TestNVMLWedgedGPU(t *testing.T) {
+	data, err := os.ReadFile("testdata/recorded/tesla-t4-515.xml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	one, err := ParseSMIXML(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g0 := one.GPUs[0]
+	g1 := g0
+	g1.Index, g1.UUID, g1.PCIAddress = 1, "GPU-e37e67a5-91dd-3774-a5cb-99096249601a", "0000:00:1f.0"
+	st := Status{DriverVersion: one.DriverVersion, CUDAVersion: one.CUDAVersion, GPUs: []GPU{g0, g1}}
+	wedged := mockFromGPU(g0)
+	block := make(chan struct{})
+	defer close(block)
+	wedged.GetPowerUsageFunc = func() (uint32, nvml.Return) { <-block; return 0, nvml.ERROR_GPU_IS_LOST }
+	b, err := NewNVML(mockLib(st, []*mock.Device{wedged, mockFromGPU(g1)}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.(*nvmlBackend).SetTimeout(100 * time.Millisecond)
+	got, err := b.Status(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.GPUs) != 1 || got.GPUs[0].Index != 1 {
+		t.Fatalf("GPUs %+v", got.GPUs)
+	}
+	if len(got.FailedCalls) != 1 || got.FailedCalls[0].Call != "nvmlDeviceGetPowerUsage" || got.FailedCalls[0].GPU != "0" || !got.FailedCalls[0].Timeout {
+		t.Errorf("failed calls %+v", got.FailedCalls)
+	}
+	m := checkByKey(HealthChecks(got, HealthOptions{}))
+	if c := m["gpu.backend.call/gpu 0"]; c.Status != "error" || !strings.Contains(c.Current, "nvmlDeviceGetPowerUsage (GPU 0): timed out") {
+		t.Errorf("check %+v", c)
 	}
 }

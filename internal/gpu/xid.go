@@ -116,7 +116,7 @@ func xidChecks(st Status, events []XIDEvent, source string) []check.Check {
 	for _, g := range st.GPUs {
 		counts := map[int]int{}
 		var order []int
-		var last map[int]string = map[int]string{}
+		last := map[int]string{}
 		for i, e := range events {
 			if !eventIsGPU(e, g) {
 				continue
