@@ -338,6 +338,14 @@ func ReadCRIO(h *hostfs.FS) (*CRIORuntime, error) {
 		mergeTables(root, m, 0)
 		r.Files = append(r.Files, f)
 	}
+	return decodeCRIO(root, r), nil
+}
+
+// DecodeCRIO reads the nvidia runtime and CDI dirs from parsed (merged)
+// CRI-O configuration tables.
+func DecodeCRIO(root map[string]any) *CRIORuntime { return decodeCRIO(root, &CRIORuntime{}) }
+
+func decodeCRIO(root map[string]any, r *CRIORuntime) *CRIORuntime {
 	rt := table(root, "crio", "runtime")
 	r.Default = str(rt, "default_runtime")
 	r.CDISpecDirs, r.HasCDISpecDir = strs(rt, "cdi_spec_dirs")
@@ -345,7 +353,7 @@ func ReadCRIO(h *hostfs.FS) (*CRIORuntime, error) {
 		r.HasNvidia = true
 		r.RuntimePath = str(nv, "runtime_path")
 	}
-	return r, nil
+	return r
 }
 
 const fixCRIOConfigure = "nvidia-ctk runtime configure --runtime=crio && systemctl restart crio"
