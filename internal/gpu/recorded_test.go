@@ -95,6 +95,9 @@ func recordedGolden(t *testing.T, name string, got []byte) {
 // persistence off -> drift (A100, T4), ECC off -> drift (A5000), reset
 // status "No" -> ok (A100), recovery action "None" -> ok (A5000), retired
 // pages 0 -> ok (T4), no CUDA runtime given -> no compatibility check.
+// The A5000 document has both GPUs (81:00.0 and c1:00.0; GPU 1: 17253 MiB
+// used, 15 C, 13.60 W average / 13.59 W instant), checked the same way; no
+// NVLink is active on any sample, so topo -m is not run.
 func TestRecordedSamples(t *testing.T) {
 	for _, name := range []string{"a100-sxm4-80gb-mig-535", "tesla-t4-515", "rtx-a5000x2-v13-590"} {
 		t.Run(name, func(t *testing.T) {

@@ -137,18 +137,23 @@ func (s *smi) addNVLinks(ctx context.Context, st *Status) {
 	if len(st.GPUs) == 0 {
 		return
 	}
+	active := 0
 	if out, err := s.smiRun(ctx, "all", "nvlink", "-s"); err != nil {
 		st.FailedCalls = append(st.FailedCalls, callError(err, "nvidia-smi nvlink -s"))
+		active = -1 // unknown: ask topo -m
 	} else {
 		links := ParseNVLinkStatus(out)
 		for i := range st.GPUs {
 			if l, ok := links[strings.ToUpper(st.GPUs[i].UUID)]; ok {
 				st.GPUs[i].NVLinks = l
+				active += st.GPUs[i].ActiveNVLinks()
 			}
 		}
 		st.Sources = append(st.Sources, "nvidia-smi nvlink -s")
 	}
-	if len(st.GPUs) < 2 {
+	// Without an active link there is no NV# class to find: spare the
+	// topo -m run.
+	if len(st.GPUs) < 2 || active == 0 {
 		return
 	}
 	out, err := s.smiRun(ctx, "all", "topo", "-m")
