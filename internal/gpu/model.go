@@ -384,6 +384,11 @@ func (s Status) WriteTable(w io.Writer, _ output.Options) error {
 			return err
 		}
 	}
+	for _, f := range s.FailedCalls {
+		if _, err := fmt.Fprintln(w, "warning: "+f.Error()); err != nil {
+			return err
+		}
+	}
 	if len(s.GPUs) == 0 {
 		_, err := fmt.Fprintln(w, "no GPUs")
 		return err

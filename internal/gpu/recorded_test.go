@@ -379,6 +379,10 @@ func TestSMINVLinkClasses(t *testing.T) {
 	if len(st2.FailedCalls) != 2 || st2.FailedCalls[0].Call != "nvidia-smi nvlink -s" || st2.FailedCalls[1].Call != "nvidia-smi topo -m" || !st2.FailedCalls[1].Timeout {
 		t.Errorf("failed calls %+v", st2.FailedCalls)
 	}
+	var tb bytes.Buffer
+	if err := st2.WriteTable(&tb, output.Options{}); err != nil || !strings.Contains(tb.String(), "warning: nvidia-smi topo -m (GPU all): timed out") {
+		t.Errorf("table does not show the failed call: %v\n%s", err, tb.String())
+	}
 }
 
 // Defect: --gpu-backend nvidia-smi with a non-/ root ran the live host's
