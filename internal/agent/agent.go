@@ -183,7 +183,7 @@ func (a *Agent) Cycle(ctx context.Context) *Snapshot {
 	if err != nil {
 		s.Err = err.Error()
 		s.Errors++
-		a.log.Error("audit failed", "seq", s.Seq, "duration", s.Duration, "err", err)
+		a.log.Error("audit failed", "seq", s.Seq, "durationSeconds", s.Duration.Seconds(), "err", err)
 	} else {
 		s.Result = res
 		s.LastSuccess = end
@@ -193,7 +193,7 @@ func (a *Agent) Cycle(ctx context.Context) *Snapshot {
 			s.topoJSON = marshal(res.Topo)
 		}
 		sum := res.Report.Summary
-		a.log.Info("audit", "seq", s.Seq, "duration", s.Duration, "profile", res.Report.Profile,
+		a.log.Info("audit", "seq", s.Seq, "durationSeconds", s.Duration.Seconds(), "profile", res.Report.Profile,
 			"ok", sum.OK, "drift", sum.Drift, "pendingReboot", sum.PendingReboot, "absent", sum.Absent,
 			"error", sum.Error, "info", sum.Info)
 	}
@@ -282,7 +282,7 @@ func (a *Agent) Run(ctx context.Context, ln net.Listener) error {
 	go func() { serveErr <- srv.Serve(ln) }()
 	loopDone := make(chan struct{})
 	go func() { a.Loop(ctx); close(loopDone) }()
-	a.log.Info("agent started", "listen", ln.Addr().String(), "interval", a.cfg.Interval, "profile", a.cfg.Profile)
+	a.log.Info("agent started", "listen", ln.Addr().String(), "interval", a.cfg.Interval.String(), "profile", a.cfg.Profile)
 	var err error
 	select {
 	case <-ctx.Done():
