@@ -611,6 +611,14 @@ func (r *resolver) usable(p *Plan) (cpuset.CPUSet, error) {
 		p.Excluded.NohzFull = topo.NewCPUList(node.Intersection(r.t.NohzFullCPUs.CPUSet))
 		set = set.Difference(r.t.IsolatedCPUs.CPUSet).Difference(r.t.NohzFullCPUs.CPUSet)
 	}
+	if kept := p.Excluded.Isolated.Union(p.Excluded.NohzFull.CPUSet); !r.req.IncludeIsolated && kept.Size() > 0 && 2*kept.Size() > node.Size() {
+		// The inference-isolated profile isolates most cores for pinned
+		// pipeline threads; skipping them leaves ranks the housekeeping
+		// CPUs, which is where irqaffinity steers every IRQ.
+		r.warn = append(r.warn, fmt.Sprintf("NUMA node %d: %d of its %d CPUs are isolated (isolcpus/nohz_full %s) and skipped, so the rank gets the %d housekeeping CPUs that IRQs and system threads use; "+
+			"isolated CPUs are meant for pinned threads like these (gpunode's inference-isolated profile isolates them for that): pass --include-isolated to bind the rank there",
+			p.NUMANode, kept.Size(), node.Size(), kept.String(), node.Difference(kept).Size()))
+	}
 	set = set.Difference(r.req.ExcludeCPUs)
 	if set.IsEmpty() {
 		return set, inputf("empty CPU set: NUMA node %d has CPUs %s; minus isolated %s, nohz_full %s and --exclude-cpus %s nothing is left",

@@ -195,3 +195,14 @@ func (a *App) completeProfiles(*cobra.Command, []string, string) ([]string, cobr
 	}
 	return names, cobra.ShellCompDirectiveDefault
 }
+
+// ChecksMarkdown renders the check list as the README's table (between
+// the check-ids markers; TestREADMEChecks keeps it current).
+func ChecksMarkdown(l ChecksList) string {
+	var b strings.Builder
+	b.WriteString("| id | layer | per | seed | what it checks |\n|---|---|---|---|---|\n")
+	for _, c := range l.Checks {
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s |\n", c.ID, c.Layer, orDashStr(c.Subject), orDashStr(c.Section), strings.ReplaceAll(c.Title, "|", "\\|"))
+	}
+	return b.String()
+}

@@ -196,6 +196,11 @@ func (a *App) runBind(cmd *cobra.Command, f *bindFlags, args []string) error {
 		return err
 	}
 	if f.dryRun {
+		if len(plan.Command) == 0 {
+			// A dry run shows what would run: without a command it is a
+			// mistake ('gpunode bind --show' describes a running process).
+			return Usagef("--dry-run: missing command after --: gpunode bind --dry-run [flags] -- COMMAND [ARGS...]")
+		}
 		return a.Render(plan)
 	}
 	for _, w := range plan.Warnings {

@@ -80,9 +80,14 @@ func TestBindDryRunOnFixture(t *testing.T) {
 		t.Fatalf("env %+v: OMP_NUM_THREADS=1 must be kept", p.Env)
 	}
 	// Table form.
-	code, out, _, _ = runBind(t, nil, "bind", "--root", dgx, "--dry-run", "--gpu", "3")
+	code, out, _, _ = runBind(t, nil, "bind", "--root", dgx, "--dry-run", "--gpu", "3", "--", "python", "train.py")
 	if code != 0 || !strings.Contains(out, "GPU 3 (0000:3b:00.0) -> NUMA 0 -> CPUs 0-55,112-167 mem=preferred") || !strings.Contains(out, "numa node  0 (from sysfs)") {
 		t.Fatalf("table: exit %d\n%s", code, out)
+	}
+	// A dry run without a command is a usage error (it printed a plan, exit 0).
+	code, out, errOut, _ = runBind(t, nil, "bind", "--root", dgx, "--dry-run", "--gpu", "3")
+	if code != 2 || out != "" || !strings.Contains(errOut, "--dry-run: missing command") {
+		t.Fatalf("dry run without a command: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 	// --root without --dry-run is refused.
 	code, _, errOut, calls = runBind(t, nil, "bind", "--root", dgx, "--gpu", "3", "--", "true")

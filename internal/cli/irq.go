@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/utils/cpuset"
@@ -19,6 +20,8 @@ import (
 type irqFlags struct {
 	devices, avoid, rankCPUs, journalDir string
 	ranks, cpusPerRank                   int
+	dryRun                               bool
+	sample                               time.Duration
 }
 
 func (a *App) newIRQCommand() *cobra.Command {
@@ -40,6 +43,7 @@ the originals. When irqbalance runs, the output says how to keep it away.`,
 	pf.StringVar(&f.rankCPUs, "rank-cpus", "", "CPUs handed to ranks (e.g. the union of their GPUNODE_CPUS); kept free of IRQs")
 	pf.StringVar(&f.journalDir, "journal-dir", journal.DefaultDir, "journal directory (a host path under --root)")
 	pf.IntVar(&f.ranks, "ranks", 0, "local ranks launched with 'gpunode bind': their CPU shares are kept free of IRQs (with --cpus-per-rank)")
+	pf.DurationVar(&f.sample, "sample", 0, "also count the interrupts served off-node during this window (e.g. 2s); without it only the current routing decides")
 	pf.IntVar(&f.cpusPerRank, "cpus-per-rank", 0, "the --cpus-per-rank the ranks are bound with (needed with --ranks: an even split leaves no CPU for IRQs)")
 
 	plan := &cobra.Command{
@@ -65,6 +69,10 @@ the originals. When irqbalance runs, the output says how to keep it away.`,
 			if err != nil {
 				return err
 			}
+			if f.dryRun {
+				// The plan is what apply would write; nothing changes.
+				return a.Render(rep)
+			}
 			res, err := irq.Apply(cmd.Context(), fs, rep, irq.ApplyOptions{JournalDir: f.journalDir, Command: a.commandLine()})
 			if res != nil {
 				if rerr := a.Render(res); rerr != nil && err == nil {
@@ -74,6 +82,7 @@ the originals. When irqbalance runs, the output says how to keep it away.`,
 			return err
 		},
 	}
+	apply.Flags().BoolVar(&f.dryRun, "dry-run", false, "print the plan apply would write (the IRQs whose PLANNED differs) and change nothing")
 	var dry bool
 	var skip []string
 	rollback := &cobra.Command{
@@ -110,6 +119,9 @@ func (a *App) irqReport(cmd *cobra.Command, f *irqFlags) (*irq.Report, *hostfs.F
 	if ranks, err = bind.ParseCPUs("--rank-cpus", f.rankCPUs); err != nil {
 		return nil, nil, wrapUsage(err)
 	}
+	if f.sample < 0 || f.sample > irq.MaxSample {
+		return nil, nil, Usagef("--sample %s: want a duration from 0 to %s", f.sample, irq.MaxSample)
+	}
 	if f.ranks < 0 || f.cpusPerRank < 0 || (f.ranks > 0 && f.cpusPerRank == 0) {
 		return nil, nil, Usagef("--ranks %d --cpus-per-rank %d: give both, positive (ranks split whole nodes otherwise, leaving no CPU for IRQs)", f.ranks, f.cpusPerRank)
 	}
@@ -131,7 +143,7 @@ func (a *App) irqReport(cmd *cobra.Command, f *irqFlags) (*irq.Report, *hostfs.F
 		}
 		ranks = ranks.Union(p.CPUs.CPUSet)
 	}
-	rep, err := irq.Analyze(cmd.Context(), fs, t, irq.Options{Kinds: kinds, Avoid: avoid, RankCPUs: ranks})
+	rep, err := irq.Analyze(cmd.Context(), fs, t, irq.Options{Kinds: kinds, Avoid: avoid, RankCPUs: ranks, Sample: f.sample})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -104,6 +104,9 @@ Exit codes:
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			if strings.TrimSpace(a.Output) == "" {
+				return Usagef("-o/--output: empty (want table, json or yaml)")
+			}
 			f, err := output.ParseFormat(a.Output)
 			if err != nil {
 				return wrapUsage(err)
@@ -127,6 +130,9 @@ Exit codes:
 		root.AddCommand(newCmd(a))
 	}
 	root.Args = cobra.NoArgs
+	// Add cobra's completion command now, so that its argument checks are
+	// marked too ('completion tcsh' printed help and exited 0).
+	root.InitDefaultCompletionCmd()
 	markUsageErrors(root)
 	return root
 }

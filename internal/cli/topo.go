@@ -90,14 +90,17 @@ type CaptureResult struct {
 }
 
 func (a *App) newTopoCaptureCommand() *cobra.Command {
-	var out string
+	var out, gpuBackend string
 	var force bool
 	cmd := &cobra.Command{
 		Use:   "capture --out DIR",
 		Short: "Copy exactly the host files gpunode reads into DIR, for --root DIR and bug reports",
-		Long: `Run topology discovery and copy every file it read (sysfs symlinks preserved)
-into DIR. 'gpunode topo --root DIR' then reproduces this machine's report
-anywhere. Attach 'tar czf node.tgz DIR' to a bug report.
+		Long: `Run topology discovery, and everything the read-only commands read (audit
+for every built-in profile, tune plan and status, irq plan, gpu status), and
+copy every file read (sysfs symlinks preserved) into DIR. The GPU driver's
+answers are saved as DIR/etc/gpunode/fake-gpus.yaml. 'gpunode topo|audit|
+irq plan|gpu status --root DIR' then reproduce this machine's reports and
+verdicts anywhere. Attach 'tar czf node.tgz DIR' to a bug report.
 
 DIR is created if missing and must otherwise be an empty directory (--force
 accepts a non-empty one and replaces what is in the way). DIR itself must not
@@ -120,17 +123,29 @@ replaced, never written through, so a capture into a shared directory such as
 			if err != nil {
 				return err
 			}
+			// What audit, tune status, irq plan and gpu status read
+			// (capture.go), so that they replay from the capture too.
+			st, fromDriver, warns := a.captureReads(cmd.Context(), fs, gpuBackend)
+			for _, w := range warns {
+				a.Warnf("topo capture: %s", w)
+			}
 			if err := fs.CopyRecordedWith(out, hostfs.CopyOptions{Force: force}); err != nil {
 				if errors.Is(err, hostfs.ErrOutputDir) {
 					return wrapUsage(fmt.Errorf("topo capture: --out %w", err))
 				}
 				return fmt.Errorf("topo capture: %w", err)
 			}
+			if fromDriver {
+				if err := saveFakeGPUs(out, st); err != nil {
+					return fmt.Errorf("topo capture: GPU answers: %w", err)
+				}
+			}
 			return a.Render(CaptureResult{SchemaVersion: "gpunode.capture/v1", Out: out, Files: len(fs.Recorded()), Warnings: len(t.Warnings)})
 		},
 	}
 	cmd.Flags().StringVar(&out, "out", "", "directory to write the capture to (created if missing; must be empty unless --force)")
 	cmd.Flags().BoolVar(&force, "force", false, "capture into a non-empty --out directory, replacing (never following) what is in the way")
+	cmd.Flags().StringVar(&gpuBackend, "gpu-backend", gpu.KindAuto, "GPU backend whose answers are saved as the capture's "+gpu.FakeFile)
 	_ = cmd.MarkFlagDirname("out")
 	return cmd
 }

@@ -29,13 +29,18 @@ and generates /etc/sysctl.d/90-gpunode.conf, /etc/tmpfiles.d/90-gpunode.conf
 /etc/systemd/system.conf.d/90-gpunode.conf, and comments swap out of
 /etc/fstab. Kernel parameters are only planned unless --bootloader is given;
 then GRUB_CMDLINE_LINUX in /etc/default/grub is edited (a backup goes to
-/etc/default/grub.gpunode.bak). Every original is journaled in --state-dir
+/etc/default/grub.gpunode.bak). Every original is journaled in --journal-dir
 before it changes (versioned, checksummed, atomic, mode 0600). Applying twice
 changes nothing; a failure part way rolls back what was done and exits 3; a
 killed apply is rolled back by the next 'tune rollback'.`,
 		Args: cobra.NoArgs,
 	}
-	cmd.PersistentFlags().StringVar(&stateDir, "state-dir", journal.DefaultDir, "journal directory (a host path under --root)")
+	cmd.PersistentFlags().StringVar(&stateDir, "journal-dir", journal.DefaultDir, "journal directory (a host path under --root)")
+	// --state-dir is the old name of --journal-dir (every other command
+	// that changes the host calls it --journal-dir).
+	// Not MarkDeprecated: cobra prints its notice on stdout, which would
+	// break -o json for the scripts that still pass --state-dir.
+	cmd.PersistentFlags().StringVar(&stateDir, "state-dir", journal.DefaultDir, "deprecated alias of --journal-dir")
 	cmd.AddCommand(a.newTuneProfilesCommand(), a.newTuneShowCommand(), a.newTunePlanCommand(&stateDir, false),
 		a.newTunePlanCommand(&stateDir, true), a.newTuneRollbackCommand(&stateDir), a.newTuneStatusCommand(&stateDir))
 	return cmd
@@ -44,7 +49,7 @@ killed apply is rolled back by the next 'tune rollback'.`,
 func (a *App) newTuneProfilesCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "profiles",
-		Short: "List the built-in profiles and the user profiles in /etc/gpunode/profiles",
+		Short: "List the built-in profiles and the user profiles in /etc/gpunode/profiles (exit 1 when one does not load)",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			fs, err := a.Host()
@@ -52,7 +57,13 @@ func (a *App) newTuneProfilesCommand() *cobra.Command {
 				return err
 			}
 			l := &tune.Loader{Cat: tune.NewCatalogue(), Host: fs, Checks: sourceChecks()}
-			return a.Render(&tune.ProfileList{SchemaVersion: tune.SchemaProfiles, Profiles: l.List()})
+			list := l.List()
+			broken := false
+			for _, p := range list {
+				broken = broken || p.Error != ""
+			}
+			// A profile that does not load is a finding: exit 1.
+			return a.renderFindings(&tune.ProfileList{SchemaVersion: tune.SchemaProfiles, Profiles: list}, broken)
 		},
 	}
 }

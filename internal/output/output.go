@@ -6,13 +6,14 @@
 package output
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
 
-	"sigs.k8s.io/yaml"
+	yaml "go.yaml.in/yaml/v3"
 )
 
 // Format is an output format selected with -o.
@@ -60,7 +61,7 @@ func Write(w io.Writer, f Format, v any, o Options) error {
 		}
 		return nil
 	case YAML:
-		b, err := yaml.Marshal(v)
+		b, err := marshalYAML(v)
 		if err != nil {
 			return fmt.Errorf("encode yaml: %w", err)
 		}
@@ -128,4 +129,43 @@ func HumanBytes(b uint64) string {
 		exp++
 	}
 	return fmt.Sprintf("%.1f %ciB", float64(b)/float64(div), "KMGTPE"[exp])
+}
+
+// marshalYAML renders v as YAML with the keys in JSON field order (so
+// schemaVersion comes first, as in JSON): v is encoded as JSON (its json
+// tags decide names and omissions) and the JSON document, itself YAML, is
+// re-encoded in block style.
+func marshalYAML(v any) ([]byte, error) {
+	j, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(j, &doc); err != nil {
+		return nil, err
+	}
+	plainStyle(&doc, 0)
+	var b bytes.Buffer
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(&doc); err != nil {
+		return nil, err
+	}
+	if err := enc.Close(); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// plainStyle drops the JSON quoting and flow styles; the encoder quotes a
+// string again where plain YAML would read it as another type. Depth is
+// bounded by the JSON decoder's own nesting limit.
+func plainStyle(n *yaml.Node, depth int) {
+	if depth > 10000 {
+		return
+	}
+	n.Style = 0
+	for _, c := range n.Content {
+		plainStyle(c, depth+1)
+	}
 }

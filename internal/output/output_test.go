@@ -44,6 +44,9 @@ func TestWriteFormatsFromOneModel(t *testing.T) {
 	if !strings.Contains(j.String(), `"schemaVersion": "gpunode.test/v1"`) || !strings.Contains(y.String(), "schemaVersion: gpunode.test/v1") {
 		t.Errorf("json %q yaml %q", j.String(), y.String())
 	}
+	if !strings.HasPrefix(y.String(), "schemaVersion: gpunode.test/v1\n") {
+		t.Errorf("yaml does not start with schemaVersion (keys were sorted): %q", y.String())
+	}
 	if tb.String() != "\x1b[1ma->b\x1b[0m\n" {
 		t.Errorf("table %q", tb.String())
 	}

@@ -144,6 +144,7 @@ func plan(h *Host, cat *Catalogue, req ApplyRequest) (*PlanReport, []change, []f
 		}
 		ops = append(ops, fileOp{path: path, id: id, data: []byte(header + strings.Join(lines, "\n") + "\n")})
 	}
+	rep.Notes = append(rep.Notes, overrideNotes(h, all)...) // override.go
 	var lines []string
 	for _, kv := range all.sysctl {
 		lines = append(lines, kv[0]+" = "+kv[1])

@@ -191,24 +191,74 @@ func checkPCIeLinks(h *Host) (bool, string, string, error) {
 	}
 	devs := pcieDevices(t)
 	known := 0
-	var bad []string
+	var bad, slow []string
 	for _, d := range devs {
 		if d.LinkSpeed == "" && d.LinkWidth == 0 {
 			continue
 		}
 		known++
-		if d.LinkDowngraded {
-			bad = append(bad, fmt.Sprintf("%s (%s) %s x%d, capable of %s x%d", d.Name, d.BDF,
-				strings.TrimSuffix(d.LinkSpeed, " PCIe"), d.LinkWidth, strings.TrimSuffix(d.MaxLinkSpeed, " PCIe"), d.MaxLinkWidth))
+		cur, max := gts(d.LinkSpeed), gts(d.MaxLinkSpeed)
+		switch {
+		case d.LinkWidth > 0 && d.MaxLinkWidth > 0 && d.LinkWidth < d.MaxLinkWidth:
+			// Links keep their width when idle: a narrow link is a fault.
+			bad = append(bad, fmt.Sprintf("%s (%s) trained x%d, capable of x%d", d.Name, d.BDF, d.LinkWidth, d.MaxLinkWidth))
+		case upstreamCaps(h, d) > 0 && max > 0 && upstreamCaps(h, d) < max:
+			bad = append(bad, fmt.Sprintf("%s (%s) capable of %s but its upstream port tops out at %g GT/s (slot, riser or BIOS PCIe speed setting)",
+				d.Name, d.BDF, strings.TrimSuffix(d.MaxLinkSpeed, " PCIe"), upstreamCaps(h, d)))
+		case cur > 0 && max > 0 && cur < max:
+			// Speed drops when idle (ASPM / GPU power saving): only a
+			// speed that stays low under load is a fault.
+			slow = append(slow, fmt.Sprintf("%s (%s) at %s now, capable of %s", d.Name, d.BDF,
+				strings.TrimSuffix(d.LinkSpeed, " PCIe"), strings.TrimSuffix(d.MaxLinkSpeed, " PCIe")))
 		}
 	}
 	if known == 0 {
 		return false, "", "", absentf("no GPU, NIC or NVMe link information")
 	}
-	if len(bad) > 0 {
-		return false, fmt.Sprintf("%d of %d links downgraded", len(bad), known), clipList(bad, 6), nil
+	note := ""
+	if len(slow) > 0 {
+		note = fmt.Sprintf("%d links below their maximum speed now, which idle devices do to save power (not drift): %s; "+
+			"to check under load, run a job and read nvidia-smi --query-gpu=index,pcie.link.gen.current,pcie.link.gen.max --format=csv "+
+			"(NICs, NVMe: cat /sys/bus/pci/devices/BDF/current_link_speed while traffic flows); a link still below its maximum then is a fault",
+			len(slow), clipList(slow, 4))
 	}
-	return true, fmt.Sprintf("%d links at full speed and width", known), "", nil
+	if len(bad) > 0 {
+		return false, fmt.Sprintf("%d of %d links below capability", len(bad), known), joinDetail(clipList(bad, 6), note), nil
+	}
+	if len(slow) > 0 {
+		return true, fmt.Sprintf("%d links at full width, %d below max speed now", known, len(slow)), note, nil
+	}
+	return true, fmt.Sprintf("%d links at full width and maximum speed", known), note, nil
+}
+
+// gts parses a sysfs link speed ("32.0 GT/s PCIe") in GT/s; 0 when unknown.
+func gts(s string) float64 {
+	f := strings.Fields(s)
+	if len(f) == 0 {
+		return 0
+	}
+	v, err := strconv.ParseFloat(f[0], 64)
+	if err != nil || v <= 0 {
+		return 0
+	}
+	return v
+}
+
+// upstreamCaps is the maximum link speed (GT/s) of the port above d (the
+// bridge before it on its PCIe path); 0 when unknown.
+func upstreamCaps(h *Host, d topo.PCIDevice) float64 {
+	if len(d.PCIePath) < 2 {
+		return 0
+	}
+	up := d.PCIePath[len(d.PCIePath)-2]
+	if strings.HasPrefix(up, "pci") {
+		return 0 // the root complex itself
+	}
+	s, err := h.FS.ReadString("/sys/bus/pci/devices/" + up + "/max_link_speed")
+	if err != nil {
+		return 0
+	}
+	return gts(s)
 }
 
 // ACS control bits that force peer-to-peer traffic up to the root complex.

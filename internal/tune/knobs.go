@@ -193,15 +193,22 @@ func (k sysctlKnob) read(_ context.Context, h *Host) (observation, error) {
 	if s, ok := h.sysctlBoot()[k.key]; ok {
 		o.Boot = s.value
 		o.Detail = "boot value from " + s.source
+		if readAfter(s.source, fileSysctl) {
+			o.Detail += ", which is read after " + fileSysctl + " (what gpunode writes there does not win)"
+		}
 	}
 	return o, nil
 }
 func (k sysctlKnob) validate(v string) error                   { return k.spec.validate(v) }
 func (k sysctlKnob) resolve(_ *Host, v string) (string, error) { return k.spec.canon(v), nil }
 func (k sysctlKnob) equal(c, w string) bool                    { return c == w }
-func (k sysctlKnob) fix(_ *Host, w string) []string {
-	return []string{fmt.Sprintf("sysctl -w %s=%s", k.key, shellQuote(w)),
-		fmt.Sprintf("echo '%s = %s' >> %s", k.key, w, fileSysctl)}
+func (k sysctlKnob) fix(h *Host, w string) []string {
+	var pre []string
+	if f, _, ok := h.sysctlOverride(k.key, w); ok {
+		pre = []string{overrideFix(f, k.key, false)}
+	}
+	return append(pre, fmt.Sprintf("sysctl -w %s=%s", k.key, shellQuote(w)),
+		fmt.Sprintf("echo '%s = %s' >> %s", k.key, w, fileSysctl))
 }
 func (k sysctlKnob) changes(h *Host, o observation, w string) ([]change, persist, error) {
 	p := persist{sysctl: [][2]string{{k.key, w}}}
@@ -670,14 +677,21 @@ func (k limitsKnob) read(_ context.Context, h *Host) (observation, error) {
 			o.Current = "soft=" + l.soft + " hard=" + l.hard
 		}
 		o.Detail = "from " + l.source + " (applies at the next login)"
+		if readAfter(l.source, fileLimits) {
+			o.Detail += ", which is read after " + fileLimits + " (what gpunode writes there does not win)"
+		}
 	}
 	return o, nil
 }
 func (k limitsKnob) validate(v string) error                   { return k.spec.validate(v) }
 func (k limitsKnob) resolve(_ *Host, v string) (string, error) { return k.spec.canon(v), nil }
 func (k limitsKnob) equal(c, w string) bool                    { return c == w }
-func (k limitsKnob) fix(_ *Host, w string) []string {
-	return []string{fmt.Sprintf("printf '* soft %s %s\\n* hard %s %s\\n' > %s", k.item, w, k.item, w, fileLimits)}
+func (k limitsKnob) fix(h *Host, w string) []string {
+	var pre []string
+	if f, _, ok := h.limitsOverride(k.item, w); ok {
+		pre = []string{overrideFix(f, k.item, true)}
+	}
+	return append(pre, fmt.Sprintf("printf '* soft %s %s\\n* hard %s %s\\n' > %s", k.item, w, k.item, w, fileLimits))
 }
 func (k limitsKnob) changes(_ *Host, _ observation, w string) ([]change, persist, error) {
 	return nil, persist{limits: []string{"* soft " + k.item + " " + w, "* hard " + k.item + " " + w}}, nil
