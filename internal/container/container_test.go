@@ -275,3 +275,40 @@ func TestMain(m *testing.M) {
 	flag.Parse()
 	os.Exit(m.Run())
 }
+
+// A MIG GPU needs its MIG devices named; the spec names only whole GPUs
+// (written before MIG was enabled).
+func TestCDIMIGDevices(t *testing.T) {
+	root, err := testhost.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := testhost.CopyTree(filepath.Join(root, "internal", "gpu", "testdata", "hosts", "a100-mig"), dir); err != nil {
+		t.Fatal(err)
+	}
+	spec := "cdiVersion: 0.5.0\nkind: nvidia.com/gpu\ndevices:\n- name: all\n  containerEdits:\n    env: [NVIDIA_VISIBLE_DEVICES=void]\n- name: \"0\"\n  containerEdits:\n    env: [NVIDIA_VISIBLE_DEVICES=void]\n- name: \"1\"\n  containerEdits:\n    env: [NVIDIA_VISIBLE_DEVICES=void]\n- name: MIG-1a2b3c4d-0003-5e6f-8a9b-000000000003\n  containerEdits:\n    env: [NVIDIA_VISIBLE_DEVICES=void]\n"
+	if err := os.MkdirAll(filepath.Join(dir, "etc", "cdi"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "etc", "cdi", "nvidia.yaml"), []byte(spec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fs, err := hostfs.New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := gpu.Open(context.Background(), gpu.Options{Kind: gpu.KindFake, Host: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := container.Source{FS: fs, Backend: b}.Checks(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := byKey(cs)[container.CheckCDI]
+	t.Log(c.Detail)
+	if c.Status != check.Drift || !strings.Contains(c.Detail, "MIG 0:0") || strings.Contains(c.Detail, "MIG 0:1") || strings.Contains(c.Detail, "GPU 1,") {
+		t.Errorf("cdi on a MIG host: %s %q", c.Status, c.Detail)
+	}
+}
