@@ -75,6 +75,9 @@ type Config struct {
 	NFDDir string
 	// NFDFile is the feature file's name in NFDDir (default "gpunode").
 	NFDFile string
+	// Enforce, when set, re-applies the profile after an audit that
+	// drifts (--enforce), rate-limited.
+	Enforce *Enforcer
 	// HTML renders /report.html from a snapshot; nil: 404.
 	HTML   func(*Snapshot) ([]byte, error)
 	Build  Build
@@ -99,6 +102,9 @@ type Snapshot struct {
 	LastSuccess time.Time
 	// Audits and Errors count audit cycles and failed ones.
 	Audits, Errors uint64
+	// Enforced counts --enforce actions by outcome (never modified after
+	// publication: a cycle that adds one copies the map).
+	Enforced map[string]uint64
 
 	reportJSON, topoJSON []byte
 	html                 []byte
@@ -175,7 +181,7 @@ func (a *Agent) Cycle(ctx context.Context) *Snapshot {
 	end := a.cfg.Now()
 	prev := a.snap.Load()
 	s := &Snapshot{Seq: prev.Seq + 1, At: end, Duration: end.Sub(start), Result: prev.Result, LastSuccess: prev.LastSuccess,
-		Audits: prev.Audits + 1, Errors: prev.Errors,
+		Audits: prev.Audits + 1, Errors: prev.Errors, Enforced: prev.Enforced,
 		reportJSON: prev.reportJSON, topoJSON: prev.topoJSON, html: prev.html}
 	if err == nil && res.Report == nil {
 		err = errors.New("audit returned no report")
@@ -196,6 +202,15 @@ func (a *Agent) Cycle(ctx context.Context) *Snapshot {
 		a.log.Info("audit", "seq", s.Seq, "durationSeconds", s.Duration.Seconds(), "profile", res.Report.Profile,
 			"ok", sum.OK, "drift", sum.Drift, "pendingReboot", sum.PendingReboot, "absent", sum.Absent,
 			"error", sum.Error, "info", sum.Info)
+		if a.cfg.Enforce != nil && res.Report.Drifted() {
+			outcome := a.cfg.Enforce.maybeApply(ctx, end, a.log)
+			m := make(map[string]uint64, len(s.Enforced)+1)
+			for k, v := range s.Enforced {
+				m[k] = v
+			}
+			m[outcome]++
+			s.Enforced = m
+		}
 	}
 	s.metrics = a.buildMetrics(s)
 	if err == nil && a.cfg.HTML != nil {

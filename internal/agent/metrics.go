@@ -33,6 +33,7 @@ const (
 	MetricAuditUp           = "gpunode_audit_success"
 	MetricLastSuccess       = "gpunode_last_successful_audit_timestamp_seconds"
 	MetricBuildInfo         = "gpunode_build_info"
+	MetricEnforce           = "gpunode_enforce_actions_total"
 	maxCheckSeries          = 4096 // bound per snapshot: a runaway source cannot blow up the exposition
 	maxDeviceSeriesPerKind  = 1024
 	labelCheck, labelStatus = "check", "status"
@@ -43,6 +44,7 @@ type descs struct {
 	pcieWidth, pcieMaxWidth, pcieSpeed, pcieMaxSpeed, pcieDowngrade *prometheus.Desc
 	localNICs, nearestNIC, irqs, irqsOff                            *prometheus.Desc
 	duration, audits, errors, up, lastSuccess, build                *prometheus.Desc
+	enforce                                                         *prometheus.Desc
 }
 
 func newDescs() descs {
@@ -66,6 +68,7 @@ func newDescs() descs {
 		errors:        prometheus.NewDesc(MetricAuditErrors, "Audit cycles that failed (error or panic) since the agent started.", nil, nil),
 		up:            prometheus.NewDesc(MetricAuditUp, "1 when the last audit cycle succeeded.", nil, nil),
 		lastSuccess:   prometheus.NewDesc(MetricLastSuccess, "Unix time of the last successful audit.", nil, nil),
+		enforce:       prometheus.NewDesc(MetricEnforce, "--enforce actions by outcome (applied, nothing, failed, rate-limited).", []string{"outcome"}, nil),
 		build:         prometheus.NewDesc(MetricBuildInfo, "1, labelled with gpunode's build.", []string{"version", "commit", "goversion"}, nil),
 	}
 }
@@ -78,7 +81,7 @@ func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	d := c.a.descs
 	for _, x := range []*prometheus.Desc{d.checkStatus, d.checks, d.gpuInfo, d.numaNodes, d.pcieWidth, d.pcieMaxWidth,
 		d.pcieSpeed, d.pcieMaxSpeed, d.pcieDowngrade, d.localNICs, d.nearestNIC, d.irqs, d.irqsOff, d.duration,
-		d.audits, d.errors, d.up, d.lastSuccess, d.build} {
+		d.audits, d.errors, d.up, d.lastSuccess, d.build, d.enforce} {
 		ch <- x
 	}
 }
@@ -103,6 +106,11 @@ func (a *Agent) buildMetrics(s *Snapshot) []prometheus.Metric {
 	add(d.build, prometheus.GaugeValue, 1, b.Version, b.Commit, b.GoVersion)
 	add(d.audits, prometheus.CounterValue, float64(s.Audits))
 	add(d.errors, prometheus.CounterValue, float64(s.Errors))
+	if a.cfg.Enforce != nil {
+		for _, o := range []string{EnforceApplied, EnforceNothing, EnforceFailed, EnforceRateLimited} {
+			add(d.enforce, prometheus.CounterValue, float64(s.Enforced[o]), o)
+		}
+	}
 	if s.Seq > 0 {
 		add(d.duration, prometheus.GaugeValue, s.Duration.Seconds())
 		up := 0.0

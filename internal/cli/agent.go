@@ -14,6 +14,7 @@ import (
 	"github.com/gpunode/gpunode/internal/check"
 	"github.com/gpunode/gpunode/internal/gpu"
 	"github.com/gpunode/gpunode/internal/irq"
+	"github.com/gpunode/gpunode/internal/journal"
 	"github.com/gpunode/gpunode/internal/tune"
 )
 
@@ -68,12 +69,14 @@ func (a *App) RunAudit(ctx context.Context, o agentAuditOptions) (agent.Result, 
 
 func (a *App) newAgentCommand() *cobra.Command {
 	var (
-		ao        agentAuditOptions
-		interval  time.Duration
-		listen    string
-		nfdDir    string
-		logFormat string
-		html      bool
+		ao         agentAuditOptions
+		interval   time.Duration
+		listen     string
+		nfdDir     string
+		logFormat  string
+		html       bool
+		enforce    bool
+		enforceGap time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "agent [--listen ADDR] [--interval 60s] [--profile NAME] [--nfd-features-dir DIR]",
@@ -98,6 +101,12 @@ DIR/gpunode is rewritten atomically (--nfd-features-dir "" turns it off).
 
 Logs are structured (--log-format json|text), one line per audit with the
 counts by status. SIGTERM stops the agent within a second.
+
+--enforce (off by default) re-applies the profile when an audit drifts,
+through the journal exactly as 'gpunode tune apply' (so 'tune rollback'
+undoes it), at most once per --enforce-min-interval; every action is logged
+and counted in gpunode_enforce_actions_total{outcome}. Only the profile's
+settings are re-applied: GPU and IRQ drift is reported, not changed.
 
 The endpoint is read-only; on a non-loopback --listen, restrict who reaches
 it (NetworkPolicy, or --listen 127.0.0.1:PORT with hostNetwork scraping):
@@ -124,6 +133,11 @@ see docs/FLEET.md.`,
 			if html {
 				cfg.HTML = a.agentHTML
 			}
+			if enforce {
+				cfg.Enforce = &agent.Enforcer{MinInterval: enforceGap, Apply: func(ctx context.Context) (agent.EnforceResult, error) {
+					return a.enforceApply(ctx, ao.profile)
+				}}
+			}
 			v := buildVersion()
 			cfg.Build = agent.Build{Version: v.Version, Commit: v.Commit, GoVersion: v.GoVersion}
 			ag, err := agent.New(cfg)
@@ -145,6 +159,8 @@ see docs/FLEET.md.`,
 	f.StringVar(&nfdDir, "nfd-features-dir", "/etc/kubernetes/node-feature-discovery/features.d", "NFD features.d directory for the feature file (empty: none)")
 	f.StringVar(&logFormat, "log-format", "json", "log format: json or text")
 	f.BoolVar(&html, "html", true, "serve /report.html (rendered once per audit)")
+	f.BoolVar(&enforce, "enforce", false, "re-apply --profile through the journal (as 'tune apply') when an audit drifts; needs a writable --root")
+	f.DurationVar(&enforceGap, "enforce-min-interval", 30*time.Minute, "at most one --enforce re-apply per this interval")
 	cmd.AddCommand(a.newNPDCheckCommand())
 	return cmd
 }
@@ -275,4 +291,19 @@ func selString(sels []check.Selector) string {
 		s[i] = x.String()
 	}
 	return strings.Join(s, " ")
+}
+
+// enforceApply re-applies profile through the journal, as 'gpunode tune
+// apply --profile PROFILE' does.
+func (a *App) enforceApply(ctx context.Context, profile string) (agent.EnforceResult, error) {
+	fs, cat, p, err := a.loadProfile(profile)
+	if err != nil {
+		return agent.EnforceResult{}, err
+	}
+	req := tune.ApplyRequest{Profile: p, StateDir: journal.DefaultDir, Command: a.commandLine()}
+	rep, err := tune.Apply(ctx, tune.NewHost(ctx, fs), cat, req)
+	if rep == nil {
+		return agent.EnforceResult{}, err
+	}
+	return agent.EnforceResult{Steps: rep.Steps, Journal: rep.Journal, State: string(rep.State)}, err
 }

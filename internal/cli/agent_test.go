@@ -132,3 +132,49 @@ func TestReportCommand(t *testing.T) {
 		t.Fatalf("report without --html: exit %d, want 2", code)
 	}
 }
+
+// --enforce on a copy of the DGX fixture: the first drifting audit
+// re-applies the profile through the journal, and the next audit drifts less.
+func TestAgentEnforce(t *testing.T) {
+	root := testhost.Copy(t, "dgx-h100")
+	_, before, _ := run(t, "--root", root, "audit", "--gpu-backend", "fake", "-o", "json")
+	addr := func() string {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		return ln.Addr().String()
+	}()
+	var errb bytes.Buffer
+	env := Env{Args: []string{"--root", root, "agent", "--listen", addr, "--interval", "1h", "--gpu-backend", "fake", "--nfd-features-dir", "", "--enforce", "--log-format", "text"},
+		Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: &errb, Getenv: func(string) string { return "" }}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() { done <- Main(ctx, env) }()
+	var metrics string
+	for i := 0; i < 100 && !strings.Contains(metrics, `gpunode_enforce_actions_total{outcome="applied"} 1`); i++ { // bounded: 10 s
+		time.Sleep(100 * time.Millisecond)
+		if r, err := http.Get("http://" + addr + "/metrics"); err == nil {
+			b, _ := io.ReadAll(r.Body)
+			r.Body.Close()
+			metrics = string(b)
+		}
+	}
+	cancel()
+	<-done
+	if !strings.Contains(metrics, `gpunode_enforce_actions_total{outcome="applied"} 1`) {
+		t.Fatalf("no applied enforce action:\n%s\n%s", errb.String(), metrics)
+	}
+	if !strings.Contains(errb.String(), "msg=enforce outcome=applied") {
+		t.Errorf("enforce action not logged: %s", errb.String())
+	}
+	_, after, _ := run(t, "--root", root, "audit", "--gpu-backend", "fake", "-o", "json")
+	var rb, ra struct{ Summary struct{ Drift int } }
+	if json.Unmarshal([]byte(before), &rb) != nil || json.Unmarshal([]byte(after), &ra) != nil || ra.Summary.Drift >= rb.Summary.Drift {
+		t.Fatalf("drift %d before --enforce, %d after", rb.Summary.Drift, ra.Summary.Drift)
+	}
+	if code, out, _ := run(t, "--root", root, "tune", "status"); code > 1 || !strings.Contains(out, "base") {
+		t.Errorf("tune status after --enforce: exit %d\n%s", code, out)
+	}
+}
