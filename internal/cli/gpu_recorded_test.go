@@ -101,12 +101,21 @@ func TestTopoNVLinkThroughSMI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	xml = []byte(strings.ReplaceAll(string(xml), "00000000:2A:00.0", "00000000:19:00.0"))
-	tm, err := os.ReadFile(filepath.Join("..", "gpu", "testdata", "recorded", "topo-m-rtx-a6000x3.txt"))
+	// The GPUs take the UUIDs of the recorded nvlink -s sample (GPU0 and
+	// GPU1 there have 4 active links each).
+	x := strings.ReplaceAll(string(xml), "00000000:2A:00.0", "00000000:19:00.0")
+	x = strings.ReplaceAll(x, "GPU-5b1a3c2e-7d4f-4e8a-9c1b-0000a0b10000", "GPU-5baec991-de63-c196-1766-04c38407e133")
+	x = strings.ReplaceAll(x, "GPU-5b1a3c2e-7d4f-4e8a-9c1b-0000a0b10001", "GPU-39fc2446-cb50-2067-2867-d95efd470a2c")
+	rec := filepath.Join("..", "gpu", "testdata", "recorded")
+	tm, err := os.ReadFile(filepath.Join(rec, "topo-m-rtx-a6000x3.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, b := range map[string][]byte{"q.xml": xml, "topo-m.txt": tm} {
+	nl, err := os.ReadFile(filepath.Join(rec, "nvlink-s-rtx-a6000x3.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, b := range map[string][]byte{"q.xml": []byte(x), "topo-m.txt": tm, "nvlink-s.txt": nl} {
 		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
 			t.Fatal(err)
 		}
