@@ -152,9 +152,15 @@ func TestBindUsageErrors(t *testing.T) {
 }
 
 func TestIRQCommands(t *testing.T) {
-	// dgx-h100 has GPU IRQs served off-node: plan exits 1.
-	code, out, errOut := run(t, "irq", "plan", "--root", testhost.Path(t, "dgx-h100"), "--devices", "gpu")
-	if code != ExitFindings || !strings.Contains(out, "OFF-NODE") || !strings.Contains(out, "irqbalance is running (pid 1432)") {
+	// dgx-h100 has GPU IRQs served off-node: plan computes a plan and
+	// exits 0 (so 'gpunode irq plan && gpunode irq apply' would apply);
+	// --exit-code makes it exit 1, like git diff.
+	code, out, errOut := run(t, "irq", "plan", "--root", testhost.Path(t, "dgx-h100"), "--devices", "gpu", "--exit-code")
+	if code != ExitFindings {
+		t.Fatalf("plan --exit-code dgx: exit %d, want 1\n%s", code, errOut)
+	}
+	code, out, errOut = run(t, "irq", "plan", "--root", testhost.Path(t, "dgx-h100"), "--devices", "gpu")
+	if code != ExitOK || !strings.Contains(out, "OFF-NODE") || !strings.Contains(out, "irqbalance is running (pid 1432)") {
 		t.Fatalf("plan dgx: exit %d\n%s\n%s", code, out, errOut)
 	}
 	code, _, _ = run(t, "irq", "plan", "--root", testhost.Path(t, "gh200"))
@@ -171,7 +177,7 @@ func TestIRQCommands(t *testing.T) {
 	}
 	// --ranks/--cpus-per-rank keep the ranks' bind shares free of IRQs.
 	code, out, errOut = run(t, "irq", "plan", "--root", testhost.Path(t, "dgx-h100"), "--devices", "gpu", "--ranks", "8", "--cpus-per-rank", "16", "-o", "json")
-	if code != ExitFindings || !strings.Contains(out, `"rankCPUs": "0-31,56-87,112-143,168-199"`) || !strings.Contains(out, `"planned": "88"`) {
+	if code != ExitOK || !strings.Contains(out, `"rankCPUs": "0-31,56-87,112-143,168-199"`) || !strings.Contains(out, `"planned": "88"`) {
 		t.Fatalf("--ranks: exit %d\n%s\n%s", code, out, errOut)
 	}
 	code, _, errOut = run(t, "irq", "plan", "--root", testhost.Path(t, "dgx-h100"), "--ranks", "8")

@@ -20,7 +20,7 @@ import (
 type irqFlags struct {
 	devices, avoid, rankCPUs, journalDir string
 	ranks, cpusPerRank                   int
-	dryRun                               bool
+	exitCode, dryRun                     bool
 	sample                               time.Duration
 }
 
@@ -48,7 +48,7 @@ the originals. When irqbalance runs, the output says how to keep it away.`,
 
 	plan := &cobra.Command{
 		Use:   "plan",
-		Short: "Show every GPU/NIC IRQ, where it was served, and the planned affinity (exit 1 when IRQs are served off-node)",
+		Short: "Show every GPU/NIC IRQ, where it was served, and the planned affinity (exit 0; with --exit-code, 1 when there is something to fix)",
 		Example: `  gpunode irq plan
   gpunode irq plan --devices gpu --rank-cpus 8-55,120-167 -o json`,
 		Args: cobra.NoArgs,
@@ -57,9 +57,10 @@ the originals. When irqbalance runs, the output says how to keep it away.`,
 			if err != nil {
 				return err
 			}
-			return a.renderFindings(rep, rep.Summary.OffNode > 0)
+			return a.renderFindings(rep, f.exitCode && (rep.Summary.OffNode > 0 || rep.Summary.Changes > 0))
 		},
 	}
+	plan.Flags().BoolVar(&f.exitCode, "exit-code", false, "exit 1 when IRQs are served off-node or the plan changes something (like 'git diff --exit-code')")
 	apply := &cobra.Command{
 		Use:   "apply",
 		Short: "Write the planned IRQ affinity (journaled; undo with 'gpunode irq rollback')",

@@ -95,6 +95,7 @@ func (a *App) newTunePlanCommand(stateDir *string, apply bool) *cobra.Command {
 		profile    string
 		dryRun     bool
 		bootloader bool
+		exitCode   bool
 	)
 	use, short := "plan", "Show what 'tune apply' would change (changes nothing)"
 	if apply {
@@ -127,6 +128,9 @@ func (a *App) newTunePlanCommand(stateDir *string, apply bool) *cobra.Command {
 					err = rerr
 				}
 			}
+			if err == nil && exitCode && rep != nil && rep.Changed {
+				return ErrFindings
+			}
 			return err
 		},
 	}
@@ -135,6 +139,8 @@ func (a *App) newTunePlanCommand(stateDir *string, apply bool) *cobra.Command {
 	f.BoolVar(&bootloader, "bootloader", false, "also write kernel parameters to /etc/default/grub (backed up first)")
 	if apply {
 		f.BoolVar(&dryRun, "dry-run", false, "show what would change without changing anything")
+	} else {
+		f.BoolVar(&exitCode, "exit-code", false, "exit 1 when the plan changes something (like 'git diff --exit-code'); without it plan exits 0 whenever it computed a plan")
 	}
 	_ = cmd.RegisterFlagCompletionFunc("profile", a.completeProfiles)
 	return cmd

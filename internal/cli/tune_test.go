@@ -44,6 +44,8 @@ func TestAuditAndTuneExitCodes(t *testing.T) {
 		{[]string{"--root", root, "tune", "apply", "--profile", bad}, ExitUsage, "unknown setting or check id"},
 		{[]string{"--root", root, "tune", "status"}, ExitOK, "no profile applied"},
 		{[]string{"--root", root, "tune", "rollback"}, ExitOK, "nothing to roll back"},
+		// plan exits 0 when it computed a plan; 1 only with --exit-code.
+		{[]string{"--root", root, "tune", "plan", "--profile", "training", "--exit-code"}, ExitFindings, "would change"},
 	}
 	before, err := journaltest.Snapshot(root)
 	if err != nil {

@@ -16,7 +16,7 @@ var dgxFakeGPUs string
 // (testdata/hosts/vm-2vcpu) is not generated: it came from 'gpunode topo
 // capture' and is kept as captured.
 func Specs() []Spec {
-	return withContainerFiles([]Spec{DGXH100(), GH200(), AMD8NUMA(), Downgraded()})
+	return withContainerFiles([]Spec{DGXH100(), GH200(), AMD8NUMA(), Downgraded(), MixedPCIe()})
 }
 
 const (

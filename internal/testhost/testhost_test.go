@@ -1,12 +1,16 @@
 package testhost
 
 import (
+	"context"
 	"flag"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gpunode/gpunode/internal/hostfs"
+	"github.com/gpunode/gpunode/internal/topo"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/hosts from the specs")
@@ -108,5 +112,46 @@ func TestCopyAndSnapshotRoundTrip(t *testing.T) {
 	c, _ := Snapshot(dst)
 	if d := DiffSnapshots(a, c); len(d) != 1 {
 		t.Fatalf("want exactly one difference, got %v", d)
+	}
+}
+
+// TestMixedPCIe: the mixed-pcie fixture has the PHB, PXB, PIX and SYS paths
+// its spec promises (as topology discovery classifies them) and nohz_full
+// different from the isolated CPUs.
+func TestMixedPCIe(t *testing.T) {
+	root := Path(t, "mixed-pcie")
+	fsys, err := hostfs.New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp, err := topo.Discover(context.Background(), fsys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byBDF := map[string]*topo.PCIDevice{}
+	for i := range tp.GPUs {
+		byBDF[tp.GPUs[i].BDF] = &tp.GPUs[i]
+	}
+	for i := range tp.NICs {
+		byBDF[tp.NICs[i].BDF] = &tp.NICs[i]
+	}
+	for _, c := range []struct{ a, b, want string }{
+		{"0000:11:00.0", "0000:12:00.0", topo.LinkPHB},
+		{"0000:35:00.0", "0000:37:00.0", topo.LinkPXB},
+		{"0000:35:00.0", "0000:36:00.0", topo.LinkPIX},
+		{"0000:11:00.0", "0000:91:00.0", topo.LinkSYS},
+	} {
+		a, b := byBDF[c.a], byBDF[c.b]
+		if a == nil || b == nil {
+			t.Fatalf("%s or %s not discovered", c.a, c.b)
+		}
+		if got := topo.Class(a, b); got != c.want {
+			t.Errorf("%s-%s: %s, want %s", c.a, c.b, got, c.want)
+		}
+	}
+	iso, _ := os.ReadFile(filepath.Join(root, "sys/devices/system/cpu/isolated"))
+	nohz, _ := os.ReadFile(filepath.Join(root, "sys/devices/system/cpu/nohz_full"))
+	if strings.TrimSpace(string(iso)) != "4-15,20-31" || strings.TrimSpace(string(nohz)) != "8-15,24-31" {
+		t.Errorf("isolated %q, nohz_full %q", iso, nohz)
 	}
 }

@@ -175,27 +175,7 @@ func plan(h *Host, cat *Catalogue, req ApplyRequest) (*PlanReport, []change, []f
 		rep.Boot = append(rep.Boot, kv[0]+"="+kv[1])
 	}
 	if len(all.boot) > 0 {
-		g, readErr := h.FS.ReadFile(grubFile)
-		var ng []byte
-		var editErr error
-		if readErr == nil {
-			ng, editErr = editGrub(g, all.boot)
-		}
-		switch {
-		case readErr != nil:
-			rep.Notes = append(rep.Notes, fmt.Sprintf("kernel parameters %s: %s unreadable (%v); add them to your bootloader by hand", strings.Join(rep.Boot, " "), grubFile, readErr))
-		case editErr != nil:
-			rep.Notes = append(rep.Notes, fmt.Sprintf("kernel parameters %s: %s: %v; add them to your bootloader by hand", strings.Join(rep.Boot, " "), grubFile, editErr))
-		case string(ng) == string(g):
-		case !req.Bootloader:
-			rep.Notes = append(rep.Notes, fmt.Sprintf("kernel parameters not written: run with --bootloader to add %s to GRUB_CMDLINE_LINUX in %s (a backup goes to %s), then update-grub and reboot", strings.Join(rep.Boot, " "), grubFile, fileGrubBak))
-		default:
-			if !h.FS.Exists(fileGrubBak) {
-				ops = append(ops, fileOp{path: fileGrubBak, data: g, id: "grub-backup"})
-			}
-			ops = append(ops, fileOp{path: grubFile, data: ng, id: "grub"})
-			rep.Manual = append(rep.Manual, "update-grub && reboot   # kernel parameters take effect at boot")
-		}
+		ops = append(ops, bootPlan(h, req, all.boot, rep)...) // bootloader.go
 	}
 	rep.Manual = append(rep.Manual, all.manual...)
 	// File actions.
@@ -230,7 +210,7 @@ func plan(h *Host, cat *Catalogue, req ApplyRequest) (*PlanReport, []change, []f
 // filePerm is the mode a generated file gets: the existing file's mode when
 // replacing (fstab, grub), 0644 otherwise.
 func filePerm(p string, st *journal.FileState) (perm fs.FileMode) {
-	if st != nil && st.Type == journal.FileRegular && (p == fileFstab || p == grubFile) {
+	if st != nil && st.Type == journal.FileRegular && (p == fileFstab || p == grubFile || isBootFile(p)) {
 		return st.Mode.Perm()
 	}
 	return 0o644

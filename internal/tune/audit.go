@@ -172,6 +172,7 @@ func auditSettings(ctx context.Context, h *Host, cat *Catalogue, p *Profile) ([]
 		}
 		out = append(out, evaluate(ctx, h, cat.Get(id), p.Settings[id]))
 	}
+	renderFixes(h, p, out) // fixes.go: file writes need every setting
 	return out, nil
 }
 
@@ -192,7 +193,10 @@ func Audit(ctx context.Context, h *Host, cat *Catalogue, p *Profile, opt Options
 	for _, e := range evs {
 		r.Checks = append(r.Checks, e.check)
 	}
-	cs, err := check.Collect(ctx, opt.Sources...)
+	// The competing tuners (tuners.go) are tune's own source: they undo
+	// the profile's settings.
+	srcs := append([]check.Source{TunerSource{Host: h, Cat: cat, Profile: p}}, opt.Sources...)
+	cs, err := check.Collect(ctx, srcs...)
 	if err != nil {
 		return nil, err
 	}

@@ -30,7 +30,7 @@ const (
 	LayerProcess = "process"
 )
 
-var layerOrder = map[string]int{LayerCPU: 0, LayerMemory: 1, LayerLimits: 2, LayerNetwork: 3, LayerBoot: 4, LayerPCIe: 5, LayerIRQ: 6, LayerGPU: 7, LayerProcess: 8}
+var layerOrder = map[string]int{LayerCPU: 0, LayerMemory: 1, LayerLimits: 2, LayerNetwork: 3, LayerBoot: 4, LayerPCIe: 5, LayerIRQ: 6, LayerGPU: 7, LayerProcess: 8, LayerTuners: 9}
 
 // Special profile values accepted by every setting.
 const (
@@ -90,7 +90,7 @@ func (s *Setting) Mechanism() Mechanism {
 	case cpuidleKnob:
 		return Mechanism{"/sys/devices/system/cpu/cpu*/cpuidle/state*/{latency,disable}", "disable every idle state whose exit latency exceeds the value (cpupower idle-set -D)", "tmpfiles.d 'w' lines in " + fileTmpfiles, journaled}
 	case cmdlineKnob:
-		return Mechanism{"/proc/cmdline; configured: " + grubFile, "none (boot parameter)", "GRUB_CMDLINE_LINUX in " + grubFile + " with --bootloader (backup " + fileGrubBak + "), then update-grub and reboot", fileRevert}
+		return Mechanism{"/proc/cmdline; configured: the boot loader's configuration", "none (boot parameter)", bootMechanism, fileRevert}
 	case limitsKnob:
 		return Mechanism{"/etc/security/limits.conf, limits.d/*.conf (domain *)", "none (next login)", fileLimits, fileRevert}
 	case systemdKnob:
@@ -295,12 +295,11 @@ func NewCatalogue() *Catalogue {
 		{ID: "pcie.acs", Layer: LayerPCIe, Title: "PCIe ACS P2P redirect on switch ports",
 			Why:     "ACS request/completion redirect sends GPU-GPU and GPU-NIC peer traffic through the root complex (all_reduce 360 vs 426 GB/s on GB300); bare-metal GPU nodes disable it on switch ports (reference: vendor checks).",
 			Desired: d(ProfileBase, "check"),
-			knob: checkKnob{run: checkACS, fixes: []string{"setpci -s <switch-port> ECAP_ACS+0x6.w=0000   # runtime, per port",
-				"kernel parameter pci=disable_acs_redir=<ports> (persistent)"}}},
+			knob:    checkKnob{run: checkACS, fixFor: acsFix}},
 		{ID: "pcie.link", Layer: LayerPCIe, Title: "PCIe links at full speed and width",
 			Why:     "a GPU or NIC trained below its capability (x8 or Gen3 instead of x16 Gen5) caps host transfers and GPUDirect RDMA (topology layer).",
 			Desired: d(ProfileBase, "check"),
-			knob:    checkKnob{run: checkPCIeLinks, fixes: []string{"reseat the card or riser, check BIOS PCIe settings; 'gpunode topo' shows the link of each device"}}},
+			knob:    checkKnob{run: checkPCIeLinks, fixes: []string{fixNote("reseat the card or riser, check BIOS PCIe settings; 'gpunode topo' shows the link of each device")}}},
 		// ---- IRQ ----
 		{ID: "irqbalance", Layer: LayerIRQ, Title: "irqbalance daemon",
 			Why:     "irqbalance moves IRQs every 10 s; it places them on the device's node but ignores isolated CPUs only when told (reference: irqbalance). Reported by the built-ins.",

@@ -18,6 +18,9 @@ import (
 type checkKnob struct {
 	run   func(h *Host) (good bool, current, detail string, err error)
 	fixes []string
+	// fixFor, when set, computes the fixes from the host (the failing
+	// devices) instead of fixes.
+	fixFor func(h *Host) []string
 }
 
 func (k checkKnob) read(_ context.Context, h *Host) (observation, error) {
@@ -32,7 +35,12 @@ func (checkKnob) validate(v string) error {
 }
 func (checkKnob) resolve(_ *Host, v string) (string, error) { return v, nil }
 func (checkKnob) equal(string, string) bool                 { return false }
-func (k checkKnob) fix(*Host, string) []string              { return k.fixes }
+func (k checkKnob) fix(h *Host, _ string) []string {
+	if k.fixFor != nil {
+		return k.fixFor(h)
+	}
+	return k.fixes
+}
 func (k checkKnob) changes(*Host, observation, string) ([]change, persist, error) {
 	return nil, persist{manual: k.fixes}, nil
 }

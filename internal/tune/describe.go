@@ -2,14 +2,15 @@ package tune
 
 import "github.com/gpunode/gpunode/internal/check"
 
-// Describe lists the catalogue's settings as check descriptions (ids a
+// Describe lists the catalogue's settings, and the checks of tune's own
+// source of the competing tuners (tuners.go), as check descriptions (ids a
 // profile may name; 'gpunode audit --list-checks').
 func (c *Catalogue) Describe() []check.Description {
-	out := make([]check.Description, 0, len(c.settings))
+	out := make([]check.Description, 0, len(c.settings)+4)
 	for _, s := range c.settings {
 		out = append(out, check.Description{ID: s.ID, Layer: s.Layer, Title: s.Title, Section: s.Section()})
 	}
-	return out
+	return append(out, TunerSource{}.Describe()...)
 }
 
 // ProcessChecks describes the checks --pid adds (subject: pidN).

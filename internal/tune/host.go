@@ -24,6 +24,9 @@ type Host struct {
 	// Topo is the discovered topology, nil when discovery failed (TopoErr).
 	Topo    *topo.Topology
 	TopoErr error
+	// FixRoot is the tree printed fixes name host paths under ("" on the
+	// host itself; tests render fixes against a copy of a fixture).
+	FixRoot string
 
 	memTotal    *uint64
 	memErr      error
@@ -31,6 +34,7 @@ type Host struct {
 	cmdlineErr  error
 	cmdlineRead bool
 	grub        *grubConfig
+	boot        *bootConfig
 	sysctl      map[string]sysctlSetting
 	tmpfiles    map[string]string
 	limits      map[string]limitSetting
@@ -155,6 +159,9 @@ type grubConfig struct {
 	params map[string]string
 	// where each parameter was last set.
 	source map[string]string
+	// target is the file whose GRUB_CMDLINE_LINUX wins: the last one
+	// that assigns it without including the earlier value.
+	target string
 }
 
 const grubFile = "/etc/default/grub"
@@ -163,7 +170,7 @@ func (h *Host) grubConf() *grubConfig {
 	if h.grub != nil {
 		return h.grub
 	}
-	g := &grubConfig{params: map[string]string{}, source: map[string]string{}}
+	g := &grubConfig{params: map[string]string{}, source: map[string]string{}, target: grubFile}
 	vars := map[string]string{}
 	files := []string{grubFile}
 	if names, err := h.FS.ReadDirNames("/etc/default/grub.d"); err == nil {
@@ -179,6 +186,9 @@ func (h *Host) grubConf() *grubConfig {
 			continue
 		}
 		g.exists = true
+		if f != grubFile && assignsCmdline(b) {
+			g.target = f
+		}
 		parseShellVars(b, vars)
 		// Track where parameters come from, file by file.
 		cur := parseCmdline(vars["GRUB_CMDLINE_LINUX"] + " " + vars["GRUB_CMDLINE_LINUX_DEFAULT"])
@@ -191,6 +201,19 @@ func (h *Host) grubConf() *grubConfig {
 	}
 	h.grub = g
 	return g
+}
+
+// assignsCmdline reports whether a grub.d drop-in replaces
+// GRUB_CMDLINE_LINUX (assigns it without $GRUB_CMDLINE_LINUX).
+func assignsCmdline(b []byte) bool {
+	for _, l := range strings.Split(string(b), "\n") {
+		l = strings.TrimPrefix(strings.TrimSpace(l), "export ")
+		v, ok := strings.CutPrefix(l, "GRUB_CMDLINE_LINUX=")
+		if ok && !strings.Contains(v, "$GRUB_CMDLINE_LINUX") && !strings.Contains(v, "${GRUB_CMDLINE_LINUX}") {
+			return true
+		}
+	}
+	return false
 }
 
 // parseShellVars reads VAR=value assignments of a shell fragment (the

@@ -203,12 +203,10 @@ func (k sysctlKnob) validate(v string) error                   { return k.spec.v
 func (k sysctlKnob) resolve(_ *Host, v string) (string, error) { return k.spec.canon(v), nil }
 func (k sysctlKnob) equal(c, w string) bool                    { return c == w }
 func (k sysctlKnob) fix(h *Host, w string) []string {
-	var pre []string
 	if f, _, ok := h.sysctlOverride(k.key, w); ok {
-		pre = []string{overrideFix(f, k.key, false)}
+		return []string{overrideFix(f, k.key, false), fixEcho(sysctlPath(k.key), w), fixWrite(fileSysctl)}
 	}
-	return append(pre, fmt.Sprintf("sysctl -w %s=%s", k.key, shellQuote(w)),
-		fmt.Sprintf("echo '%s = %s' >> %s", k.key, w, fileSysctl))
+	return []string{fixEcho(sysctlPath(k.key), w), fixWrite(fileSysctl)}
 }
 func (k sysctlKnob) changes(h *Host, o observation, w string) ([]change, persist, error) {
 	p := persist{sysctl: [][2]string{{k.key, w}}}
@@ -258,8 +256,7 @@ func (k sysfsKnob) validate(v string) error                   { return k.spec.va
 func (k sysfsKnob) resolve(_ *Host, v string) (string, error) { return v, nil }
 func (k sysfsKnob) equal(c, w string) bool                    { return c == w }
 func (k sysfsKnob) fix(_ *Host, w string) []string {
-	return []string{fmt.Sprintf("echo %s > %s", shellQuote(w), k.path),
-		fmt.Sprintf("echo 'w %s - - - - %s' >> %s", k.path, w, fileTmpfiles)}
+	return []string{fixEcho(k.path, w), fixWrite(fileTmpfiles)}
 }
 func (k sysfsKnob) changes(h *Host, o observation, w string) ([]change, persist, error) {
 	p := persist{tmpfiles: [][2]string{{k.path, w}}}
@@ -383,8 +380,7 @@ func (k perCPUKnob) resolve(h *Host, v string) (string, error) {
 }
 func (k perCPUKnob) equal(c, w string) bool { return c == w }
 func (k perCPUKnob) fix(_ *Host, w string) []string {
-	return []string{fmt.Sprintf("for f in %s; do echo %s > $f; done", k.glob(), shellQuote(w)),
-		fmt.Sprintf("echo 'w %s - - - - %s' >> %s", k.glob(), w, fileTmpfiles)}
+	return []string{fixEcho(k.glob(), w), fixWrite(fileTmpfiles)}
 }
 func (k perCPUKnob) changes(h *Host, _ observation, w string) ([]change, persist, error) {
 	p := persist{tmpfiles: [][2]string{{k.glob(), w}}}
@@ -516,9 +512,23 @@ func (cpuidleKnob) equal(c, w string) bool {
 	wi, err2 := strconv.Atoi(w)
 	return err1 == nil && err2 == nil && ci <= wi
 }
-func (cpuidleKnob) fix(_ *Host, w string) []string {
-	return []string{fmt.Sprintf("cpupower idle-set -D %s", w),
-		fmt.Sprintf("# or: echo 1 > /sys/devices/system/cpu/cpu*/cpuidle/stateN/disable for every state with latency > %s us", w)}
+func (k cpuidleKnob) fix(h *Host, w string) []string {
+	// The states deeper than w, disabled on every CPU (what
+	// 'cpupower idle-set -D' does, without needing cpupower installed).
+	max, _ := strconv.Atoi(w)
+	sts, err := k.states(h)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	seen := map[string]bool{}
+	for _, s := range sts {
+		if s.latency > max && !seen[s.state] {
+			seen[s.state] = true
+			out = append(out, fixEcho("/sys/devices/system/cpu/cpu*/cpuidle/"+s.state+"/disable", "1"))
+		}
+	}
+	return append(out, fixWrite(fileTmpfiles))
 }
 func (k cpuidleKnob) changes(h *Host, _ observation, w string) ([]change, persist, error) {
 	max, _ := strconv.Atoi(w)
@@ -595,7 +605,7 @@ func (k cmdlineKnob) read(_ context.Context, h *Host) (observation, error) {
 			o.Current = "(set)"
 		}
 	}
-	g := h.grubConf()
+	g := h.bootConf()
 	if g.exists {
 		o.HasBoot = true
 		if v, ok := g.params[k.param]; ok {
@@ -646,8 +656,7 @@ func stripCPUFlags(s string) string {
 	return strings.Join(keep, ",")
 }
 func (k cmdlineKnob) fix(_ *Host, w string) []string {
-	return []string{fmt.Sprintf("gpunode tune apply --bootloader   # adds %s=%s to GRUB_CMDLINE_LINUX in %s", k.param, w, grubFile),
-		"update-grub && reboot   # then check /proc/cmdline"}
+	return []string{fixBootTemplate}
 }
 func (k cmdlineKnob) changes(_ *Host, _ observation, w string) ([]change, persist, error) {
 	return nil, persist{boot: [][2]string{{k.param, w}}}, nil
@@ -687,11 +696,10 @@ func (k limitsKnob) validate(v string) error                   { return k.spec.v
 func (k limitsKnob) resolve(_ *Host, v string) (string, error) { return k.spec.canon(v), nil }
 func (k limitsKnob) equal(c, w string) bool                    { return c == w }
 func (k limitsKnob) fix(h *Host, w string) []string {
-	var pre []string
 	if f, _, ok := h.limitsOverride(k.item, w); ok {
-		pre = []string{overrideFix(f, k.item, true)}
+		return []string{overrideFix(f, k.item, true), fixWrite(fileLimits)}
 	}
-	return append(pre, fmt.Sprintf("printf '* soft %s %s\\n* hard %s %s\\n' > %s", k.item, w, k.item, w, fileLimits))
+	return []string{fixWrite(fileLimits)}
 }
 func (k limitsKnob) changes(_ *Host, _ observation, w string) ([]change, persist, error) {
 	return nil, persist{limits: []string{"* soft " + k.item + " " + w, "* hard " + k.item + " " + w}}, nil
@@ -718,7 +726,7 @@ func (k systemdKnob) validate(v string) error                   { return k.spec.
 func (k systemdKnob) resolve(_ *Host, v string) (string, error) { return k.spec.canon(v), nil }
 func (k systemdKnob) equal(c, w string) bool                    { return c == w }
 func (k systemdKnob) fix(_ *Host, w string) []string {
-	return []string{fmt.Sprintf("printf '[Manager]\\n%s=%s\\n' > %s && systemctl daemon-reexec", k.key, systemdValue(w), fileSystemd)}
+	return []string{fixWrite(fileSystemd), "systemctl daemon-reexec"}
 }
 func (k systemdKnob) changes(_ *Host, _ observation, w string) ([]change, persist, error) {
 	return nil, persist{systemd: [][2]string{{k.key, systemdValue(w)}}}, nil
@@ -763,7 +771,8 @@ func (swapKnob) validate(v string) error {
 func (swapKnob) resolve(_ *Host, v string) (string, error) { return v, nil }
 func (swapKnob) equal(c, w string) bool                    { return c == w }
 func (swapKnob) fix(*Host, string) []string {
-	return []string{"swapoff -a", "sed -i '/\\sswap\\s/s/^/#/' /etc/fstab   # or: gpunode tune apply"}
+	// The sed comments out the same lines as commentFstabSwaps.
+	return []string{"swapoff -a", `sed -i -E 's/^([[:space:]]*[^#[:space:]][^[:space:]]*[[:space:]]+[^[:space:]]+[[:space:]]+swap([[:space:]]|$))/#gpunode# \1/' ` + fixPath(fileFstab)}
 }
 func (swapKnob) changes(_ *Host, o observation, _ string) ([]change, persist, error) {
 	p := persist{swapOff: true}
@@ -914,7 +923,7 @@ func (k dirtyKnob) fix(_ *Host, w string) []string {
 	if r, ok := strings.CutSuffix(w, "%"); ok {
 		key, val = rk, r
 	}
-	return []string{fmt.Sprintf("sysctl -w %s=%s", key, val), fmt.Sprintf("echo '%s = %s' >> %s", key, val, fileSysctl)}
+	return []string{fixEcho(sysctlPath(key), val), fixWrite(fileSysctl)}
 }
 
 // KindDirty is the journal step kind of a vm.dirty_* change (see
@@ -1097,7 +1106,7 @@ func (hugepagesKnob) validate(v string) error {
 func (hugepagesKnob) resolve(_ *Host, v string) (string, error) { return v, nil }
 func (hugepagesKnob) equal(c, w string) bool                    { return c == w }
 func (hugepagesKnob) fix(_ *Host, w string) []string {
-	return []string{fmt.Sprintf("for f in /sys/devices/system/node/node*/hugepages/hugepages-2048kB/nr_hugepages; do echo %s > $f; done", w)}
+	return []string{fixEcho("/sys/devices/system/node/node*/hugepages/hugepages-2048kB/nr_hugepages", w), fixWrite(fileTmpfiles)}
 }
 func (k hugepagesKnob) changes(h *Host, _ observation, w string) ([]change, persist, error) {
 	fs, err := k.files(h)

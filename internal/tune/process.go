@@ -158,7 +158,7 @@ func CheckProcess(ctx context.Context, h *Host, pid int) (*Process, error) {
 		c.Status = StatusOK
 	} else {
 		c.Status = StatusDrift
-		c.Fix = []string{"swapoff -a, or give the job's cgroup memory.swap.max=0 (seed 1.5)"}
+		c.Fix = []string{"swapoff -a", fixNote("or give the job's cgroup memory.swap.max=0 (seed 1.5)")}
 	}
 	add(c)
 
@@ -180,7 +180,7 @@ func CheckProcess(ctx context.Context, h *Host, pid int) (*Process, error) {
 			if lim, err := strconv.ParseUint(soft, 10, 64); err == nil && locked*10 >= lim*9 {
 				c.Detail = "locked memory is at 90% or more of the limit"
 			}
-			c.Fix = []string{"gpunode tune apply (limits.memlock, systemd.DefaultLimitMEMLOCK), then restart the job; containers: --ulimit memlock=-1"}
+			c.Fix = []string{fixNote("raise the limit (gpunode audit's limits.memlock and systemd.DefaultLimitMEMLOCK fixes, or gpunode tune apply), then restart the job; containers: --ulimit memlock=-1")}
 		}
 	}
 	add(c)
@@ -272,7 +272,7 @@ func CheckProcess(ctx context.Context, h *Host, pid int) (*Process, error) {
 		} else {
 			c.Status = StatusDrift
 			c.Detail = fmt.Sprintf("threads may run on %s, outside the GPU's node", allowed.Difference(gpuCPUs).String())
-			c.Fix = []string{fmt.Sprintf("numactl --cpunodebind=%s --membind=%s <command>   # or: gpunode bind", gpuNodes.String(), gpuNodes.String())}
+			c.Fix = []string{fixNote(fmt.Sprintf("relaunch the job under numactl --cpunodebind=%s --membind=%s, or with gpunode bind", gpuNodes.String(), gpuNodes.String()))}
 		}
 	}
 	add(c)
@@ -304,7 +304,7 @@ func CheckProcess(ctx context.Context, h *Host, pid int) (*Process, error) {
 			if len(bad) > 0 {
 				c.Status = StatusDrift
 				c.Detail = "policies naming other nodes: " + strings.Join(bad, ", ")
-				c.Fix = []string{fmt.Sprintf("numactl --membind=%s <command>", gpuNodes.String())}
+				c.Fix = []string{fixNote(fmt.Sprintf("relaunch the job under numactl --membind=%s", gpuNodes.String()))}
 			}
 		}
 	}

@@ -24,6 +24,12 @@ type Options struct {
 	// Process adds a process (PID 4242) with a GPU open, some swap and a
 	// low memlock limit, for --pid checks.
 	Process bool
+	// Boot picks the boot loader configuration (BootGRUB, the default,
+	// BootGRUBDropins, BootBLS, BootSystemdBoot; boot.go).
+	Boot string
+	// Tuners adds competing tuners (tuned, cpupower.service,
+	// power-profiles-daemon, irqbalance enabled; boot.go).
+	Tuners bool
 }
 
 // Overlay writes the stock files into root (a copy of a fixture host).
@@ -71,6 +77,10 @@ GRUB_CMDLINE_LINUX=""
 		w.file(p, c, 0o644)
 	}
 	w.link("/etc/sysctl.d/99-sysctl.conf", "../sysctl.conf")
+	writeBoot(w, o.Boot)
+	if o.Tuners {
+		writeTuners(w)
+	}
 	if w.err == nil {
 		w.err = os.MkdirAll(filepath.Join(root, "var/lib"), 0o755)
 	}
@@ -213,6 +223,14 @@ func (w *writer) file(p, content string, mode os.FileMode) {
 		return
 	}
 	w.err = os.Chmod(full, mode)
+}
+
+func (w *writer) remove(p string) {
+	if w.err == nil {
+		if err := os.Remove(filepath.Join(w.root, p)); err != nil && !os.IsNotExist(err) {
+			w.err = err
+		}
+	}
 }
 
 func (w *writer) link(p, target string) {
