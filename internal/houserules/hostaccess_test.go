@@ -63,6 +63,11 @@ var hostAccessAllowed = map[string]struct {
 	"internal/cli/mig.go":             {[]string{"os.Open"}, "mig-parted config given with -f"},
 	"internal/tune/profile.go":        {[]string{"os.ReadFile"}, "profile file given with --profile FILE (profiles by name are read through hostfs)"},
 	"internal/cli/bench.go":           {[]string{"os.WriteFile"}, "plot file named with bench --plot FILE (the user's output file, like a shell redirect)"},
+	"internal/cli/report.go":          {[]string{"os.CreateTemp", "os.Chmod", "os.Rename", "os.Remove"}, "HTML file named with report --html FILE (the user's output file), written atomically"},
+	// The agent's NFD feature file goes to its own output directory on the
+	// machine it runs on (in the DaemonSet, the hostPath mount of
+	// features.d beside, not below, --root /host), like a user output file.
+	"internal/agent/nfd.go": {[]string{"os.OpenFile", "os.Rename", "os.Remove"}, "NFD feature file in --nfd-features-dir, written atomically"},
 
 	// bind's exec runs the command on this machine (execve does not know
 	// --root), so its PATH lookup stats this machine's files, like execvp.
