@@ -302,23 +302,19 @@ func acsControl(cfg []byte) (ctrl uint16, ok bool, err error) {
 
 var errShortConfig = errors.New("config space shorter than 4096 bytes")
 
-// checkACS: no PCIe bridge between a GPU or NIC and its root port redirects
-// peer-to-peer requests to the root complex (ACS P2P redirect), which would
-// send GPUDirect P2P/RDMA traffic through the CPU.
-func checkACS(h *Host) (bool, string, string, error) {
-	t, err := needTopo(h)
-	if err != nil {
-		return false, "", "", err
-	}
+// acsPorts calls fn, once each, for every PCIe switch port between a GPU or
+// NIC and its root port whose config space reads and parses: its address,
+// whether it has an ACS capability, and the ACS control register. The root
+// port itself is skipped: ACS there isolates whole switches, which is
+// wanted. It returns the number of ports read.
+func acsPorts(t *topo.Topology, h *Host, fn func(br string, hasACS bool, ctrl uint16)) int {
 	seen := map[string]bool{}
-	read, withACS := 0, 0
-	var bad []string
+	read := 0
 	for _, d := range append(append([]topo.PCIDevice{}, t.GPUs...), t.NICs...) {
 		if len(d.PCIePath) < 3 {
 			continue
 		}
-		// PCIePath: root complex, bridges..., device. The root port is
-		// skipped: ACS there isolates whole switches, which is wanted.
+		// PCIePath: root complex, bridges..., device.
 		for _, br := range d.PCIePath[2 : len(d.PCIePath)-1] {
 			if seen[br] {
 				continue
@@ -333,15 +329,31 @@ func checkACS(h *Host) (bool, string, string, error) {
 				continue
 			}
 			read++
-			if !ok {
-				continue
-			}
-			withACS++
-			if ctrl&acsRedirectAny != 0 {
-				bad = append(bad, fmt.Sprintf("%s (ACSCtl %#04x)", br, ctrl))
-			}
+			fn(br, ok, ctrl)
 		}
 	}
+	return read
+}
+
+// checkACS: no PCIe bridge between a GPU or NIC and its root port redirects
+// peer-to-peer requests to the root complex (ACS P2P redirect), which would
+// send GPUDirect P2P/RDMA traffic through the CPU.
+func checkACS(h *Host) (bool, string, string, error) {
+	t, err := needTopo(h)
+	if err != nil {
+		return false, "", "", err
+	}
+	withACS := 0
+	var bad []string
+	read := acsPorts(t, h, func(br string, hasACS bool, ctrl uint16) {
+		if !hasACS {
+			return
+		}
+		withACS++
+		if ctrl&acsRedirectAny != 0 {
+			bad = append(bad, fmt.Sprintf("%s (ACSCtl %#04x)", br, ctrl))
+		}
+	})
 	if read == 0 {
 		return false, "", "", absentf("no PCIe switch config space readable (full config space needs root)")
 	}

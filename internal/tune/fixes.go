@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-
-	"github.com/gpunode/gpunode/internal/topo"
 )
 
 // Fix commands.
@@ -219,26 +217,12 @@ func acsFix(h *Host) []string {
 		return nil
 	}
 	var out, ports []string
-	seen := map[string]bool{}
-	for _, d := range append(append([]topo.PCIDevice{}, t.GPUs...), t.NICs...) {
-		if len(d.PCIePath) < 3 {
-			continue
+	acsPorts(t, h, func(br string, hasACS bool, ctrl uint16) {
+		if hasACS && ctrl&acsRedirectAny != 0 {
+			ports = append(ports, br)
+			out = append(out, fmt.Sprintf("setpci -s %s ECAP_ACS+0x6.w=%04x", br, ctrl&^acsRedirectAny))
 		}
-		for _, br := range d.PCIePath[2 : len(d.PCIePath)-1] {
-			if seen[br] {
-				continue
-			}
-			seen[br] = true
-			cfg, err := h.FS.ReadFile("/sys/bus/pci/devices/" + br + "/config")
-			if err != nil {
-				continue
-			}
-			if ctrl, ok, err := acsControl(cfg); err == nil && ok && ctrl&acsRedirectAny != 0 {
-				ports = append(ports, br)
-				out = append(out, fmt.Sprintf("setpci -s %s ECAP_ACS+0x6.w=%04x", br, ctrl&^acsRedirectAny))
-			}
-		}
-	}
+	})
 	if len(ports) > 0 {
 		out = append(out, fixNote("lasts until reboot; to keep it, add the kernel parameter pci=disable_acs_redir="+strings.Join(ports, ";")+" (Linux 5.1+)"))
 	}
