@@ -23,10 +23,9 @@ var fixCommands = map[string]bool{
 	"apt-get": true, "dnf": true, // each on its family; the other is named in a comment
 }
 
-// fixExempt are layers whose advice is not yet written as comments: the
-// container layer ("add ... to /etc/docker/daemon.json") is being written
-// by another change; listed here so the test covers every other layer.
-var fixExempt = map[string]bool{"container": true}
+// fixExempt are layers whose advice is not yet written as comments (none
+// today; the container layer's daemon.json advice became "# ..." notes).
+var fixExempt = map[string]bool{}
 
 var fixSplit = regexp.MustCompile(`&&|\|\||;|\|`)
 

@@ -146,23 +146,23 @@ func dockerCheck(h *host) check.Check {
 	switch ml, ok := cfg.DefaultUlimits["memlock"]; {
 	case !ok:
 		cur = append(cur, "memlock default")
-		f.drift("no default memlock ulimit: containers inherit the daemon's limit and pinned memory (cudaHostAlloc, NCCL, RDMA) fails or falls back", `add "default-ulimits": {"memlock": {"Name": "memlock", "Hard": -1, "Soft": -1}} to `+DockerDaemonJSON+`, or run with --ulimit memlock=-1:-1`)
+		f.drift("no default memlock ulimit: containers inherit the daemon's limit and pinned memory (cudaHostAlloc, NCCL, RDMA) fails or falls back", `# add "default-ulimits": {"memlock": {"Name": "memlock", "Hard": -1, "Soft": -1}} to `+DockerDaemonJSON+`, or run with --ulimit memlock=-1:-1`)
 	case ml.Hard != -1 || ml.Soft != -1:
 		cur = append(cur, fmt.Sprintf("memlock %d:%d", ml.Soft, ml.Hard))
-		f.drift(fmt.Sprintf("default memlock ulimit %d:%d is limited", ml.Soft, ml.Hard), `set "default-ulimits": {"memlock": {"Name": "memlock", "Hard": -1, "Soft": -1}} in `+DockerDaemonJSON)
+		f.drift(fmt.Sprintf("default memlock ulimit %d:%d is limited", ml.Soft, ml.Hard), `# set "default-ulimits": {"memlock": {"Name": "memlock", "Hard": -1, "Soft": -1}} in `+DockerDaemonJSON)
 	default:
 		cur = append(cur, "memlock unlimited")
 	}
 	switch n, err := ParseSize(cfg.DefaultShmSize); {
 	case cfg.DefaultShmSize == "":
 		cur = append(cur, "shm 64M (default)")
-		f.drift("default-shm-size unset: Docker's 64M /dev/shm is too small for NCCL and DataLoader workers", `add "default-shm-size": "16g" to `+DockerDaemonJSON+`, or run with --shm-size=16g (or --ipc=host)`)
+		f.drift("default-shm-size unset: Docker's 64M /dev/shm is too small for NCCL and DataLoader workers", `# add "default-shm-size": "16g" to `+DockerDaemonJSON+`, or run with --shm-size=16g (or --ipc=host)`)
 	case err != nil:
 		cur = append(cur, "shm "+cfg.DefaultShmSize)
-		f.drift(fmt.Sprintf("default-shm-size %q: %v", cfg.DefaultShmSize, err), `set "default-shm-size": "16g" in `+DockerDaemonJSON)
+		f.drift(fmt.Sprintf("default-shm-size %q: %v", cfg.DefaultShmSize, err), `# set "default-shm-size": "16g" in `+DockerDaemonJSON)
 	case n < 1<<30:
 		cur = append(cur, "shm "+cfg.DefaultShmSize)
-		f.drift(fmt.Sprintf("default-shm-size %s is under 1g", cfg.DefaultShmSize), `set "default-shm-size": "16g" in `+DockerDaemonJSON+`, or run with --shm-size=16g`)
+		f.drift(fmt.Sprintf("default-shm-size %s is under 1g", cfg.DefaultShmSize), `# set "default-shm-size": "16g" in `+DockerDaemonJSON+`, or run with --shm-size=16g`)
 	default:
 		cur = append(cur, "shm "+cfg.DefaultShmSize)
 	}
