@@ -93,13 +93,16 @@ func localPair(t *testing.T, tp *topo.Topology, arrayBytes, latBytes uint64) NUM
 
 var mbwLine = regexp.MustCompile(`(?m)^(\d+)\s+Method: (\w+)\s+Elapsed: [0-9.]+\s+MiB: [0-9.]+\s+Copy: ([0-9.]+) MiB/s`)
 
-// mbwBest runs mbw's memcpy (-t0), loop (-t1) and block-memcpy (-t2) tests on arrays
-// of mib MiB and returns the best iteration in GB/s counting bytes read
-// plus written (mbw counts the array once).
+// mbwBest runs mbw's element-loop test (-t1, "DUMB": the same kernel as
+// STREAM's copy, which bench numa runs) on arrays of mib MiB and returns
+// the best iteration in GB/s counting bytes read plus written (mbw counts
+// the array once). mbw's memcpy kernels (-t0, -t2) use glibc's
+// non-temporal/rep-movs copies and ran 1.1x-2.4x faster than any element
+// loop here, so comparing against them measured glibc, not the binding.
 func mbwBest(t *testing.T, mbw string, mib int) (float64, string) {
 	t.Helper()
 	best, kernel := 0.0, ""
-	for _, test := range []string{"0", "1", "2"} {
+	for _, test := range []string{"1"} {
 		out, err := exec.Command(mbw, "-q", "-n", "20", "-t"+test, strconv.Itoa(mib)).CombinedOutput()
 		if err != nil {
 			t.Fatalf("mbw: %v\n%s", err, out)
