@@ -201,7 +201,7 @@ func cdiCheck(h *host) check.Check {
 		f.drift("stale (device node gone, e.g. after a driver change or MIG reconfiguration): "+shortList(stale, 4), fixCDIGenerate)
 	}
 	if len(dups) > 0 {
-		f.drift("duplicate device names: "+shortList(dups, 4), "remove all but one spec for each kind (ls /etc/cdi /var/run/cdi)")
+		f.drift("duplicate device names: "+shortList(dups, 4), "# remove all but one spec for each kind (ls /etc/cdi /var/run/cdi)")
 	}
 	return f.done()
 }

@@ -124,7 +124,7 @@ func dockerCheck(h *host) check.Check {
 	case ver != "" && versionAtLeast(ver, 28, 3):
 		if set && !cdi {
 			cur = append(cur, "CDI off")
-			f.drift("features.cdi is false (Docker "+ver+" enables CDI by default)", `remove "cdi": false from "features" in `+DockerDaemonJSON+` && systemctl restart docker`)
+			f.drift("features.cdi is false (Docker "+ver+" enables CDI by default)", `# remove "cdi": false from "features" in `+DockerDaemonJSON+` && systemctl restart docker`)
 		} else {
 			cur = append(cur, "CDI on")
 		}

@@ -276,7 +276,7 @@ func containerdCheck(h *host) check.Check {
 		dirs = defaultCDIDirs
 	}
 	if cdiOn && r.HasCDISpecDir && !coversCDIDirs(dirs) {
-		f.drift(fmt.Sprintf("cdi_spec_dirs %v leaves out /etc/cdi and /var/run/cdi, where nvidia-ctk writes specs", dirs), `set cdi_spec_dirs = ["/etc/cdi", "/var/run/cdi"] and restart containerd`)
+		f.drift(fmt.Sprintf("cdi_spec_dirs %v leaves out /etc/cdi and /var/run/cdi, where nvidia-ctk writes specs", dirs), `# set cdi_spec_dirs = ["/etc/cdi", "/var/run/cdi"] and restart containerd`)
 	}
 	f.c.Current = strings.Join(cur, ", ")
 	if len(r.Files) > 1 {
@@ -395,7 +395,7 @@ func crioCheck(h *host) check.Check {
 		cur = append(cur, "default runtime "+r.Default)
 	}
 	if r.HasCDISpecDir && !coversCDIDirs(r.CDISpecDirs) {
-		f.drift(fmt.Sprintf("cdi_spec_dirs %v leaves out /etc/cdi and /var/run/cdi", r.CDISpecDirs), `set cdi_spec_dirs = ["/etc/cdi", "/var/run/cdi"] under [crio.runtime] and restart crio`)
+		f.drift(fmt.Sprintf("cdi_spec_dirs %v leaves out /etc/cdi and /var/run/cdi", r.CDISpecDirs), `# set cdi_spec_dirs = ["/etc/cdi", "/var/run/cdi"] under [crio.runtime] and restart crio`)
 	}
 	f.c.Current = strings.Join(cur, ", ")
 	if len(r.Files) > 0 {
