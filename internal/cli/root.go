@@ -63,10 +63,20 @@ type App struct {
 	host       *hostfs.FS // opened by Host
 }
 
-// Main runs gpunode with env and returns the process exit code.
-func Main(ctx context.Context, env Env) int {
+// Main runs gpunode with env and returns the process exit code. extra are
+// the companion's commands (gpunode-full passes them); without them the
+// forwarded commands exec the companion.
+func Main(ctx context.Context, env Env, extra ...Command) int {
 	app := &App{Env: env}
-	cmd := app.NewRootCommand()
+	cmd := app.NewRootCommand(extra...)
+	if len(extra) == 0 && forwardTarget(cmd, env.Args) {
+		// Exec returns only when it failed (or in tests).
+		err := app.forward()
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "gpunode: %s\n", err)
+		}
+		return ExitCode(err)
+	}
 	cmd.SetArgs(env.Args)
 	cmd.SetIn(env.Stdin)
 	cmd.SetOut(env.Stdout)
@@ -84,8 +94,9 @@ func Main(ctx context.Context, env Env) int {
 	return ExitCode(err)
 }
 
-// NewRootCommand builds the command tree.
-func (a *App) NewRootCommand() *cobra.Command {
+// NewRootCommand builds the command tree; extra are the companion's
+// commands (see Main).
+func (a *App) NewRootCommand(extra ...Command) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "gpunode",
 		Short: "Make GPU nodes fast and keep them that way",
@@ -126,9 +137,7 @@ Exit codes:
 		return []string{"table", "json", "yaml"}, cobra.ShellCompDirectiveNoFileComp
 	})
 	root.AddCommand(a.newVersionCommand())
-	for _, newCmd := range commands() {
-		root.AddCommand(newCmd(a))
-	}
+	root.AddCommand(a.topLevel(extra)...)
 	root.Args = cobra.NoArgs
 	// Add cobra's completion command now, so that its argument checks are
 	// marked too ('completion tcsh' printed help and exited 0).

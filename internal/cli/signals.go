@@ -26,14 +26,14 @@ const SignalGrace = 750 * time.Millisecond
 // exits with the same status.
 // Transactions stay safe: a journaled change survives a SIGKILL at any point,
 // and this is no worse.
-func MainWithSignals(env Env) int {
+func MainWithSignals(env Env, extra ...Command) int {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan int, 1)
-	go func() { done <- Main(ctx, env) }()
+	go func() { done <- Main(ctx, env, extra...) }()
 	var sig os.Signal
 	select {
 	case code := <-done:

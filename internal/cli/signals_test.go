@@ -28,7 +28,7 @@ func TestSignalHelperProcess(t *testing.T) {
 }
 
 // SIGINT and SIGTERM stop a command within 1 s even when it is blocked where
-// no context reaches: here 'k8s merge -f -' reading a stdin pipe that never
+// no context reaches: here 'mig validate -f -' reading a stdin pipe that never
 // delivers (issue 10, defect 8: signals were ignored while blocked).
 func TestSignalStopsBlockedCommand(t *testing.T) {
 	if testing.Short() {
@@ -43,7 +43,7 @@ func TestSignalStopsBlockedCommand(t *testing.T) {
 			t.Fatal(err)
 		}
 		cmd := exec.Command(os.Args[0], "-test.run=^TestSignalHelperProcess$")
-		cmd.Env = append(os.Environ(), "GPUNODE_SIGNAL_HELPER=1", "GPUNODE_SIGNAL_ARGS="+strings.Join([]string{"k8s", "merge", "-f", "-"}, "\x1f"))
+		cmd.Env = append(os.Environ(), "GPUNODE_SIGNAL_HELPER=1", "GPUNODE_SIGNAL_ARGS="+strings.Join([]string{"mig", "validate", "-f", "-"}, "\x1f"))
 		cmd.Stdin = stdinR
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr

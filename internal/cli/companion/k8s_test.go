@@ -1,4 +1,4 @@
-package cli
+package companion
 
 import (
 	"bytes"
@@ -9,19 +9,20 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpunode/gpunode/internal/cli"
 	"github.com/gpunode/gpunode/internal/testhost"
 )
 
 func runStdin(t *testing.T, stdin string, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	env := Env{
+	env := cli.Env{
 		Args: args, Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errb,
 		Getenv:  func(string) string { return "" },
 		Environ: func() []string { return nil },
 		Exec:    func(string, []string, []string) error { t.Fatal("unexpected exec"); return nil },
 	}
-	return Main(context.Background(), env), out.String(), errb.String()
+	return mainFull(context.Background(), env), out.String(), errb.String()
 }
 
 func TestK8sMerge(t *testing.T) {
@@ -33,12 +34,12 @@ func TestK8sMerge(t *testing.T) {
 		code      int
 		want      string
 	}{
-		{"4 GPUs fit node 0", `[{"affinity":[0],"preferred":true},{"affinity":[0,1],"preferred":false}]`, ExitOK, `"affinity": [
+		{"4 GPUs fit node 0", `[{"affinity":[0],"preferred":true},{"affinity":[0,1],"preferred":false}]`, cli.ExitOK, `"affinity": [
     0
   ],
   "preferred": true,
   "admit": true`},
-		{"8 GPUs need both nodes", `[{"affinity":[0,1],"preferred":true}]`, ExitFindings, `"affinity": null,
+		{"8 GPUs need both nodes", `[{"affinity":[0,1],"preferred":true}]`, cli.ExitFindings, `"affinity": null,
   "preferred": false,
   "admit": false`},
 	} {
@@ -60,31 +61,31 @@ func TestK8sMerge(t *testing.T) {
 		})
 	}
 	code, _, stderr := runStdin(t, `{"policy":"best-effort","numaNodes":[0,1],"providers":[{},{"gpu":[{"affinity":[70]}]}]}`, "k8s", "merge", "-f", "-")
-	if code != ExitUsage || !strings.Contains(stderr, "stdin: providers[1].gpu[0].affinity: NUMA id 70 beyond 63") {
+	if code != cli.ExitUsage || !strings.Contains(stderr, "stdin: providers[1].gpu[0].affinity: NUMA id 70 beyond 63") {
 		t.Errorf("bad input: exit %d, stderr %q", code, stderr)
 	}
 	code, _, stderr = runStdin(t, "", "k8s", "merge", "-f", filepath.Join(t.TempDir(), "missing.json"))
-	if code != ExitUsage || !strings.Contains(stderr, "missing.json") {
+	if code != cli.ExitUsage || !strings.Contains(stderr, "missing.json") {
 		t.Errorf("missing file: exit %d, stderr %q", code, stderr)
 	}
 }
 
 func TestK8sKubelet(t *testing.T) {
 	dir := t.TempDir()
-	nodeFile := filepath.Join("..", "k8s", "kubeletcfg", "testdata", "node-2numa-smt.yaml")
+	nodeFile := filepath.Join("..", "..", "k8s", "kubeletcfg", "testdata", "node-2numa-smt.yaml")
 	bad := filepath.Join(dir, "bad.yaml")
 	if err := os.WriteFile(bad, []byte("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\ncpuManagerPolicy: static\nmemoryManagerPolicy: Static\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	code, out, _ := runStdin(t, "", "k8s", "kubelet", "lint", bad, "--node", nodeFile)
-	if code != ExitFindings || !strings.Contains(out, "[cpumanager] unable to determine reserved CPU resources for static policy") {
+	if code != cli.ExitFindings || !strings.Contains(out, "[cpumanager] unable to determine reserved CPU resources for static policy") {
 		t.Fatalf("lint bad: exit %d\n%s", code, out)
 	}
 	// recommend -> lint round trip, for a node file and a live (fixture) host.
 	for _, src := range [][]string{{"--node", nodeFile}, {"--root", testhost.Path(t, "dgx-h100")}} {
 		for _, profile := range []string{"training", "inference"} {
 			code, out, stderr := runStdin(t, "", append([]string{"k8s", "kubelet", "recommend", "--profile", profile}, src...)...)
-			if code != ExitOK || !strings.Contains(out, "kind: KubeletConfiguration") {
+			if code != cli.ExitOK || !strings.Contains(out, "kind: KubeletConfiguration") {
 				t.Fatalf("recommend %v %s: exit %d\n%s%s", src, profile, code, out, stderr)
 			}
 			rec := filepath.Join(dir, "rec.yaml")
@@ -98,17 +99,26 @@ func TestK8sKubelet(t *testing.T) {
 				lintArgs = append(lintArgs, "--live", "--root", src[1])
 			}
 			code, out, stderr = runStdin(t, "", lintArgs...)
-			if code != ExitOK {
+			if code != cli.ExitOK {
 				t.Fatalf("lint of recommendation %v %s: exit %d\n%s%s", src, profile, code, out, stderr)
 			}
 		}
 	}
 	code, _, stderr := runStdin(t, "", "k8s", "kubelet", "recommend", "--profile", "batch", "--node", nodeFile)
-	if code != ExitUsage || !strings.Contains(stderr, `unknown profile "batch"`) {
+	if code != cli.ExitUsage || !strings.Contains(stderr, `unknown profile "batch"`) {
 		t.Errorf("bad profile: exit %d %q", code, stderr)
 	}
 	code, _, stderr = runStdin(t, "", "k8s", "kubelet", "lint", filepath.Join(dir, "nope.yaml"))
-	if code != ExitUsage {
+	if code != cli.ExitUsage {
 		t.Errorf("missing config: exit %d %q", code, stderr)
 	}
+}
+
+// mainFull is gpunode-full's Main.
+func mainFull(ctx context.Context, env cli.Env) int { return cli.Main(ctx, env, Commands()...) }
+
+// run runs gpunode-full with args and no stdin.
+func run(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	return runStdin(t, "", args...)
 }

@@ -1,4 +1,4 @@
-package cli
+package companion
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpunode/gpunode/internal/cli"
 	"github.com/gpunode/gpunode/internal/testhost"
 )
 
@@ -55,11 +56,11 @@ func TestAgentCommandReportIsAuditJSON(t *testing.T) {
 	addr := ln.Addr().String()
 	ln.Close()
 	var errb bytes.Buffer
-	env := Env{Args: []string{"--root", dgx, "agent", "--listen", addr, "--interval", "1h", "--gpu-backend", "fake", "--nfd-features-dir", "", "--log-format", "text"},
+	env := cli.Env{Args: []string{"--root", dgx, "agent", "--listen", addr, "--interval", "1h", "--gpu-backend", "fake", "--nfd-features-dir", "", "--log-format", "text"},
 		Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: &errb, Getenv: func(string) string { return "" }}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
-	go func() { done <- Main(ctx, env) }()
+	go func() { done <- mainFull(ctx, env) }()
 	var body []byte
 	for i := 0; i < 100; i++ { // bounded: 10 s
 		time.Sleep(100 * time.Millisecond)
@@ -147,11 +148,11 @@ func TestAgentEnforce(t *testing.T) {
 		return ln.Addr().String()
 	}()
 	var errb bytes.Buffer
-	env := Env{Args: []string{"--root", root, "agent", "--listen", addr, "--interval", "1h", "--gpu-backend", "fake", "--nfd-features-dir", "", "--enforce", "--log-format", "text"},
+	env := cli.Env{Args: []string{"--root", root, "agent", "--listen", addr, "--interval", "1h", "--gpu-backend", "fake", "--nfd-features-dir", "", "--enforce", "--log-format", "text"},
 		Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: &errb, Getenv: func(string) string { return "" }}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
-	go func() { done <- Main(ctx, env) }()
+	go func() { done <- mainFull(ctx, env) }()
 	var metrics string
 	for i := 0; i < 100 && !strings.Contains(metrics, `gpunode_enforce_actions_total{outcome="applied"} 1`); i++ { // bounded: 10 s
 		time.Sleep(100 * time.Millisecond)

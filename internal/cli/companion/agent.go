@@ -1,4 +1,4 @@
-package cli
+package companion
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/gpunode/gpunode/internal/agent"
 	"github.com/gpunode/gpunode/internal/check"
+	"github.com/gpunode/gpunode/internal/cli"
 	"github.com/gpunode/gpunode/internal/gpu"
 	"github.com/gpunode/gpunode/internal/irq"
 	"github.com/gpunode/gpunode/internal/journal"
@@ -29,13 +30,13 @@ type agentAuditOptions struct {
 // model as 'gpunode audit -o json'), and adds what the agent exports beside
 // it: the topology, the IRQ analysis and the GPU backend's facts. The GPU
 // backend is closed before it returns.
-func (a *App) RunAudit(ctx context.Context, o agentAuditOptions) (agent.Result, error) {
-	fs, cat, p, err := a.loadProfile(o.profile)
+func (a *app) RunAudit(ctx context.Context, o agentAuditOptions) (agent.Result, error) {
+	fs, cat, p, err := a.LoadProfile(o.profile)
 	if err != nil {
 		return agent.Result{}, err
 	}
 	h := tune.NewHost(ctx, fs)
-	srcs := a.auditSources(ctx, h, o.backend, "", 0)
+	srcs := a.AuditSources(ctx, h, o.backend, "", 0)
 	defer func() {
 		for _, s := range srcs {
 			if g, ok := s.(gpu.Source); ok && g.Backend != nil {
@@ -67,7 +68,7 @@ func (a *App) RunAudit(ctx context.Context, o agentAuditOptions) (agent.Result, 
 	return res, nil
 }
 
-func (a *App) newAgentCommand() *cobra.Command {
+func (a *app) newAgentCommand() *cobra.Command {
 	var (
 		ao         agentAuditOptions
 		interval   time.Duration
@@ -117,13 +118,13 @@ see docs/FLEET.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if interval < time.Second {
-				return Usagef("--interval %s: want at least 1s", interval)
+				return cli.Usagef("--interval %s: want at least 1s", interval)
 			}
 			logger, err := a.agentLogger(logFormat)
 			if err != nil {
 				return err
 			}
-			if _, _, _, err := a.loadProfile(ao.profile); err != nil {
+			if _, _, _, err := a.LoadProfile(ao.profile); err != nil {
 				return err
 			}
 			cfg := agent.Config{
@@ -138,11 +139,11 @@ see docs/FLEET.md.`,
 					return a.enforceApply(ctx, ao.profile)
 				}}
 			}
-			v := buildVersion()
+			v := cli.BuildVersion()
 			cfg.Build = agent.Build{Version: v.Version, Commit: v.Commit, GoVersion: v.GoVersion}
 			ag, err := agent.New(cfg)
 			if err != nil {
-				return Usagef("%v", err)
+				return cli.Usagef("%v", err)
 			}
 			ln, err := net.Listen("tcp", listen)
 			if err != nil {
@@ -165,14 +166,14 @@ see docs/FLEET.md.`,
 	return cmd
 }
 
-func (a *App) agentLogger(format string) (*slog.Logger, error) {
+func (a *app) agentLogger(format string) (*slog.Logger, error) {
 	switch format {
 	case "json":
 		return slog.New(slog.NewJSONHandler(a.Stderr, nil)), nil
 	case "text":
 		return slog.New(slog.NewTextHandler(a.Stderr, nil)), nil
 	}
-	return nil, Usagef("--log-format %q: want json or text", format)
+	return nil, cli.Usagef("--log-format %q: want json or text", format)
 }
 
 // NPD custom-plugin exit codes (Node Problem Detector's protocol).
@@ -189,12 +190,12 @@ type npdExit struct{ code int }
 func (e npdExit) Error() string { return fmt.Sprintf("npd-check: exit %d", e.code) }
 func (e npdExit) Unwrap() error {
 	if e.code == npdProblem {
-		return ErrFindings
+		return cli.ErrFindings
 	}
-	return ErrUsage // exit 2: NPD's Unknown
+	return cli.ErrUsage // exit 2: NPD's Unknown
 }
 
-func (a *App) newNPDCheckCommand() *cobra.Command {
+func (a *app) newNPDCheckCommand() *cobra.Command {
 	var (
 		ao     agentAuditOptions
 		maxLen int
@@ -237,7 +238,7 @@ custom-plugin-monitor configuration.`,
 	return cmd
 }
 
-func (a *App) npdSay(maxLen, code int, msg string) error {
+func (a *app) npdSay(maxLen, code int, msg string) error {
 	if maxLen < 1 {
 		maxLen = 80
 	}
@@ -295,12 +296,12 @@ func selString(sels []check.Selector) string {
 
 // enforceApply re-applies profile through the journal, as 'gpunode tune
 // apply --profile PROFILE' does.
-func (a *App) enforceApply(ctx context.Context, profile string) (agent.EnforceResult, error) {
-	fs, cat, p, err := a.loadProfile(profile)
+func (a *app) enforceApply(ctx context.Context, profile string) (agent.EnforceResult, error) {
+	fs, cat, p, err := a.LoadProfile(profile)
 	if err != nil {
 		return agent.EnforceResult{}, err
 	}
-	req := tune.ApplyRequest{Profile: p, StateDir: journal.DefaultDir, Command: a.commandLine()}
+	req := tune.ApplyRequest{Profile: p, StateDir: journal.DefaultDir, Command: a.CommandLine()}
 	rep, err := tune.Apply(ctx, tune.NewHost(ctx, fs), cat, req)
 	if rep == nil {
 		return agent.EnforceResult{}, err

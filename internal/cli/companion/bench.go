@@ -1,4 +1,4 @@
-package cli
+package companion
 
 import (
 	"errors"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/gpunode/gpunode/internal/bench"
 	"github.com/gpunode/gpunode/internal/bind"
+	"github.com/gpunode/gpunode/internal/cli"
 	"github.com/gpunode/gpunode/internal/gpu"
 	"github.com/gpunode/gpunode/internal/journal"
 	"github.com/gpunode/gpunode/internal/topo"
@@ -31,7 +32,7 @@ func (b *benchOut) register(cmd *cobra.Command) {
 	fl.BoolVar(&b.noProgress, "no-progress", false, "no progress bar on stderr")
 }
 
-func (a *App) newBenchCommand() *cobra.Command {
+func (a *app) newBenchCommand() *cobra.Command {
 	var stateDir string
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -58,7 +59,7 @@ Run it before and after 'gpunode tune apply' with --save NAME, then compare.`,
 	return cmd
 }
 
-func (a *App) progress(off bool) bench.Progress {
+func (a *app) progress(off bool) bench.Progress {
 	if off {
 		return bench.NoProgress{}
 	}
@@ -67,10 +68,10 @@ func (a *App) progress(off bool) bench.Progress {
 
 // liveTopo discovers this machine for a measurement (measurements run here:
 // --root only names where results are kept).
-func (a *App) liveTopo(cmd *cobra.Command, out *benchOut) (*topo.Topology, error) {
+func (a *app) liveTopo(cmd *cobra.Command, out *benchOut) (*topo.Topology, error) {
 	if out.plot != "" {
 		if _, err := bench.PlotFormat(out.plot); err != nil {
-			return nil, wrapUsage(err)
+			return nil, cli.WrapUsage(err)
 		}
 	}
 	host, err := a.Host()
@@ -78,13 +79,13 @@ func (a *App) liveTopo(cmd *cobra.Command, out *benchOut) (*topo.Topology, error
 		return nil, err
 	}
 	if !host.IsLive() {
-		return nil, Usagef("bench measures this machine: --root %s works only with 'bench compare' and 'bench list'", a.Root)
+		return nil, cli.Usagef("bench measures this machine: --root %s works only with 'bench compare' and 'bench list'", a.Root)
 	}
 	return topo.Discover(cmd.Context(), host)
 }
 
 // finish renders v, writes the plot and saves the result.
-func (a *App) finishBench(out *benchOut, stateDir string, v any) error {
+func (a *app) finishBench(out *benchOut, stateDir string, v any) error {
 	if err := a.Render(v); err != nil {
 		return err
 	}
@@ -115,12 +116,12 @@ func (a *App) finishBench(out *benchOut, stateDir string, v any) error {
 
 func benchErr(err error) error {
 	if errors.Is(err, bench.ErrInput) {
-		return wrapUsage(err)
+		return cli.WrapUsage(err)
 	}
 	return err
 }
 
-func (a *App) newBenchNUMACommand(stateDir *string) *cobra.Command {
+func (a *app) newBenchNUMACommand(stateDir *string) *cobra.Command {
 	var out benchOut
 	var o bench.NUMAOptions
 	var cpuNodes, memNodes string
@@ -150,7 +151,7 @@ local pair and the kernel's distance matrix.`,
 				return err
 			}
 			if o.Threads < 0 || o.Duration < 0 {
-				return Usagef("--threads and --duration must not be negative")
+				return cli.Usagef("--threads and --duration must not be negative")
 			}
 			o.Progress = a.progress(out.noProgress)
 			r, err := bench.RunNUMA(cmd.Context(), t, o)
@@ -177,14 +178,14 @@ func parseIntList(flag, s string) ([]int, error) {
 	for _, f := range strings.Split(s, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || n < 0 {
-			return nil, Usagef("%s %q: want a comma list of node ids", flag, s)
+			return nil, cli.Usagef("%s %q: want a comma list of node ids", flag, s)
 		}
 		out = append(out, n)
 	}
 	return out, nil
 }
 
-func (a *App) newBenchH2DCommand(stateDir *string) *cobra.Command {
+func (a *app) newBenchH2DCommand(stateDir *string) *cobra.Command {
 	var out benchOut
 	var gpuSel, backend string
 	var sizeMiB, loops, samples int
@@ -205,7 +206,7 @@ sysfs) and the local/remote and pinned/pageable ratios.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if sizeMiB <= 0 || loops <= 0 || samples <= 0 {
-				return Usagef("--size-mib, --loops and --samples must be positive")
+				return cli.Usagef("--size-mib, --loops and --samples must be positive")
 			}
 			t, err := a.liveTopo(cmd, &out)
 			if err != nil {
@@ -214,7 +215,7 @@ sysfs) and the local/remote and pinned/pageable ratios.`,
 			o := bench.H2DOptions{GPU: gpuSel, Size: sizeMiB << 20, Loops: loops, Samples: samples, Progress: a.progress(out.noProgress)}
 			o.Sources.Policy = bind.LivePolicy{}
 			if backend != gpu.KindNone {
-				o.Sources.GPUs = &gpuSource{a: a, kind: backend}
+				o.Sources.GPUs = a.BindGPUSource(backend)
 			}
 			r, err := bench.RunH2D(cmd.Context(), t, o)
 			if err != nil {
@@ -233,7 +234,7 @@ sysfs) and the local/remote and pinned/pageable ratios.`,
 	return cmd
 }
 
-func (a *App) newBenchAllocCommand(stateDir *string) *cobra.Command {
+func (a *app) newBenchAllocCommand(stateDir *string) *cobra.Command {
 	var out benchOut
 	var runs, threads int
 	var ops int64
@@ -254,21 +255,21 @@ threads each doing --ops malloc/free pairs of 16-1024 bytes with 256 blocks
 live. A gpunode built without cgo needs a COMMAND.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if cmd.ArgsLenAtDash() < 0 && len(args) > 0 {
-				return Usagef("put the command after --: gpunode bench alloc [flags] -- %s", strings.Join(args, " "))
+				return cli.Usagef("put the command after --: gpunode bench alloc [flags] -- %s", strings.Join(args, " "))
 			}
 			if runs <= 0 || threads <= 0 || ops <= 0 {
-				return Usagef("--runs, --threads and --ops must be positive")
+				return cli.Usagef("--runs, --threads and --ops must be positive")
 			}
 			if _, err := a.liveTopo(cmd, &out); err != nil {
 				return err
 			}
-			o := bench.AllocOptions{Command: args, Repeats: runs, Environ: a.environ(), Progress: a.progress(out.noProgress)}
+			o := bench.AllocOptions{Command: args, Repeats: runs, Environ: a.EnvironList(), Progress: a.progress(out.noProgress)}
 			if len(args) == 0 {
 				if workload != "threads" {
-					return Usagef("--workload %q: the built-in workload is 'threads'", workload)
+					return cli.Usagef("--workload %q: the built-in workload is 'threads'", workload)
 				}
 				if !bench.WorkloadAvailable {
-					return Usagef("%v", bench.ThreadsWorkload(1, 1))
+					return cli.Usagef("%v", bench.ThreadsWorkload(1, 1))
 				}
 				exe, err := os.Executable()
 				if err != nil {
@@ -286,7 +287,7 @@ live. A gpunode built without cgo needs a COMMAND.`,
 				want := strings.Split(allocators, ",")
 				for _, w := range want {
 					if !slices.ContainsFunc(libs, func(l bench.AllocLibrary) bool { return l.Allocator == strings.TrimSpace(w) }) {
-						return Usagef("--allocators: %q not found on this host (found: %s)", w, allocatorNames(libs))
+						return cli.Usagef("--allocators: %q not found on this host (found: %s)", w, allocatorNames(libs))
 					}
 				}
 				libs = slices.DeleteFunc(libs, func(l bench.AllocLibrary) bool {
@@ -322,7 +323,7 @@ func allocatorNames(libs []bench.AllocLibrary) string {
 
 // newBenchWorkloadCommand is the built-in allocator workload that 'bench
 // alloc' runs as a child process.
-func (a *App) newBenchWorkloadCommand() *cobra.Command {
+func (a *app) newBenchWorkloadCommand() *cobra.Command {
 	var threads int
 	var ops int64
 	cmd := &cobra.Command{
@@ -346,7 +347,7 @@ func (a *App) newBenchWorkloadCommand() *cobra.Command {
 	return cmd
 }
 
-func (a *App) newBenchCompareCommand(stateDir *string) *cobra.Command {
+func (a *app) newBenchCompareCommand(stateDir *string) *cobra.Command {
 	return &cobra.Command{
 		Use:   "compare A B",
 		Short: "Compare two saved results (before/after) with a noise estimate",
@@ -377,7 +378,7 @@ is reported as within noise.`,
 	}
 }
 
-func (a *App) newBenchListCommand(stateDir *string) *cobra.Command {
+func (a *app) newBenchListCommand(stateDir *string) *cobra.Command {
 	return &cobra.Command{
 		Use:   "list",
 		Short: "List the results kept with --save",

@@ -1,4 +1,4 @@
-package cli
+package companion
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/gpunode/gpunode/internal/cli"
 	"github.com/gpunode/gpunode/internal/k8s/kubeletcfg"
 	"github.com/gpunode/gpunode/internal/k8s/lint"
 	"github.com/gpunode/gpunode/internal/k8s/node"
@@ -14,7 +15,7 @@ import (
 	"github.com/gpunode/gpunode/internal/output"
 )
 
-func (a *App) newK8sLintCommand() *cobra.Command {
+func (a *app) newK8sLintCommand() *cobra.Command {
 	var files []string
 	var nodeFile, kcFile, nodesFile, failOn, shmMin string
 	var listRules, sarif bool
@@ -53,58 +54,58 @@ nothing is reported).`,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			if strings.EqualFold(strings.TrimSpace(a.Output), "sarif") {
 				sarif = true
-				a.format = output.JSON
+				a.SetFormat(output.JSON)
 				return nil
 			}
 			f, err := output.ParseFormat(a.Output)
 			if err != nil {
-				return wrapUsage(fmt.Errorf("%w (or sarif)", err))
+				return cli.WrapUsage(fmt.Errorf("%w (or sarif)", err))
 			}
-			a.format = f
+			a.SetFormat(f)
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if listRules {
 				if sarif {
-					return Usagef("lint: --rules has no SARIF form (use -o json)")
+					return cli.Usagef("lint: --rules has no SARIF form (use -o json)")
 				}
 				return a.Render(lint.ListRules())
 			}
 			if len(files) == 0 {
-				return Usagef("lint: -f PATH is required (a file, a directory, or - for stdin)")
+				return cli.Usagef("lint: -f PATH is required (a file, a directory, or - for stdin)")
 			}
 			threshold, err := lint.ParseSeverity(failOn)
 			if err != nil {
-				return wrapUsage(err)
+				return cli.WrapUsage(err)
 			}
 			in, lines, err := a.loadLintInput(files)
 			if err != nil {
-				return wrapUsage(err)
+				return cli.WrapUsage(err)
 			}
 			if shmMin != "" {
 				q, err := resource.ParseQuantity(shmMin)
 				if err != nil || q.Sign() <= 0 {
-					return Usagef("--shm-min %q: want a positive quantity such as 1Gi", shmMin)
+					return cli.Usagef("--shm-min %q: want a positive quantity such as 1Gi", shmMin)
 				}
 				in.ShmMin = q
 			}
 			if nodesFile != "" {
 				b, err := objects.ReadFile(nodesFile)
 				if err != nil {
-					return wrapUsage(err)
+					return cli.WrapUsage(err)
 				}
 				if in.Nodes, err = objects.LoadNodes(nodesFile, b); err != nil {
-					return wrapUsage(err)
+					return cli.WrapUsage(err)
 				}
 			}
 			if kcFile != "" {
 				if in.Kubelet, err = kubeletcfg.Load(kcFile); err != nil {
-					return wrapUsage(err)
+					return cli.WrapUsage(err)
 				}
 			}
 			if nodeFile != "" {
 				if in.Node, err = node.Load(nodeFile); err != nil {
-					return wrapUsage(err)
+					return cli.WrapUsage(err)
 				}
 				in.NodeName = in.Node.Name
 				if in.NodeName == "" {
@@ -121,11 +122,11 @@ nothing is reported).`,
 					return err
 				}
 				if failing {
-					return ErrFindings
+					return cli.ErrFindings
 				}
 				return nil
 			}
-			return a.renderFindings(rep, failing)
+			return a.RenderFindings(rep, failing)
 		},
 	}
 	f := cmd.Flags()
@@ -141,7 +142,7 @@ nothing is reported).`,
 
 // loadLintInput reads every -f source; lines maps each file to its
 // documents' start lines (for SARIF).
-func (a *App) loadLintInput(paths []string) (*lint.Input, map[string][]int, error) {
+func (a *app) loadLintInput(paths []string) (*lint.Input, map[string][]int, error) {
 	srcs, err := lint.Sources(paths)
 	if err != nil {
 		return nil, nil, err

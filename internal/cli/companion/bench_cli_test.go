@@ -1,4 +1,4 @@
-package cli
+package companion
 
 import (
 	"encoding/json"
@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/gpunode/gpunode/internal/bench"
+	"github.com/gpunode/gpunode/internal/cli"
 	"github.com/gpunode/gpunode/internal/hostfs"
 	"github.com/gpunode/gpunode/internal/testhost"
 )
@@ -16,14 +17,14 @@ func TestBenchMeasuresOnlyThisMachine(t *testing.T) {
 	root := testhost.Path(t, "dgx-h100")
 	for _, sub := range []string{"numa", "h2d", "alloc"} {
 		code, _, stderr := run(t, "bench", sub, "--root", root)
-		if code != ExitUsage || !strings.Contains(stderr, "bench measures this machine") {
+		if code != cli.ExitUsage || !strings.Contains(stderr, "bench measures this machine") {
 			t.Errorf("%s --root: exit %d, stderr %q", sub, code, stderr)
 		}
 	}
-	if code, _, stderr := run(t, "bench", "numa", "--plot", "x.pdf"); code != ExitUsage || !strings.Contains(stderr, ".svg or .png") {
+	if code, _, stderr := run(t, "bench", "numa", "--plot", "x.pdf"); code != cli.ExitUsage || !strings.Contains(stderr, ".svg or .png") {
 		t.Errorf("--plot x.pdf: exit %d %q", code, stderr)
 	}
-	if code, _, _ := run(t, "bench", "compare", "a"); code != ExitUsage {
+	if code, _, _ := run(t, "bench", "compare", "a"); code != cli.ExitUsage {
 		t.Errorf("compare with one name: exit %d", code)
 	}
 }
@@ -46,7 +47,7 @@ func TestBenchCompareAndList(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out, stderr := run(t, "bench", "compare", "before", "after", "--root", root, "--state-dir", "/state", "-o", "json")
-	if code != ExitOK {
+	if code != cli.ExitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	var c bench.Comparison
@@ -57,10 +58,10 @@ func TestBenchCompareAndList(t *testing.T) {
 		t.Errorf("comparison %+v", c)
 	}
 	code, out, _ = run(t, "bench", "list", "--root", root, "--state-dir", "/state")
-	if code != ExitOK || !strings.Contains(out, "before") || !strings.Contains(out, "after") || !strings.Contains(out, "alloc") {
+	if code != cli.ExitOK || !strings.Contains(out, "before") || !strings.Contains(out, "after") || !strings.Contains(out, "alloc") {
 		t.Errorf("list: exit %d\n%s", code, out)
 	}
-	if code, _, stderr := run(t, "bench", "compare", "before", "nothing", "--root", root, "--state-dir", "/state"); code != ExitUsage || !strings.Contains(stderr, `no saved result "nothing"`) {
+	if code, _, stderr := run(t, "bench", "compare", "before", "nothing", "--root", root, "--state-dir", "/state"); code != cli.ExitUsage || !strings.Contains(stderr, `no saved result "nothing"`) {
 		t.Errorf("missing: exit %d %q", code, stderr)
 	}
 	if _, err := os.Stat(filepath.Join(root, "state", "bench", "before.json")); err != nil {

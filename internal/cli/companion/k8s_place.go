@@ -1,4 +1,4 @@
-package cli
+package companion
 
 import (
 	"fmt"
@@ -7,11 +7,12 @@ import (
 	"github.com/spf13/cobra"
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/gpunode/gpunode/internal/cli"
 	"github.com/gpunode/gpunode/internal/k8s/objects"
 	"github.com/gpunode/gpunode/internal/k8s/place"
 )
 
-func (a *App) newK8sPlaceCommand() *cobra.Command {
+func (a *app) newK8sPlaceCommand() *cobra.Command {
 	var nodesFile, podsFile, topoFile, levels, workFile string
 	cmd := &cobra.Command{
 		Use:   "place --nodes NODES --workload WORKLOAD [--pods PODS] [--topology TOPOLOGY | --levels KEY,...]",
@@ -43,20 +44,20 @@ Exit codes: 0 fits, 1 does not fit, 2 bad input.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if nodesFile == "" || workFile == "" {
-				return Usagef("place: --nodes and --workload are required")
+				return cli.Usagef("place: --nodes and --workload are required")
 			}
 			if topoFile != "" && levels != "" {
-				return Usagef("place: give --topology or --levels, not both")
+				return cli.Usagef("place: give --topology or --levels, not both")
 			}
 			in, err := loadPlaceInput(nodesFile, podsFile, topoFile, levels, workFile)
 			if err != nil {
-				return wrapUsage(err)
+				return cli.WrapUsage(err)
 			}
 			rep, err := place.Run(cmd.Context(), in)
 			if err != nil {
-				return wrapUsage(err)
+				return cli.WrapUsage(err)
 			}
-			return a.renderFindings(rep, !rep.Fits)
+			return a.RenderFindings(rep, !rep.Fits)
 		},
 	}
 	f := cmd.Flags()

@@ -1,4 +1,4 @@
-package cli
+package companion
 
 import (
 	"encoding/json"
@@ -8,7 +8,9 @@ import (
 	"testing"
 )
 
-func draSeed(name string) string { return filepath.Join("..", "k8s", "dra", "testdata", "seed", name) }
+func draSeed(name string) string {
+	return filepath.Join("..", "..", "k8s", "dra", "testdata", "seed", name)
+}
 
 func TestDRAAllocateJSONContract(t *testing.T) {
 	code, out, errs := run(t, "k8s", "dra", "allocate", "--slices", draSeed("slices-dgx-h100-dynamic-mig.yaml"), "--classes", draSeed("classes.yaml"),
@@ -66,7 +68,7 @@ func TestDRABadInputExit2(t *testing.T) {
 }
 
 func TestDRASlicesFixtures(t *testing.T) {
-	code, out, errs := run(t, "--root", filepath.Join("..", "..", "testdata", "hosts", "dgx-h100"), "k8s", "dra", "slices", "--node-name", "dgx-h100", "--mig", "dynamic", "-o", "json")
+	code, out, errs := run(t, "--root", filepath.Join("..", "..", "..", "testdata", "hosts", "dgx-h100"), "k8s", "dra", "slices", "--node-name", "dgx-h100", "--mig", "dynamic", "-o", "json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}

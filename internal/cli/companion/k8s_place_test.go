@@ -1,4 +1,4 @@
-package cli
+package companion
 
 import (
 	"encoding/json"
@@ -9,7 +9,7 @@ import (
 )
 
 func TestK8sPlaceCommand(t *testing.T) {
-	td := filepath.Join("..", "k8s", "place", "testdata")
+	td := filepath.Join("..", "..", "k8s", "place", "testdata")
 	seed := func(c, f string) string { return filepath.Join(td, c, f) }
 	dir := t.TempDir()
 	badNodes := filepath.Join(dir, "nodes.json")

@@ -1,4 +1,4 @@
-package cli
+package companion
 
 import (
 	"context"
@@ -7,13 +7,14 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpunode/gpunode/internal/cli"
 	"github.com/gpunode/gpunode/internal/k8s/kubeletcfg"
 	"github.com/gpunode/gpunode/internal/k8s/node"
 	"github.com/gpunode/gpunode/internal/k8s/topology"
 	"github.com/gpunode/gpunode/internal/topo"
 )
 
-func (a *App) newK8sCommand() *cobra.Command {
+func (a *app) newK8sCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "k8s",
 		Short: "Simulate kubelet's resource managers: Topology Manager merge, kubelet config lint, pod admission",
@@ -26,7 +27,7 @@ from starting, a recommended configuration for GPU nodes, and pod admission.`,
 	return cmd
 }
 
-func (a *App) newK8sMergeCommand() *cobra.Command {
+func (a *app) newK8sMergeCommand() *cobra.Command {
 	var file string
 	cmd := &cobra.Command{
 		Use:   "merge -f HINTS.json",
@@ -51,7 +52,7 @@ Exit status: 0 admitted, 1 rejected (TopologyAffinityError), 2 bad input.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if file == "" {
-				return Usagef("merge: -f HINTS.json is required (use -f - for stdin)")
+				return cli.Usagef("merge: -f HINTS.json is required (use -f - for stdin)")
 			}
 			var req *topology.MergeRequest
 			var err error
@@ -62,26 +63,26 @@ Exit status: 0 admitted, 1 rejected (TopologyAffinityError), 2 bad input.`,
 			} else {
 				f, oerr := os.Open(file)
 				if oerr != nil {
-					return wrapUsage(oerr)
+					return cli.WrapUsage(oerr)
 				}
 				defer f.Close()
 				req, err = topology.ReadMergeRequest(f, file)
 			}
 			if err != nil {
-				return wrapUsage(err)
+				return cli.WrapUsage(err)
 			}
 			res, err := topology.RunMergeRequest(req)
 			if err != nil {
-				return wrapUsage(fmt.Errorf("%s: %w", name, err))
+				return cli.WrapUsage(fmt.Errorf("%s: %w", name, err))
 			}
-			return a.renderFindings(res, !res.Admit)
+			return a.RenderFindings(res, !res.Admit)
 		},
 	}
 	cmd.Flags().StringVarP(&file, "file", "f", "", "hints JSON file, - for stdin")
 	return cmd
 }
 
-func (a *App) newK8sKubeletCommand() *cobra.Command {
+func (a *app) newK8sKubeletCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "kubelet",
 		Short: "Lint a KubeletConfiguration or recommend one for a GPU node",
@@ -93,11 +94,11 @@ func (a *App) newK8sKubeletCommand() *cobra.Command {
 
 // k8sNode loads the node model from --node, or discovers it from --root when
 // live is set; it returns nil when neither applies.
-func (a *App) k8sNode(ctx context.Context, nodeFile string, live bool) (*node.Node, error) {
+func (a *app) k8sNode(ctx context.Context, nodeFile string, live bool) (*node.Node, error) {
 	if nodeFile != "" {
 		n, err := node.Load(nodeFile)
 		if err != nil {
-			return nil, wrapUsage(err)
+			return nil, cli.WrapUsage(err)
 		}
 		return n, nil
 	}
@@ -119,7 +120,7 @@ func (a *App) k8sNode(ctx context.Context, nodeFile string, live bool) (*node.No
 	return n, nil
 }
 
-func (a *App) newK8sKubeletLintCommand() *cobra.Command {
+func (a *app) newK8sKubeletLintCommand() *cobra.Command {
 	var nodeFile string
 	var live bool
 	cmd := &cobra.Command{
@@ -143,18 +144,18 @@ Exit status: 0 clean, 1 errors or warnings found, 2 bad input.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if nodeFile != "" && live {
-				return Usagef("lint: --node and --live are exclusive")
+				return cli.Usagef("lint: --node and --live are exclusive")
 			}
 			c, err := kubeletcfg.Load(args[0])
 			if err != nil {
-				return wrapUsage(err)
+				return cli.WrapUsage(err)
 			}
 			n, err := a.k8sNode(cmd.Context(), nodeFile, live || cmd.Flags().Changed("root"))
 			if err != nil {
 				return err
 			}
 			r := kubeletcfg.Lint(c, n)
-			return a.renderFindings(r, r.Problems() > 0)
+			return a.RenderFindings(r, r.Problems() > 0)
 		},
 	}
 	cmd.Flags().StringVar(&nodeFile, "node", "", "node file (YAML) describing the machine")
@@ -162,7 +163,7 @@ Exit status: 0 clean, 1 errors or warnings found, 2 bad input.`,
 	return cmd
 }
 
-func (a *App) newK8sKubeletRecommendCommand() *cobra.Command {
+func (a *app) newK8sKubeletRecommendCommand() *cobra.Command {
 	var nodeFile, profile string
 	cmd := &cobra.Command{
 		Use:   "recommend [--profile training|inference] [--node NODE.yaml]",
@@ -190,7 +191,7 @@ configuration. The result passes 'gpunode k8s kubelet lint'.`,
 			}
 			rec, err := kubeletcfg.Recommend(n, profile)
 			if err != nil {
-				return wrapUsage(err)
+				return cli.WrapUsage(err)
 			}
 			return a.Render(*rec)
 		},

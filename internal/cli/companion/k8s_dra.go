@@ -1,4 +1,4 @@
-package cli
+package companion
 
 import (
 	"errors"
@@ -7,12 +7,13 @@ import (
 	"github.com/spf13/cobra"
 	resourceapi "k8s.io/api/resource/v1"
 
+	"github.com/gpunode/gpunode/internal/cli"
 	"github.com/gpunode/gpunode/internal/k8s/dra"
 	"github.com/gpunode/gpunode/internal/k8s/objects"
 	"github.com/gpunode/gpunode/internal/topo"
 )
 
-func (a *App) newK8sDRACommand() *cobra.Command {
+func (a *app) newK8sDRACommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "dra",
 		Short: "Dynamic Resource Allocation what-if: this node's ResourceSlices, and whether claims fit, where, and why not",
@@ -22,9 +23,9 @@ func (a *App) newK8sDRACommand() *cobra.Command {
 	return cmd
 }
 
-func (a *App) newK8sDRASlicesCommand() *cobra.Command {
+func (a *app) newK8sDRASlicesCommand() *cobra.Command {
 	var migMode, nodeName string
-	var gf gpuFlags
+	var gf cli.GPUFlags
 	cmd := &cobra.Command{
 		Use:   "slices [--mig none|static|dynamic] [--node-name N]",
 		Short: "Print the ResourceSlices the NVIDIA DRA driver (gpu.nvidia.com) would publish for this node",
@@ -62,7 +63,7 @@ MIG engine counts are gpunode's model of NVIDIA's published profile tables.`,
 			if err != nil {
 				return err
 			}
-			st, err := a.gpuStatus(ctx, gf.backend)
+			st, err := a.GPUStatus(ctx, gf.Backend())
 			if err != nil {
 				return err
 			}
@@ -73,9 +74,9 @@ MIG engine counts are gpunode's model of NVIDIA's published profile tables.`,
 				}
 				a.Warnf("no GPUs from the GPU backend %s (%s): the slice has no devices", st.Backend, reason)
 			}
-			l, err := dra.Slices(dra.SliceOptions{NodeName: nodeName, MIG: migMode, Topology: t, Status: st, Catalog: a.migCatalogue()})
+			l, err := dra.Slices(dra.SliceOptions{NodeName: nodeName, MIG: migMode, Topology: t, Status: st, Catalog: a.MIGCatalogue()})
 			if err != nil {
-				return wrapUsage(err)
+				return cli.WrapUsage(err)
 			}
 			for _, w := range l.Warnings {
 				a.Warnf("%s", w)
@@ -83,13 +84,13 @@ MIG engine counts are gpunode's model of NVIDIA's published profile tables.`,
 			return a.Render(l)
 		},
 	}
-	gf.register(cmd, false)
+	gf.Register(cmd, false)
 	cmd.Flags().StringVar(&migMode, "mig", dra.MIGNone, "MIG devices: none, static (existing instances) or dynamic (every placement, partitionable)")
 	cmd.Flags().StringVar(&nodeName, "node-name", "", "node name for spec.nodeName and the pool (default: the host name)")
 	return cmd
 }
 
-func (a *App) newK8sDRAAllocateCommand() *cobra.Command {
+func (a *app) newK8sDRAAllocateCommand() *cobra.Command {
 	var slicesF, classesF, claimsF, allocatedF, podF, templatesF string
 	var nodes []string
 	var explain bool
@@ -127,21 +128,21 @@ Output -o json: {"schemaVersion":"gpunode.k8s.dra.allocate/v1","nodes":[{"node",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if slicesF == "" || classesF == "" || (claimsF == "" && podF == "") {
-				return Usagef("allocate: --slices, --classes and --claims (or --pod) are required")
+				return cli.Usagef("allocate: --slices, --classes and --claims (or --pod) are required")
 			}
 			if (podF == "") != (templatesF == "") && templatesF != "" {
-				return Usagef("allocate: --templates needs --pod")
+				return cli.Usagef("allocate: --templates needs --pod")
 			}
 			in, err := loadDRAInput(slicesF, classesF, claimsF, allocatedF, podF, templatesF)
 			if err != nil {
-				return wrapUsage(err)
+				return cli.WrapUsage(err)
 			}
 			in.Nodes = nodes
 			rep, err := dra.Run(cmd.Context(), in, dra.Options{Explain: explain})
 			if err != nil {
 				var ie *dra.InputError
 				if errors.As(err, &ie) {
-					return wrapUsage(err)
+					return cli.WrapUsage(err)
 				}
 				return err
 			}
@@ -152,7 +153,7 @@ Output -o json: {"schemaVersion":"gpunode.k8s.dra.allocate/v1","nodes":[{"node",
 					}
 				}
 			}
-			return a.renderFindings(rep, !rep.Fits)
+			return a.RenderFindings(rep, !rep.Fits)
 		},
 	}
 	f := cmd.Flags()

@@ -1,4 +1,4 @@
-package cli
+package companion
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpunode/gpunode/internal/cli"
 	"github.com/gpunode/gpunode/internal/testhost"
 )
 
@@ -13,11 +14,11 @@ import (
 // fixture in-process: discovery plus rendering, without process start-up.
 func BenchmarkTopoJSONCommand(b *testing.B) {
 	root := testhost.Path(b, "dgx-h100")
-	env := Env{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: io.Discard, Getenv: func(string) string { return "" }}
+	env := cli.Env{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: io.Discard, Getenv: func(string) string { return "" }}
 	b.ReportAllocs()
 	for b.Loop() {
 		env.Args = []string{"topo", "--root", root, "-o", "json"}
-		if code := Main(context.Background(), env); code != 0 {
+		if code := mainFull(context.Background(), env); code != 0 {
 			b.Fatalf("exit %d", code)
 		}
 	}

@@ -1,4 +1,4 @@
-package cli
+package companion
 
 import (
 	"encoding/json"
@@ -9,7 +9,7 @@ import (
 )
 
 func TestK8sLintCommand(t *testing.T) {
-	m := filepath.Join("..", "..", "testdata", "manifests")
+	m := filepath.Join("..", "..", "..", "testdata", "manifests")
 	rule := func(r, f string) string { return filepath.Join(m, "rules", r, f) }
 	dir := t.TempDir()
 	dup := filepath.Join(dir, "dup.yaml")

@@ -1,4 +1,4 @@
-package cli
+package companion
 
 import (
 	"fmt"
@@ -10,13 +10,14 @@ import (
 
 	"github.com/gpunode/gpunode/internal/agent"
 	"github.com/gpunode/gpunode/internal/bench"
+	"github.com/gpunode/gpunode/internal/cli"
 	"github.com/gpunode/gpunode/internal/gpu"
 	"github.com/gpunode/gpunode/internal/journal"
 	"github.com/gpunode/gpunode/internal/report"
 	"github.com/gpunode/gpunode/internal/tune"
 )
 
-func (a *App) newReportCommand() *cobra.Command {
+func (a *app) newReportCommand() *cobra.Command {
 	var (
 		ao       agentAuditOptions
 		htmlFile string
@@ -40,7 +41,7 @@ Exit status: 0 written, 2 usage, 3 failure (drift does not fail it).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if htmlFile == "" {
-				return Usagef("--html FILE is required")
+				return cli.Usagef("--html FILE is required")
 			}
 			res, err := a.RunAudit(cmd.Context(), ao)
 			if err != nil {
@@ -52,7 +53,7 @@ Exit status: 0 written, 2 usage, 3 failure (drift does not fail it).`,
 			}
 			saved, _ := bench.LoadAll(fs, stateDir)
 			b, err := report.HTML(report.Input{Report: res.Report, Topo: res.Topo, IRQ: res.IRQ, Bench: saved,
-				Generated: time.Now().UTC().Format(time.RFC3339), Version: buildVersion().Version})
+				Generated: time.Now().UTC().Format(time.RFC3339), Version: cli.BuildVersion().Version})
 			if err != nil {
 				return err
 			}
@@ -97,12 +98,12 @@ func writeFileAtomic(name string, b []byte) error {
 }
 
 // agentHTML renders /report.html from an agent snapshot.
-func (a *App) agentHTML(s *agent.Snapshot) ([]byte, error) {
+func (a *app) agentHTML(s *agent.Snapshot) ([]byte, error) {
 	r := s.Result
 	var saved []*bench.Saved
 	if fs, err := a.Host(); err == nil {
 		saved, _ = bench.LoadAll(fs, journal.DefaultDir)
 	}
 	return report.HTML(report.Input{Report: r.Report, Topo: r.Topo, IRQ: r.IRQ, Bench: saved,
-		Generated: s.At.UTC().Format(time.RFC3339), Version: buildVersion().Version})
+		Generated: s.At.UTC().Format(time.RFC3339), Version: cli.BuildVersion().Version})
 }

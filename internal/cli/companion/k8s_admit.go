@@ -1,4 +1,4 @@
-package cli
+package companion
 
 import (
 	"fmt"
@@ -6,11 +6,12 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpunode/gpunode/internal/cli"
 	"github.com/gpunode/gpunode/internal/k8s/admit"
 	"github.com/gpunode/gpunode/internal/k8s/kubeletcfg"
 )
 
-func (a *App) newK8sAdmitCommand() *cobra.Command {
+func (a *app) newK8sAdmitCommand() *cobra.Command {
 	var nodeFile, kcFile, podsFile string
 	var live bool
 	var maxMasks int
@@ -35,13 +36,13 @@ is admitted then), 3 failure.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if (nodeFile == "") == !live {
-				return Usagef("give exactly one of --node NODE.yaml and --live")
+				return cli.Usagef("give exactly one of --node NODE.yaml and --live")
 			}
 			if kcFile == "" {
-				return Usagef("--kubelet-config is required")
+				return cli.Usagef("--kubelet-config is required")
 			}
 			if podsFile == "" {
-				return Usagef("-f pods.yaml is required")
+				return cli.Usagef("-f pods.yaml is required")
 			}
 			n, err := a.k8sNode(cmd.Context(), nodeFile, live)
 			if err != nil {
@@ -49,28 +50,28 @@ is admitted then), 3 failure.`,
 			}
 			kc, err := kubeletcfg.Load(kcFile)
 			if err != nil {
-				return wrapUsage(err)
+				return cli.WrapUsage(err)
 			}
 			var pods = a.Stdin
 			name := podsFile
 			if podsFile != "-" {
 				f, err := os.Open(podsFile)
 				if err != nil {
-					return wrapUsage(fmt.Errorf("pods: %w", err))
+					return cli.WrapUsage(fmt.Errorf("pods: %w", err))
 				}
 				defer f.Close()
 				pods = f
 			}
 			list, err := admit.ParsePods(pods, name)
 			if err != nil {
-				return wrapUsage(err)
+				return cli.WrapUsage(err)
 			}
 			sim, err := admit.New(n, &kc.KC, admit.Options{MaxMasks: maxMasks})
 			if err != nil {
-				return wrapUsage(fmt.Errorf("%s: kubelet would not start: %w", kcFile, err))
+				return cli.WrapUsage(fmt.Errorf("%s: kubelet would not start: %w", kcFile, err))
 			}
 			rep := sim.Run(list)
-			return a.renderFindings(rep, rep.Rejected > 0)
+			return a.RenderFindings(rep, rep.Rejected > 0)
 		},
 	}
 	f := cmd.Flags()

@@ -1,4 +1,4 @@
-package cli
+package companion
 
 import (
 	"encoding/json"
@@ -11,7 +11,7 @@ import (
 )
 
 func TestK8sAdmitCommand(t *testing.T) {
-	seed := filepath.Join("..", "k8s", "admit", "testdata", "seed-5.5.4")
+	seed := filepath.Join("..", "..", "k8s", "admit", "testdata", "seed-5.5.4")
 	nodeFile := filepath.Join(seed, "node.yaml")
 	kc := filepath.Join(seed, "kubelet-config.yaml")
 	pods := filepath.Join(seed, "pods.yaml")

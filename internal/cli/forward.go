@@ -1,0 +1,150 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+// Command constructs one top-level command of an invocation.
+type Command func(*App) *cobra.Command
+
+// CompanionName is the companion executable that holds the commands gpunode
+// forwards (see forwardedCommands). It has the whole command tree, so it
+// also works alone.
+const CompanionName = "gpunode-full"
+
+// EnvCompanion names the companion executable explicitly (a path); without
+// it gpunode looks beside its own executable, then on PATH.
+const EnvCompanion = "GPUNODE_FULL"
+
+// envForwarded marks a process gpunode started by forwarding, so that a
+// "companion" which is gpunode itself cannot forward forever.
+const envForwarded = "GPUNODE_FORWARDED"
+
+// forwardedCommands are the top-level commands that live in the companion
+// executable, with their one-line help. They link the Kubernetes API types,
+// the DRA allocator's CEL environment, Prometheus and gonum, whose package
+// initialisers cost about 10 ms at every start; the node commands (bind
+// above all) must not pay that.
+func forwardedCommands() []struct{ name, short string } {
+	return []struct{ name, short string }{
+		{"k8s", "Kubernetes: kubelet admission, Topology Manager merge, kubelet config, placement, lint, DRA"},
+		{"bench", "Measure NUMA memory bandwidth and latency, host<->GPU copies and allocators"},
+		{"agent", "Run the fleet agent: audit on an interval, serve /metrics and /report, write NFD features"},
+		{"report", "Write a self-contained HTML report of this node"},
+	}
+}
+
+// forwarders are the stand-ins of the forwarded commands: help lists them,
+// and running one (or its help, or its shell completion) execs the
+// companion with the same arguments.
+func forwarders() []Command {
+	var cmds []Command
+	for _, f := range forwardedCommands() {
+		cmds = append(cmds, func(a *App) *cobra.Command {
+			return &cobra.Command{
+				Use:                f.name,
+				Short:              f.short + " (in " + CompanionName + ")",
+				DisableFlagParsing: true,
+				Annotations:        map[string]string{annotationForward: "true"},
+				RunE:               func(*cobra.Command, []string) error { return a.forward() },
+			}
+		})
+	}
+	return cmds
+}
+
+const annotationForward = "gpunode.forward"
+
+func isForwarder(c *cobra.Command) bool {
+	for ; c != nil; c = c.Parent() {
+		if c.Annotations[annotationForward] == "true" {
+			return true
+		}
+	}
+	return false
+}
+
+// forwardTarget reports whether args run a forwarded command, directly,
+// through 'help' or through cobra's completion entry points.
+func forwardTarget(root *cobra.Command, args []string) bool {
+	if len(args) > 0 {
+		switch args[0] {
+		case "help", cobra.ShellCompRequestCmd, cobra.ShellCompNoDescRequestCmd:
+			args = args[1:]
+		}
+	}
+	c, _, err := root.Find(args)
+	return err == nil && c != root && isForwarder(c)
+}
+
+// ErrNoCompanion is returned when a forwarded command's companion
+// executable cannot be found.
+var ErrNoCompanion = errors.New(CompanionName + " not found")
+
+// forward replaces this process with the companion, same arguments and
+// environment; it returns only on failure.
+func (a *App) forward() error {
+	if a.getenv(envForwarded) != "" {
+		return fmt.Errorf("%s forwarded to itself: %s is gpunode, not the companion (build it with 'go build -o %s ./cmd/%s')", CompanionName, a.getenv(envForwarded), CompanionName, CompanionName)
+	}
+	path, err := a.companionPath()
+	if err != nil {
+		return err
+	}
+	if a.Exec == nil {
+		return fmt.Errorf("run %s: no exec in this environment", path)
+	}
+	env := append(a.environ(), envForwarded+"="+path)
+	if err := a.Exec(path, append([]string{path}, a.Args...), env); err != nil {
+		return fmt.Errorf("run %s: %w", path, err)
+	}
+	return nil
+}
+
+// companionPath finds the companion: $GPUNODE_FULL, then beside this
+// executable (symlinks resolved), then on $PATH. The lookup is of gpunode's
+// own installation, not of the host under --root.
+func (a *App) companionPath() (string, error) {
+	if p := a.getenv(EnvCompanion); p != "" {
+		if !isExecutable(p) {
+			return "", fmt.Errorf("%s=%s: not an executable file: %w", EnvCompanion, p, ErrNoCompanion)
+		}
+		return p, nil
+	}
+	var tried []string
+	if self, err := os.Executable(); err == nil {
+		if r, err := filepath.EvalSymlinks(self); err == nil {
+			self = r
+		}
+		p := filepath.Join(filepath.Dir(self), CompanionName)
+		if isExecutable(p) {
+			return p, nil
+		}
+		tried = append(tried, filepath.Dir(self))
+	}
+	for _, dir := range filepath.SplitList(a.getenv("PATH")) {
+		if dir == "" || !filepath.IsAbs(dir) {
+			continue
+		}
+		p := filepath.Join(dir, CompanionName)
+		if isExecutable(p) {
+			return p, nil
+		}
+	}
+	tried = append(tried, "$PATH")
+	return "", fmt.Errorf("%w (looked in %s): the k8s, bench, agent and report commands live in the companion executable %s, "+
+		"which links the Kubernetes, Prometheus and plotting libraries the node commands do not load; "+
+		"install it beside gpunode (go build -o DIR/%s ./cmd/%s) or set %s to its path",
+		ErrNoCompanion, strings.Join(tried, ", "), CompanionName, CompanionName, CompanionName, EnvCompanion)
+}
+
+func isExecutable(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0
+}

@@ -1,0 +1,121 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+)
+
+// forwardEnv is an Env whose Exec records what it would run.
+func forwardEnv(t *testing.T, getenv map[string]string, args ...string) (Env, *[][]string, *bytes.Buffer) {
+	t.Helper()
+	var execs [][]string
+	var errb bytes.Buffer
+	env := Env{
+		Args: args, Stdin: strings.NewReader(""), Stdout: &bytes.Buffer{}, Stderr: &errb,
+		Getenv:  func(k string) string { return getenv[k] },
+		Environ: func() []string { return []string{"A=1"} },
+		Exec: func(argv0 string, argv, envv []string) error {
+			execs = append(execs, append([]string{argv0, strings.Join(envv, " ")}, argv...))
+			return nil
+		},
+	}
+	return env, &execs, &errb
+}
+
+func fakeCompanion(t *testing.T, dir string) string {
+	t.Helper()
+	p := filepath.Join(dir, CompanionName)
+	if err := os.WriteFile(p, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// The companion's commands (and their help and completion) exec
+// gpunode-full with the same arguments; the node commands never do.
+func TestForwardedCommandsExecTheCompanion(t *testing.T) {
+	full := fakeCompanion(t, t.TempDir())
+	for _, args := range [][]string{
+		{"k8s", "admit", "--pod", "p.yaml"},
+		{"--root", "/x", "-o", "json", "k8s", "merge", "-f", "-"},
+		{"bench", "numa"},
+		{"agent", "npd-check"},
+		{"report", "--html", "r.html"},
+		{"help", "k8s"},
+		{"k8s", "--help"},
+		{"__complete", "k8s", "ad"},
+	} {
+		env, execs, errb := forwardEnv(t, map[string]string{EnvCompanion: full}, args...)
+		if code := Main(context.Background(), env); code != 0 || errb.Len() != 0 {
+			t.Errorf("%v: exit %d, stderr %q", args, code, errb)
+			continue
+		}
+		if len(*execs) != 1 {
+			t.Errorf("%v: %d execs, want 1", args, len(*execs))
+			continue
+		}
+		e := (*execs)[0]
+		if e[0] != full || e[2] != full || !slices.Equal(e[3:], args) {
+			t.Errorf("%v: exec %q, want %s with the same arguments", args, e, full)
+		}
+		if !strings.Contains(e[1], "A=1") || !strings.Contains(e[1], envForwarded+"="+full) {
+			t.Errorf("%v: environment %q: want the caller's plus %s", args, e[1], envForwarded)
+		}
+	}
+	for _, args := range [][]string{{"version"}, {"help", "mig"}, {"mig", "--help"}, {"__complete", "mig", ""}} {
+		env, execs, errb := forwardEnv(t, map[string]string{EnvCompanion: full}, args...)
+		Main(context.Background(), env)
+		if len(*execs) != 0 {
+			t.Errorf("%v: exec'd %q (stderr %s); node commands run in gpunode", args, *execs, errb)
+		}
+	}
+}
+
+// With the companion's commands passed in (gpunode-full), nothing forwards.
+func TestCompanionRunsItsOwnCommands(t *testing.T) {
+	ran := false
+	extra := func(a *App) *cobra.Command {
+		return &cobra.Command{Use: "k8s", RunE: func(*cobra.Command, []string) error { ran = true; return nil }}
+	}
+	env, execs, errb := forwardEnv(t, nil, "k8s")
+	if code := Main(context.Background(), env, extra); code != 0 || !ran || len(*execs) != 0 {
+		t.Fatalf("exit %d, ran %v, execs %q, stderr %s", code, ran, *execs, errb)
+	}
+}
+
+func TestForwardFailures(t *testing.T) {
+	dir := t.TempDir()
+	notExec := filepath.Join(dir, "plain")
+	if err := os.WriteFile(notExec, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	onPath := fakeCompanion(t, t.TempDir())
+	for _, tc := range []struct {
+		name   string
+		getenv map[string]string
+		code   int
+		exec   string
+		stderr string
+	}{
+		{"not found", map[string]string{"PATH": dir}, ExitFailure, "", "gpunode-full not found (looked in "},
+		{"GPUNODE_FULL not executable", map[string]string{EnvCompanion: notExec}, ExitFailure, "", "GPUNODE_FULL=" + notExec + ": not an executable file"},
+		{"found on PATH", map[string]string{"PATH": "relative:" + dir + ":" + filepath.Dir(onPath)}, ExitOK, onPath, ""},
+		{"loop", map[string]string{EnvCompanion: onPath, envForwarded: onPath}, ExitFailure, "", "forwarded to itself"},
+	} {
+		env, execs, errb := forwardEnv(t, tc.getenv, "k8s", "admit")
+		code := Main(context.Background(), env)
+		if code != tc.code || !strings.Contains(errb.String(), tc.stderr) {
+			t.Errorf("%s: exit %d, stderr %q; want %d and %q", tc.name, code, errb, tc.code, tc.stderr)
+		}
+		if tc.exec == "" && len(*execs) != 0 || tc.exec != "" && (len(*execs) != 1 || (*execs)[0][0] != tc.exec) {
+			t.Errorf("%s: execs %q, want %q", tc.name, *execs, tc.exec)
+		}
+	}
+}
