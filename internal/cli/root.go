@@ -68,7 +68,7 @@ type App struct {
 // forwarded commands exec the companion.
 func Main(ctx context.Context, env Env, extra ...Command) int {
 	app := &App{Env: env}
-	cmd := app.NewRootCommand(extra...)
+	cmd := app.newRoot(extra, runTarget(env.Args))
 	if len(extra) == 0 && forwardTarget(cmd, env.Args) {
 		// Exec returns only when it failed (or in tests).
 		err := app.forward()
@@ -96,7 +96,13 @@ func Main(ctx context.Context, env Env, extra ...Command) int {
 
 // NewRootCommand builds the command tree; extra are the companion's
 // commands (see Main).
-func (a *App) NewRootCommand(extra ...Command) *cobra.Command {
+func (a *App) NewRootCommand(extra ...Command) *cobra.Command { return a.newRoot(extra, "") }
+
+// newRoot builds the root command with every top-level command, or with
+// only the one named target when there is one of that name: a run needs
+// only its own command, and building all of them (flags, help texts) is a
+// measurable part of gpunode's start-up.
+func (a *App) newRoot(extra []Command, target string) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "gpunode",
 		Short: "Make GPU nodes fast and keep them that way",
@@ -136,12 +142,18 @@ Exit codes:
 	_ = root.RegisterFlagCompletionFunc("output", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return []string{"table", "json", "yaml"}, cobra.ShellCompDirectiveNoFileComp
 	})
-	root.AddCommand(a.newVersionCommand())
-	root.AddCommand(a.topLevel(extra)...)
+	cmds, ok := a.topLevel(extra, target)
+	if !ok {
+		cmds, _ = a.topLevel(extra, "")
+		target = ""
+	}
+	root.AddCommand(cmds...)
 	root.Args = cobra.NoArgs
-	// Add cobra's completion command now, so that its argument checks are
-	// marked too ('completion tcsh' printed help and exited 0).
-	root.InitDefaultCompletionCmd()
+	if target == "" {
+		// Add cobra's completion command now, so that its argument checks
+		// are marked too ('completion tcsh' printed help and exited 0).
+		root.InitDefaultCompletionCmd()
+	}
 	markUsageErrors(root)
 	return root
 }

@@ -62,6 +62,20 @@ func (d *discoverer) warnErr(p string, err error, optional bool) {
 // On hosts with more than two CPUs to run on, CPUs are read in one goroutine
 // while NUMA nodes and PCI devices are read in others (see fanOut).
 func Discover(ctx context.Context, fsys *hostfs.FS) (*Topology, error) {
+	return DiscoverWith(ctx, fsys, Options{})
+}
+
+// Options narrow what DiscoverWith reads.
+type Options struct {
+	// NoDevices skips the PCI bus (GPUs, NICs, NVMe, NVSwitches, their
+	// links): for callers that need only CPUs, NUMA nodes and memory, such
+	// as 'bind --node N' with no NIC, where the PCI scan was most of
+	// bind's own start-up. The topology's device lists are then empty.
+	NoDevices bool
+}
+
+// DiscoverWith is Discover reading only what o asks for.
+func DiscoverWith(ctx context.Context, fsys *hostfs.FS, o Options) (*Topology, error) {
 	t := &Topology{SchemaVersion: SchemaVersion}
 	cpuD := &discoverer{ctx: ctx, fs: fsys, t: t}
 	devD := &discoverer{ctx: ctx, fs: fsys, t: t}
@@ -69,9 +83,11 @@ func Discover(ctx context.Context, fsys *hostfs.FS) (*Topology, error) {
 	var wg sync.WaitGroup
 	devices := func() {
 		devD.nodes()
-		devErr = devD.pci(ctx)
+		if !o.NoDevices {
+			devErr = devD.pci(ctx)
+		}
 	}
-	if fanOut() > 1 {
+	if fanOut() > 1 && !o.NoDevices {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
