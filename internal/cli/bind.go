@@ -174,7 +174,8 @@ func (a *App) runBind(cmd *cobra.Command, f *bindFlags, args []string) error {
 	if !host.IsLive() && !f.dryRun {
 		return Usagef("bind runs the command on this machine: --root %s works only with --dry-run", a.Root)
 	}
-	t, err := topo.Discover(ctx, host)
+	// A --node request reads no PCI device (bind's start-up is per rank).
+	t, err := topo.DiscoverWith(ctx, host, topo.Options{NoDevices: !bind.NeedsDevices(req)})
 	if err != nil {
 		return err
 	}

@@ -164,6 +164,48 @@ func (f *FS) ReadFile(p string) ([]byte, error) {
 	return b, nil
 }
 
+// ReadHead reads at most the first n bytes of host path p, in one read:
+// for the few facts at the start of a file that is long or slow to
+// generate (/proc/cpuinfo runs to hundreds of KiB on big hosts, the model
+// name is in its first lines). A capture keeps the head that was read.
+func (f *FS) ReadHead(p string, n int) ([]byte, error) {
+	p = clean(p)
+	f.note(p, AccessFile)
+	fd, err := f.openFD(p, unix.O_RDONLY|unix.O_NONBLOCK)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(fd)
+	if _, err := f.statRegular(fd, p); err != nil {
+		return nil, err
+	}
+	buf := make([]byte, max(n, 0))
+	k, err := readOnce(fd, buf)
+	if err != nil {
+		return nil, &fs.PathError{Op: "read", Path: p, Err: err}
+	}
+	f.keep(p, buf[:k:k])
+	return buf[:k:k], nil
+}
+
+// statRegular checks that fd (host path p) is a regular file: a directory
+// is EISDIR, anything else that is not regular is refused (ErrNotRegular).
+func (f *FS) statRegular(fd int, p string) (unix.Stat_t, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return st, &fs.PathError{Op: "fstat", Path: p, Err: err}
+	}
+	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+		// A directory cannot block a read; keep the kernel's answer.
+		return st, &fs.PathError{Op: "read", Path: p, Err: unix.EISDIR}
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		f.noteRefused(p, fileType(st.Mode))
+		return st, &fs.PathError{Op: "open", Path: p, Err: fmt.Errorf("%w (%s): refusing to read it", ErrNotRegular, fileType(st.Mode))}
+	}
+	return st, nil
+}
+
 // readResolved reads host path p like ReadFile without recording it.
 func (f *FS) readResolved(p string) ([]byte, error) {
 	return f.read(clean(p))
@@ -177,17 +219,9 @@ func (f *FS) read(p string) ([]byte, error) {
 		return nil, err
 	}
 	defer unix.Close(fd)
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return nil, &fs.PathError{Op: "fstat", Path: p, Err: err}
-	}
-	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
-		// A directory cannot block a read; keep the kernel's answer.
-		return nil, &fs.PathError{Op: "read", Path: p, Err: unix.EISDIR}
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		f.noteRefused(p, fileType(st.Mode))
-		return nil, &fs.PathError{Op: "open", Path: p, Err: fmt.Errorf("%w (%s): refusing to read it", ErrNotRegular, fileType(st.Mode))}
+	st, err := f.statRegular(fd, p)
+	if err != nil {
+		return nil, err
 	}
 	if st.Size > MaxFileSize {
 		return nil, &fs.PathError{Op: "read", Path: p, Err: errTooLarge}

@@ -157,8 +157,13 @@ func (d *discoverer) optString(p string) string {
 	return s
 }
 
+// cpuinfoHead is how much of /proc/cpuinfo cpuModel reads.
+const cpuinfoHead = 8 << 10
+
 func (d *discoverer) cpuModel() string {
-	b, err := d.fs.ReadFile("/proc/cpuinfo")
+	// The model is in the first processor's lines; the whole file is
+	// hundreds of KiB and slow to generate on big hosts.
+	b, err := d.fs.ReadHead("/proc/cpuinfo", cpuinfoHead)
 	if err != nil {
 		d.warnErr("/proc/cpuinfo", err, true)
 		return ""
