@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/gpunode/gpunode/internal/hostfs"
 )
@@ -67,12 +68,14 @@ func (r Row) Name() string {
 // maxColumns bounds the header: Linux's NR_CPUS is at most 8192.
 const maxColumns = 1 << 14
 
-var bdfRE = regexp.MustCompile(`\b([0-9a-fA-F]{4,8}):([0-9a-fA-F]{2}):([0-9a-fA-F]{2})\.([0-7])\b`)
+var bdfRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`\b([0-9a-fA-F]{4,8}):([0-9a-fA-F]{2}):([0-9a-fA-F]{2})\.([0-7])\b`)
+}) // compiled on first use: package inits run at every start
 
 // FindBDF returns the first PCI address in s in sysfs form (4-digit domain,
 // lower case), or "".
 func FindBDF(s string) string {
-	b, err := hostfs.ParseBDF(bdfRE.FindString(s))
+	b, err := hostfs.ParseBDF(bdfRE().FindString(s))
 	if err != nil {
 		return ""
 	}

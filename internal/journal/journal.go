@@ -67,6 +67,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -110,12 +111,12 @@ func NewKinds() *Kinds {
 	}}
 }
 
-var kindRE = regexp.MustCompile(`^[a-z][a-z0-9]*([._-][a-z0-9]+)*$`)
+var kindRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z0-9]*([._-][a-z0-9]+)*$`) }) // compiled on first use: package inits run at every start
 
 // Register adds a custom kind. Kinds are lowercase dotted words
 // ("gpu.persistence"); registering a kind twice is an error.
 func (k *Kinds) Register(kind string, f RevertFunc) error {
-	if !kindRE.MatchString(kind) {
+	if !kindRE().MatchString(kind) {
 		return fmt.Errorf("journal kind %q: want lowercase words joined by '.', '-' or '_'", kind)
 	}
 	if f == nil {
@@ -558,7 +559,7 @@ type listed struct {
 	err  error
 }
 
-var nameRE = regexp.MustCompile(`^([0-9]{6,})-[a-z0-9._-]+\.journal$`)
+var nameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^([0-9]{6,})-[a-z0-9._-]+\.journal$`) }) // compiled on first use: package inits run at every start
 
 // maxJournals bounds the files list reads in one directory.
 const maxJournals = 100000
@@ -577,7 +578,7 @@ func list(fsys *hostfs.FS, dir string) ([]listed, error) {
 			continue
 		}
 		l := listed{file: path.Join(dir, n)}
-		m := nameRE.FindStringSubmatch(n)
+		m := nameRE().FindStringSubmatch(n)
 		if m == nil {
 			l.err = fmt.Errorf("%w: file name %q is not <seq>-<owner>.journal", ErrCorrupt, n)
 		} else {

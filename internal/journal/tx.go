@@ -224,7 +224,7 @@ func (e *Error) Unwrap() error { return e.Err }
 // itself left by a killed process are removed under the lock.
 func Run(ctx context.Context, fsys *hostfs.FS, dir string, meta Meta, plan PlanFunc, opts ...Option) (*Result, error) {
 	o := buildOptions(opts)
-	if meta.Owner == "" || !kindRE.MatchString(meta.Owner) {
+	if meta.Owner == "" || !kindRE().MatchString(meta.Owner) {
 		return nil, fmt.Errorf("journal: owner %q: want a lowercase word", meta.Owner)
 	}
 	dir = path.Clean("/" + dir)

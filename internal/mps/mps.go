@@ -25,6 +25,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/gpunode/gpunode/internal/gpu"
 	"github.com/gpunode/gpunode/internal/hostfs"
@@ -70,11 +71,11 @@ type Daemon struct {
 	Hint string `json:"hint,omitempty"`
 }
 
-var uuidRE = regexp.MustCompile(`^(GPU|MIG)-[0-9A-Za-z-]+(/[0-9]+/[0-9]+)?$`)
+var uuidRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(GPU|MIG)-[0-9A-Za-z-]+(/[0-9]+/[0-9]+)?$`) }) // compiled on first use: package inits run at every start
 
 // ValidDevice reports whether s looks like a GPU or MIG UUID (the legacy
 // MIG-GPU-<uuid>/<gi>/<ci> form included).
-func ValidDevice(s string) bool { return len(s) <= 128 && uuidRE.MatchString(s) }
+func ValidDevice(s string) bool { return len(s) <= 128 && uuidRE().MatchString(s) }
 
 func (m *Manager) control() string {
 	if m.Control == "" {
