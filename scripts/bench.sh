@@ -20,7 +20,11 @@ echo "date: $(date -u +%Y-%m-%dT%H:%MZ)  cpus: $(nproc)  $(grep -m1 'model name'
 go version
 
 echo "== build"
+# As installed: gpunode (node commands) with gpunode-full beside it (k8s,
+# bench, agent, report, which gpunode execs). Default build flags (cgo on,
+# for NVML), as a user's 'go build' gives.
 go build -o "$work/gpunode" ./cmd/gpunode
+go build -o "$work/gpunode-full" ./cmd/gpunode-full
 mkdir -p "$work/hello"
 cat >"$work/hello/main.go" <<'GO'
 package main
@@ -30,35 +34,24 @@ import "os"
 func main() { os.Stdout.WriteString("hello\n") }
 GO
 (cd "$work/hello" && GOFLAGS= go mod init hello >/dev/null 2>&1 && CGO_ENABLED=0 go build -o "$work/hello-bin" .)
-size=$(stat -c %s "$work/gpunode")
-pkgs=$(go list -deps ./cmd/gpunode | wc -l)
-k8spkgs=$(go list -deps ./cmd/gpunode | grep -c '^k8s.io/\|^sigs.k8s.io/' || true)
-printf 'binary %.1f MB, %d packages linked (%d from k8s.io / sigs.k8s.io)\n' "$(echo "$size / 1000000" | bc -l)" "$pkgs" "$k8spkgs"
+for b in gpunode gpunode-full; do
+  size=$(stat -c %s "$work/$b")
+  pkgs=$(go list -deps ./cmd/$b | wc -l)
+  k8spkgs=$(go list -deps ./cmd/$b | grep -c '^k8s.io/\|^sigs.k8s.io/' || true)
+  printf '%s: binary %.1f MB, %d packages linked (%d from k8s.io / sigs.k8s.io)\n' "$b" "$(echo "$size / 1000000" | bc -l)" "$pkgs" "$k8spkgs"
+done
 kubelet_linked=no
-go list -deps ./cmd/gpunode | grep -q '^k8s.io/kubelet/config/v1beta1$' && kubelet_linked=yes
-echo "k8s.io/kubelet/config/v1beta1 linked: $kubelet_linked"
-
-# The link-structure experiment (SPLIT=0 skips it): the same tree with the
-# k8s and bench commands left out of internal/cli, i.e. what the commands
-# that need neither would cost if those lived in another binary.
-have_split=0
-if [ "${SPLIT:-1}" = 1 ]; then
-  mkdir -p "$work/split"
-  git ls-files -co --exclude-standard | grep -v '^testdata/hosts/\|^conformance/' | tar -cf - -T - 2>/dev/null | tar -xf - -C "$work/split"
-  if (cd "$work/split" && rm -f internal/cli/k8s*.go internal/cli/bench*.go && sed -i '/newK8sCommand\|newBenchCommand/d' internal/cli/commands.go &&
-      go build -o "$work/gpunode-nok8s" ./cmd/gpunode) 2>"$work/split.err"; then
-    have_split=1
-    printf 'without the k8s and bench commands: binary %.1f MB, %d packages linked\n' "$(echo "$(stat -c %s "$work/gpunode-nok8s") / 1000000" | bc -l)" "$(cd "$work/split" && go list -deps ./cmd/gpunode | wc -l)"
-  else
-    echo "split build failed: $(head -3 "$work/split.err")"
-  fi
-fi
+go list -deps ./cmd/gpunode-full | grep -q '^k8s.io/kubelet/config/v1beta1$' && kubelet_linked=yes
+echo "k8s.io/kubelet/config/v1beta1 linked into gpunode-full: $kubelet_linked"
 
 echo "== package inits at start-up (GODEBUG=inittrace=1 gpunode version, 21 runs)"
-go list -deps -json ./cmd/gpunode >"$work/deps.json"
-for i in $(seq 1 21); do GODEBUG=inittrace=1 "$work/gpunode" version 2>"$work/inittrace.$i" >/dev/null; done
+for i in $(seq 1 21); do GODEBUG=inittrace=1 "$work/gpunode" version 2>"$work/inittrace.node.$i" >/dev/null; done
+awk '{ s += $5 } END { printf "gpunode: %d package inits, %.2f ms per start (sum of clock times / 21)\n", NR / 21, s / 21 }' "$work"/inittrace.node.*
+echo "== gpunode-full's package inits (GODEBUG=inittrace=1 gpunode-full version, 21 runs)"
+go list -deps -json ./cmd/gpunode-full >"$work/deps.json"
+for i in $(seq 1 21); do GODEBUG=inittrace=1 "$work/gpunode-full" version 2>"$work/inittrace.$i" >/dev/null; done
 m=github.com/gpunode/gpunode/internal
-go run ./scripts/initcost -deps "$work/deps.json" -root github.com/gpunode/gpunode/cmd/gpunode "$work"/inittrace.* -- \
+go run ./scripts/initcost -deps "$work/deps.json" -root github.com/gpunode/gpunode/cmd/gpunode-full "$work"/inittrace.[0-9]* -- \
   k8s.io/dynamic-resource-allocation/cel,k8s.io/dynamic-resource-allocation/structured,k8s.io/dynamic-resource-allocation/resourceclaim \
   $m/bench \
   $m/k8s/dra,$m/k8s/lint,$m/k8s/kubeletcfg,$m/k8s/admit,$m/k8s/place,$m/k8s/objects,$m/bench | tee "$work/inits.txt"
@@ -73,8 +66,7 @@ verdict() { # a figure that was not measured (a failed benchmark) is n/a, never 
 }
 
 echo "== whole process (median of $runs round-robin runs, ms)"
-cmds=(true "$work/hello-bin" "$work/gpunode version" "$work/gpunode bind --node 0 --quiet -- true")
-[ "$have_split" = 1 ] && cmds+=("$work/gpunode-nok8s version" "$work/gpunode-nok8s bind --node 0 --quiet -- true")
+cmds=(true "$work/hello-bin" "$work/gpunode version" "$work/gpunode bind --node 0 --quiet -- true" "$work/gpunode-full version")
 have_numactl=0
 if command -v numactl >/dev/null; then cmds+=("numactl --cpunodebind=0 --membind=0 true"); have_numactl=1; fi
 command -v taskset >/dev/null && cmds+=("taskset -c 0 true")
@@ -109,11 +101,7 @@ if [ "$have_numactl" = 1 ]; then
   add "  anchor: numactl --cpunodebind=0 --membind=0 true, over true" "$(printf %.2f "$(echo "$t_numa - $t_true" | bc -l)") ms" "-" "-"
 fi
 add "gpunode version" "$t_ver ms" "<= 5 ms" "$(verdict "$t_ver" 5)"
-if [ "$have_split" = 1 ]; then
-  add "  experiment: without k8s/bench commands: version" "$(med "$work/gpunode-nok8s version") ms" "<= 5 ms" "$(verdict "$(med "$work/gpunode-nok8s version")" 5)"
-  t_sb=$(echo "$(med "$work/gpunode-nok8s bind --node 0 --quiet -- true") - $t_true" | bc -l)
-  add "  experiment: without k8s/bench commands: bind over true" "$(printf %.2f "$t_sb") ms" "<= 3 ms" "$(verdict "$t_sb" 3)"
-fi
+add "  for comparison: gpunode-full version (every package linked)" "$(med "$work/gpunode-full version") ms" "-" "-"
 add "  anchor: static Go hello-world" "$t_hello ms" "-" "-"
 t_audit=$(med "$work/gpunode audit --root testdata/hosts/dgx-h100 --profile training --gpu-backend none -o json")
 add "gpunode audit, DGX fixture, whole process" "$t_audit ms" "< 50 ms" "$(verdict "$t_audit" 49.999)"
