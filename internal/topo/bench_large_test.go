@@ -3,9 +3,7 @@ package topo
 import (
 	"context"
 	"fmt"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/gpunode/gpunode/internal/hostfs"
 	"github.com/gpunode/gpunode/internal/testhost"
@@ -80,26 +78,11 @@ func BenchmarkDiscover1024CPU(b *testing.B) {
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
-	start := cpuTime()
+	start := testhost.CPUTime()
 	for b.Loop() {
 		if _, err := Discover(context.Background(), fs); err != nil {
 			b.Fatal(err)
 		}
 	}
-	reportCPU(b, start)
-}
-
-// cpuTime is the process's user+system CPU time so far (all threads).
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// reportCPU adds cpu-ms/op: CPU time per operation, which other processes
-// on a shared machine do not inflate the way they inflate wall time.
-func reportCPU(b *testing.B, start time.Duration) {
-	b.ReportMetric(float64(cpuTime()-start)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
+	testhost.ReportCPU(b, start)
 }

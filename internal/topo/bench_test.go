@@ -16,11 +16,11 @@ func BenchmarkDiscoverDGX(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
-	start := cpuTime()
+	start := testhost.CPUTime()
 	for b.Loop() {
 		if _, err := Discover(context.Background(), fs); err != nil {
 			b.Fatal(err)
 		}
 	}
-	reportCPU(b, start)
+	testhost.ReportCPU(b, start)
 }

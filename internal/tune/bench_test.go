@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/gpunode/gpunode/internal/output"
+	"github.com/gpunode/gpunode/internal/testhost"
 )
 
 // BenchmarkAudit measures one whole audit (topology discovery included, no
@@ -18,6 +19,8 @@ func BenchmarkAudit(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	b.ResetTimer()
+	start := testhost.CPUTime()
+	defer testhost.ReportCPU(b, start)
 	for b.Loop() {
 		h := NewHost(ctx, fsys)
 		r, err := Audit(ctx, h, cat, p, Options{})

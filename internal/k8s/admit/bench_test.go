@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 
 	"github.com/gpunode/gpunode/internal/k8s/kubeletcfg"
 	"github.com/gpunode/gpunode/internal/k8s/node"
+	"github.com/gpunode/gpunode/internal/testhost"
 )
 
 // gb200Node is shaped like a GB200 compute tray as Linux shows it: 2 Grace
@@ -103,7 +103,7 @@ func benchAdmit(b *testing.B, n *node.Node, numa int, policy string, pod *v1.Pod
 	runtime.ReadMemStats(&before)
 	b.ResetTimer()
 	var res PodResult
-	start := cpuTime()
+	start := testhost.CPUTime()
 	for i := 0; i < b.N; i++ {
 		s := *sim
 		s.used = v1.ResourceList{}
@@ -112,7 +112,7 @@ func benchAdmit(b *testing.B, n *node.Node, numa int, policy string, pod *v1.Pod
 	b.StopTimer()
 	// CPU per admission: other processes on a shared machine inflate wall
 	// time, not this.
-	b.ReportMetric(float64(cpuTime()-start)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
+	b.ReportMetric(float64(testhost.CPUTime()-start)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
 	runtime.ReadMemStats(&after)
 	if !res.Admitted {
 		b.Fatalf("pod rejected: %s %s %v", res.Reason, res.Message, res.Explanation)
@@ -158,13 +158,4 @@ func BenchmarkAdmit16NUMA(b *testing.B) {
 			benchAdmit(b, n, 16, policy, guaranteed("trainer", "8", "32Gi", 1))
 		})
 	}
-}
-
-// cpuTime is the process's user+system CPU time so far (all threads).
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -2,9 +2,10 @@ package dra
 
 import (
 	"context"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gpunode/gpunode/internal/testhost"
 )
 
 // The targets: unsatisfiable matchAttribute pcieRoot over 48 GPUs and
@@ -12,12 +13,6 @@ import (
 // upstream allocator measured in the same run (it is cut off after
 // upstreamCap; ns/op then says the cap, and "timedout" is 1).
 const upstreamCap = 3 * time.Second
-
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
 
 // benchRun reports wall time (ns/op, inflated when the machine is loaded)
 // and the process's CPU time per decision (cpu-ms/op), which load does not
@@ -30,9 +25,9 @@ func benchRun(b *testing.B, mk func() *Input, o Options) {
 		b.StopTimer()
 		in := mk()
 		b.StartTimer()
-		c0 := cpuTime()
+		c0 := testhost.CPUTime()
 		rep, err := Run(context.Background(), in, o)
-		cpu += cpuTime() - c0
+		cpu += testhost.CPUTime() - c0
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -8,13 +8,13 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gpunode/gpunode/internal/testhost"
 )
 
 var benchClusterDir = flag.String("bench-cluster", "", "write the generated 10,240-node cluster (nodes.json, pods.json, workload.yaml) to this directory")
@@ -118,21 +118,6 @@ func placeParsed(b *testing.B, nodes []*v1.Node, pods []*v1.Pod, g *Gang) *Repor
 	return rep
 }
 
-// cpuTime is the process's user+system CPU time so far (all threads).
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// reportCPU adds cpu-ms/op: CPU time per operation, which other processes
-// on a shared machine do not inflate the way they inflate wall time.
-func reportCPU(b *testing.B, start time.Duration) {
-	b.ReportMetric(float64(cpuTime()-start)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
-}
-
 // BenchmarkPlace10k is the target: 20 blocks x 16 racks x 32 nodes,
 // a 1,024-pod x 4-GPU gang, input parsed (<= 50 ms).
 func BenchmarkPlace10k(b *testing.B) {
@@ -144,11 +129,11 @@ func BenchmarkPlace10k(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			var rep *Report
-			start := cpuTime()
+			start := testhost.CPUTime()
 			for i := 0; i < b.N; i++ {
 				rep = placeParsed(b, nodes, pods, benchGang(1024, 4, req, benchLevels))
 			}
-			reportCPU(b, start)
+			testhost.ReportCPU(b, start)
 			b.ReportMetric(float64(len(rep.Placements)), "placed")
 		})
 	}
@@ -179,12 +164,12 @@ func BenchmarkPlace10kTwoTasks(b *testing.B) {
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			var rep *Report
-			start := cpuTime()
+			start := testhost.CPUTime()
 			for i := 0; i < b.N; i++ {
 				g := &Gang{Workload: "bench", Style: StyleVolcano, Tasks: tc.tasks(), Required: -1, Preferred: -1}
 				rep = placeParsed(b, nodes, pods, g)
 			}
-			reportCPU(b, start)
+			testhost.ReportCPU(b, start)
 			b.ReportMetric(float64(len(rep.Placements)), "placed")
 		})
 	}
@@ -197,11 +182,11 @@ func BenchmarkPlaceScale(b *testing.B) {
 		for _, gang := range []int{64, 1024, 4096} {
 			b.Run(fmt.Sprintf("nodes=%d/gang=%d", len(nodes), gang), func(b *testing.B) {
 				var rep *Report
-				start := cpuTime()
+				start := testhost.CPUTime()
 				for i := 0; i < b.N; i++ {
 					rep = placeParsed(b, nodes, pods, benchGang(gang, 4, "", benchLevels))
 				}
-				reportCPU(b, start)
+				testhost.ReportCPU(b, start)
 				b.ReportMetric(float64(len(rep.Placements)), "placed")
 			})
 		}
@@ -215,13 +200,13 @@ func BenchmarkSearchOnly(b *testing.B) {
 	c := NewCluster(nodes, pods, GangResources(g.Tasks))
 	topo := LabelTopology(c, benchLevels)
 	b.ResetTimer()
-	start := cpuTime()
+	start := testhost.CPUTime()
 	for i := 0; i < b.N; i++ {
 		if _, err := Place(context.Background(), c, topo, g); err != nil {
 			b.Fatal(err)
 		}
 	}
-	reportCPU(b, start)
+	testhost.ReportCPU(b, start)
 }
 
 // TestWriteBenchCluster writes the benchmark cluster as kubectl would export
