@@ -151,8 +151,13 @@ func overrideEdits(h *Host, all persist) (ops []fileOp, notes []string) {
 			continue
 		}
 		dst, err := overrideTarget(h, src)
-		if err == nil && done[dst] {
+		switch {
+		case err == nil && done[dst]:
 			continue // a link to a file already edited
+		case err != nil && done["refused: "+err.Error()]:
+			continue // a link to a file already refused, for the same reason
+		case err != nil:
+			done["refused: "+err.Error()] = true
 		}
 		// One note per value (soft and hard lines together).
 		var whats []string

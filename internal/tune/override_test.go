@@ -239,6 +239,9 @@ func TestOverrideRefused(t *testing.T) {
 			if !strings.Contains(notes, "limits memlock unlimited: not persistent: /etc/security/limits.d/99-site.conf sets soft 65536, hard 65536") || !strings.Contains(notes, tc.want) {
 				t.Errorf("notes:\n%s\nwant the refusal naming the file: %q", notes, tc.want)
 			}
+			if n := strings.Count(notes, ": not persistent: "); n != 1 {
+				t.Errorf("%d refusal notes, want 1:\n%s", n, notes)
+			}
 			if after, _ := os.ReadFile(site); !bytes.Equal(after, before) {
 				t.Errorf("refused file changed:\n%s", after)
 			}
