@@ -684,16 +684,17 @@ func (r *resolver) usable(p *Plan) (cpuset.CPUSet, error) {
 		set = nodePipe
 		p.Excluded.Housekeeping = topo.NewCPUList(hk)
 		p.Isolation = &Isolation{Mode: IsolationPipeline, Reason: fmt.Sprintf(
-			"isolcpus%s is the pipeline split of gpunode's inference-isolated profile: the rank runs on the node's pipeline CPUs %s, off the housekeeping CPUs %s that take IRQs and system threads; "+
+			"the host's isolation (isolcpus%s) is the pipeline split of gpunode's inference-isolated profile: the rank runs on the node's pipeline CPUs %s, off the housekeeping CPUs %s that take IRQs and system threads; "+
 				"the kernel does not spread threads over isolated CPUs, so each thread should pin itself (%s and %s are exported for OpenMP)",
-			map[bool]string{true: " and nohz_full", false: ""}[r.t.NohzFullCPUs.Size() > 0], nodePipe, hk, EnvOMPBind+"="+ompBind, EnvOMPPlaces+"="+ompPlaces)}
+			map[bool]string{true: ", nohz_full", false: ""}[r.t.NohzFullCPUs.Size() > 0], nodePipe, hk, EnvOMPBind+"="+ompBind, EnvOMPPlaces+"="+ompPlaces)}
 	default:
 		p.Excluded.Isolated = topo.NewCPUList(node.Intersection(r.t.IsolatedCPUs.CPUSet))
 		p.Excluded.NohzFull = topo.NewCPUList(node.Intersection(r.t.NohzFullCPUs.CPUSet))
 		set = set.Difference(isolated)
 		why := "--skip-isolated"
 		if !r.req.SkipIsolated {
-			why = fmt.Sprintf("not the pipeline split of gpunode's inference-isolated profile (that would isolate %s)", orNone(pipe.String()))
+			why = fmt.Sprintf("not the pipeline split of gpunode's inference-isolated profile (isolcpus %s, nohz_full %s; that profile sets both to %s)",
+				orNone(r.t.IsolatedCPUs.String()), orNone(r.t.NohzFullCPUs.String()), orNone(pipe.String()))
 		}
 		p.Isolation = &Isolation{Mode: IsolationSkip, Reason: fmt.Sprintf("isolated and nohz_full CPUs %s skipped: %s", isolated, why)}
 		if !r.req.SkipIsolated && 2*isolated.Size() > node.Size() {
