@@ -18,13 +18,24 @@ const SchemaVersion = "gpunode.bind/v1"
 
 // Environment variables bind exports to the command.
 const (
-	EnvCPUs     = "GPUNODE_CPUS"      // the chosen CPU list, for worker_init code
-	EnvNode     = "GPUNODE_NUMA_NODE" // the chosen NUMA node
-	EnvOMP      = "OMP_NUM_THREADS"   // physical cores of the share, unless set
-	EnvRank     = "LOCAL_RANK"
-	EnvWorld    = "LOCAL_WORLD_SIZE"
-	EnvVisible  = "CUDA_VISIBLE_DEVICES"
-	DefaultCgFS = "/sys/fs/cgroup"
+	EnvCPUs = "GPUNODE_CPUS"      // the chosen CPU list, for worker_init code
+	EnvNode = "GPUNODE_NUMA_NODE" // the chosen NUMA node
+	EnvOMP  = "OMP_NUM_THREADS"   // physical cores of the share, unless set
+	// EnvOMPBind and EnvOMPPlaces pin OpenMP threads one per core when the
+	// rank runs on isolated pipeline CPUs (unless set).
+	EnvOMPBind   = "OMP_PROC_BIND"
+	EnvOMPPlaces = "OMP_PLACES"
+	EnvRank      = "LOCAL_RANK"
+	EnvWorld     = "LOCAL_WORLD_SIZE"
+	EnvVisible   = "CUDA_VISIBLE_DEVICES"
+	DefaultCgFS  = "/sys/fs/cgroup"
+)
+
+// The OpenMP pinning exported on pipeline CPUs: one thread per core,
+// threads close to the primary.
+const (
+	ompBind   = "close"
+	ompPlaces = "cores"
 )
 
 // NUMA sources beyond topo's (sysfs, local_cpulist, single-node).
@@ -47,11 +58,16 @@ type Request struct {
 	CUDAVisibleDevices *string
 	CPUsPerRank        int
 	ExcludeCPUs        cpuset.CPUSet
-	IncludeIsolated    bool
-	Mem                string
-	Sched              *Sched
-	Cgroup             string
-	Command            []string
+	// IncludeIsolated uses the whole node, isolated and nohz_full CPUs
+	// included. SkipIsolated never uses them, even when they are the
+	// pipeline set of gpunode's inference-isolated profile (where ranks go
+	// by default).
+	IncludeIsolated bool
+	SkipIsolated    bool
+	Mem             string
+	Sched           *Sched
+	Cgroup          string
+	Command         []string
 	// Getenv reads the environment (to leave a set OMP_NUM_THREADS alone).
 	Getenv func(string) string
 }
@@ -113,6 +129,9 @@ type Plan struct {
 	// NodeCPUs are the node's online CPUs; Excluded what was taken away.
 	NodeCPUs topo.CPUList `json:"nodeCPUs"`
 	Excluded Exclusions   `json:"excluded"`
+	// Isolation says how the node's isolated CPUs were treated (nil when
+	// it has none).
+	Isolation *Isolation `json:"isolation,omitempty"`
 	// Share is the rank's part of the node when several ranks share it.
 	Share *Share       `json:"share,omitempty"`
 	CPUs  topo.CPUList `json:"cpus"`
@@ -146,6 +165,31 @@ type Exclusions struct {
 	Isolated topo.CPUList `json:"isolated"`
 	NohzFull topo.CPUList `json:"nohzFull"`
 	User     topo.CPUList `json:"user"`
+	// Housekeeping are the node's CPUs left to the kernel, system services
+	// and IRQs when the rank runs on the pipeline set.
+	Housekeeping topo.CPUList `json:"housekeeping"`
+}
+
+// Isolation modes of Plan.Isolation.
+const (
+	// IsolationPipeline: the host's isolation is the split of gpunode's
+	// inference-isolated profile (topo.PipelineSplit); the rank runs on
+	// the node's pipeline (isolated) CPUs, off the housekeeping CPUs.
+	IsolationPipeline = "pipeline"
+	// IsolationSkip: the isolated and nohz_full CPUs are skipped (an
+	// isolation gpunode did not set, or --skip-isolated).
+	IsolationSkip = "skip"
+	// IsolationInclude: --include-isolated, the whole node.
+	IsolationInclude = "include"
+	// IsolationWholeNode: gpunode's split, but the node's pipeline CPUs
+	// are too few for its ranks: the whole node is shared.
+	IsolationWholeNode = "whole-node"
+)
+
+// Isolation is how bind treated the node's isolated CPUs, and why.
+type Isolation struct {
+	Mode   string `json:"mode"`
+	Reason string `json:"reason"`
 }
 
 // Share is one rank's slice of a node shared by several local ranks.
@@ -285,6 +329,15 @@ func Resolve(ctx context.Context, t *topo.Topology, req Request, src Sources) (*
 		omp.Value, omp.Kept = v, true
 	}
 	p.Env = append(p.Env, omp)
+	if p.Isolation != nil && p.Isolation.Mode == IsolationPipeline {
+		for _, kv := range [][2]string{{EnvOMPBind, ompBind}, {EnvOMPPlaces, ompPlaces}} {
+			e := EnvVar{Name: kv[0], Value: kv[1]}
+			if v := req.Getenv(kv[0]); v != "" {
+				e.Value, e.Kept = v, true
+			}
+			p.Env = append(p.Env, e)
+		}
+	}
 	p.Line = p.line()
 	p.Warnings = r.warn
 	if p.Warnings == nil {
@@ -596,7 +649,12 @@ func (r *resolver) peers(node int) []int {
 	return out
 }
 
-// usable is the node's online CPUs minus the exclusions.
+// usable is the node's CPUs for the rank. When the host's isolation is
+// the pipeline split of gpunode's inference-isolated profile, those are
+// the node's pipeline CPUs (the profile isolates them for the ranks'
+// pinned threads and steers IRQs to the housekeeping rest); otherwise the
+// node's online CPUs minus isolated and nohz_full CPUs (unless
+// --include-isolated) and --exclude-cpus.
 func (r *resolver) usable(p *Plan) (cpuset.CPUSet, error) {
 	n := r.t.NodeByID(p.NUMANode)
 	if n == nil {
@@ -605,24 +663,53 @@ func (r *resolver) usable(p *Plan) (cpuset.CPUSet, error) {
 	node := n.CPUs.Intersection(r.t.OnlineCPUs.CPUSet)
 	p.NodeCPUs = topo.NewCPUList(node)
 	set := node
-	p.Excluded = Exclusions{Isolated: topo.NewCPUList(cpuset.New()), NohzFull: topo.NewCPUList(cpuset.New()), User: topo.NewCPUList(node.Intersection(r.req.ExcludeCPUs))}
-	if !r.req.IncludeIsolated {
+	none := topo.NewCPUList(cpuset.New())
+	p.Excluded = Exclusions{Isolated: none, NohzFull: none, Housekeeping: none, User: topo.NewCPUList(node.Intersection(r.req.ExcludeCPUs))}
+	isolated := node.Intersection(r.t.IsolatedCPUs.CPUSet.Union(r.t.NohzFullCPUs.CPUSet))
+	pipe, ours := r.t.PipelineIsolation()
+	nodePipe := node.Intersection(pipe)
+	switch {
+	case isolated.IsEmpty():
+	case r.req.IncludeIsolated:
+		p.Isolation = &Isolation{Mode: IsolationInclude, Reason: fmt.Sprintf("--include-isolated: the whole node, isolated CPUs %s included", isolated)}
+	case ours && !r.req.SkipIsolated && !nodePipe.IsEmpty():
+		ranks := max(1, len(r.peers(p.NUMANode)))
+		hk := node.Difference(pipe)
+		if cores := len(r.t.CoreGroups(nodePipe.Difference(r.req.ExcludeCPUs))); cores < ranks {
+			p.Isolation = &Isolation{Mode: IsolationWholeNode, Reason: fmt.Sprintf("the node's pipeline CPUs %s (gpunode's inference-isolated split) have %d cores for %d local ranks: the ranks share the whole node", nodePipe, cores, ranks)}
+			r.warn = append(r.warn, fmt.Sprintf("NUMA node %d: its %d pipeline cores (%s, isolated by gpunode's inference-isolated profile) are too few for %d local ranks, so the ranks share the whole node, housekeeping CPUs %s (where IRQs are steered) included; use fewer ranks per node or a profile with fewer housekeeping cores",
+				p.NUMANode, cores, nodePipe, ranks, hk))
+			break
+		}
+		set = nodePipe
+		p.Excluded.Housekeeping = topo.NewCPUList(hk)
+		p.Isolation = &Isolation{Mode: IsolationPipeline, Reason: fmt.Sprintf(
+			"the host's isolation (isolcpus%s) is the pipeline split of gpunode's inference-isolated profile: the rank runs on the node's pipeline CPUs %s, off the housekeeping CPUs %s that take IRQs and system threads; "+
+				"the kernel does not spread threads over isolated CPUs, so each thread should pin itself (%s and %s are exported for OpenMP)",
+			map[bool]string{true: ", nohz_full", false: ""}[r.t.NohzFullCPUs.Size() > 0], nodePipe, hk, EnvOMPBind+"="+ompBind, EnvOMPPlaces+"="+ompPlaces)}
+	default:
 		p.Excluded.Isolated = topo.NewCPUList(node.Intersection(r.t.IsolatedCPUs.CPUSet))
 		p.Excluded.NohzFull = topo.NewCPUList(node.Intersection(r.t.NohzFullCPUs.CPUSet))
-		set = set.Difference(r.t.IsolatedCPUs.CPUSet).Difference(r.t.NohzFullCPUs.CPUSet)
-	}
-	if kept := p.Excluded.Isolated.Union(p.Excluded.NohzFull.CPUSet); !r.req.IncludeIsolated && kept.Size() > 0 && 2*kept.Size() > node.Size() {
-		// The inference-isolated profile isolates most cores for pinned
-		// pipeline threads; skipping them leaves ranks the housekeeping
-		// CPUs, which is where irqaffinity steers every IRQ.
-		r.warn = append(r.warn, fmt.Sprintf("NUMA node %d: %d of its %d CPUs are isolated (isolcpus/nohz_full %s) and skipped, so the rank gets the %d housekeeping CPUs that IRQs and system threads use; "+
-			"isolated CPUs are meant for pinned threads like these (gpunode's inference-isolated profile isolates them for that): pass --include-isolated to bind the rank there",
-			p.NUMANode, kept.Size(), node.Size(), kept.String(), node.Difference(kept).Size()))
+		set = set.Difference(isolated)
+		why := "--skip-isolated"
+		if !r.req.SkipIsolated {
+			why = fmt.Sprintf("not the pipeline split of gpunode's inference-isolated profile (isolcpus %s, nohz_full %s; that profile sets both to %s)",
+				orNone(r.t.IsolatedCPUs.String()), orNone(r.t.NohzFullCPUs.String()), orNone(pipe.String()))
+		}
+		p.Isolation = &Isolation{Mode: IsolationSkip, Reason: fmt.Sprintf("isolated and nohz_full CPUs %s skipped: %s", isolated, why)}
+		if !r.req.SkipIsolated && 2*isolated.Size() > node.Size() {
+			// Most of the node is isolated by something other than
+			// gpunode's profile: skipping leaves ranks the housekeeping
+			// CPUs, which is where irqaffinity steers every IRQ.
+			r.warn = append(r.warn, fmt.Sprintf("NUMA node %d: %d of its %d CPUs are isolated (isolcpus/nohz_full %s) and skipped, so the rank gets the %d housekeeping CPUs that IRQs and system threads use; "+
+				"this isolation is %s, so bind does not assume those CPUs are meant for ranks: pass --include-isolated to bind the rank there, or isolate with 'gpunode tune apply --profile inference-isolated', whose pipeline CPUs bind uses by itself",
+				p.NUMANode, isolated.Size(), node.Size(), isolated.String(), node.Difference(isolated).Size(), why))
+		}
 	}
 	set = set.Difference(r.req.ExcludeCPUs)
 	if set.IsEmpty() {
-		return set, inputf("empty CPU set: NUMA node %d has CPUs %s; minus isolated %s, nohz_full %s and --exclude-cpus %s nothing is left",
-			p.NUMANode, orNone(node.String()), orNone(p.Excluded.Isolated.String()), orNone(p.Excluded.NohzFull.String()), orNone(r.req.ExcludeCPUs.String()))
+		return set, inputf("empty CPU set: NUMA node %d has CPUs %s; minus isolated %s, nohz_full %s, housekeeping %s and --exclude-cpus %s nothing is left",
+			p.NUMANode, orNone(node.String()), orNone(p.Excluded.Isolated.String()), orNone(p.Excluded.NohzFull.String()), orNone(p.Excluded.Housekeeping.String()), orNone(r.req.ExcludeCPUs.String()))
 	}
 	return set, nil
 }

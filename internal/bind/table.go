@@ -35,13 +35,16 @@ func (p *Plan) WriteTable(w io.Writer, o output.Options) error {
 	}
 	row("node CPUs", p.NodeCPUs.String())
 	ex := []string{}
-	for _, e := range []struct{ k, v string }{{"isolated", p.Excluded.Isolated.String()}, {"nohz_full", p.Excluded.NohzFull.String()}, {"--exclude-cpus", p.Excluded.User.String()}} {
+	for _, e := range []struct{ k, v string }{{"isolated", p.Excluded.Isolated.String()}, {"nohz_full", p.Excluded.NohzFull.String()}, {"housekeeping", p.Excluded.Housekeeping.String()}, {"--exclude-cpus", p.Excluded.User.String()}} {
 		if e.v != "" {
 			ex = append(ex, e.k+" "+e.v)
 		}
 	}
 	if len(ex) > 0 {
 		row("excluded", strings.Join(ex, ", "))
+	}
+	if p.Isolation != nil {
+		row("isolation", p.Isolation.Mode+": "+p.Isolation.Reason)
 	}
 	if s := p.Share; s != nil {
 		row("share", fmt.Sprintf("position %d of local ranks %v on this node: %d of %d usable cores", s.Position, s.Ranks, s.Cores, s.UsableCores))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -117,8 +118,17 @@ is an error, 2 usage, 3 failure.`,
 // with the catalogue: the IRQ layer (on h's topology) and the GPU layer.
 // Opening the GPU backend never fails here: a node without a driver (or a
 // bad --gpu-backend) gets a source whose gpu.driver check says so.
+//
+// The backend's status is read once for the run: the GPU layer's checks
+// and pcie.link (h.GPULoad: a busy GPU's link speed is its speed under
+// load) share that one reading.
 func (a *App) auditSources(ctx context.Context, h *tune.Host, backend, cudaRuntime string, sample time.Duration) []check.Source {
 	g := a.gpuAuditSource(ctx, h.FS, backend, cudaRuntime)
+	once := &statusOnce{Backend: g.Backend}
+	g.Backend = once
+	if st, err := once.Status(ctx); err == nil {
+		h.GPULoad = gpuLoad(st)
+	}
 	return []check.Source{
 		irq.Source{FS: h.FS, Topo: h.Topo, Options: irq.Options{Sample: sample}},
 		g,
@@ -205,4 +215,41 @@ func ChecksMarkdown(l ChecksList) string {
 		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s |\n", c.ID, c.Layer, orDashStr(c.Subject), orDashStr(c.Section), strings.ReplaceAll(c.Title, "|", "\\|"))
 	}
 	return b.String()
+}
+
+// statusOnce is a GPU backend whose Status is read once and then served
+// from that reading (an audit reads it for several layers).
+type statusOnce struct {
+	gpu.Backend
+	mu   sync.Mutex
+	done bool
+	st   gpu.Status
+	err  error
+}
+
+func (b *statusOnce) Status(ctx context.Context) (gpu.Status, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.done {
+		b.st, b.err = b.Backend.Status(ctx)
+		b.done = true
+	}
+	return b.st, b.err
+}
+
+// gpuLoad is what pcie.link needs of the backend's status: each GPU's
+// utilisation and link generations.
+func gpuLoad(st gpu.Status) []tune.GPULoad {
+	out := make([]tune.GPULoad, 0, len(st.GPUs))
+	for _, g := range st.GPUs {
+		if g.PCIAddress == "" {
+			continue
+		}
+		l := tune.GPULoad{BDF: g.PCIAddress, UtilizationPct: -1, LinkGen: g.PCIe.Gen, MaxLinkGen: g.PCIe.MaxGen}
+		if g.UtilizationPct != nil {
+			l.UtilizationPct = *g.UtilizationPct
+		}
+		out = append(out, l)
+	}
+	return out
 }

@@ -20,7 +20,8 @@ import (
 type bindFlags struct {
 	gpu, nic, mem, sched, cgroup, exclude, backend string
 	node, localRank, localWorld, cpusPerRank       int
-	includeIsolated, quiet, dryRun, show           bool
+	includeIsolated, skipIsolated, quiet, dryRun   bool
+	show                                           bool
 }
 
 func (a *App) newBindCommand() *cobra.Command {
@@ -35,6 +36,16 @@ says which answered), choose CPUs and a memory policy, and exec the command in
 place: same PID, no wrapper process. One line goes to stderr:
 
   rank 0 -> GPU 3 (0000:c1:00.0) -> NUMA 0 -> CPUs 0-7,64-71 mem=preferred
+
+Isolated and nohz_full CPUs are skipped, except when the host's isolation is
+the one 'gpunode tune apply --profile inference-isolated' sets (isolcpus equal
+to the pipeline split it computes: the first 1/8 of each node's cores kept for
+housekeeping and IRQs): then the rank runs on its node's pipeline CPUs, off the
+housekeeping ones, with OMP_PROC_BIND=close OMP_PLACES=cores (the kernel does
+not spread threads over isolated CPUs). --skip-isolated keeps ranks off them;
+--include-isolated uses the whole node. A warning says when an isolation
+gpunode did not set leaves the rank only the housekeeping CPUs, or when too
+few pipeline cores are left for the node's ranks.
 
 Ranks sharing a node (--local-world-size or $LOCAL_WORLD_SIZE) get disjoint
 whole-core shares, deterministic by rank. The command gets GPUNODE_CPUS (the
@@ -72,7 +83,8 @@ threads (default: gpunode itself, i.e. what a command would inherit).`,
 	fl.StringVar(&f.nic, "nic", "", "bind next to this NIC (mlx5_0, ibp26s0 or a PCI address)")
 	fl.IntVar(&f.cpusPerRank, "cpus-per-rank", 0, "logical CPUs per rank, rounded up to whole cores (default: an even split of the node)")
 	fl.StringVar(&f.exclude, "exclude-cpus", "", "CPUs never to use (cpulist, e.g. 0,64)")
-	fl.BoolVar(&f.includeIsolated, "include-isolated", false, "also use isolated and nohz_full CPUs of the node")
+	fl.BoolVar(&f.includeIsolated, "include-isolated", false, "also use isolated and nohz_full CPUs of the node (the whole node)")
+	fl.BoolVar(&f.skipIsolated, "skip-isolated", false, "never use isolated and nohz_full CPUs, even the pipeline CPUs of gpunode's inference-isolated profile")
 	fl.StringVar(&f.mem, "mem", bind.MemPreferred, "memory policy: bind, preferred, interleave or none")
 	fl.StringVar(&f.sched, "sched", "", "scheduling: nice:N, fifo:N, rr:N, batch:N, idle or other")
 	fl.StringVar(&f.cgroup, "cgroup", "", "join this cgroup v2 cpuset (below /sys/fs/cgroup) with the chosen CPUs and nodes")
@@ -114,7 +126,10 @@ func (a *App) environ() []string {
 func (a *App) runBind(cmd *cobra.Command, f *bindFlags, args []string) error {
 	ctx := cmd.Context()
 	fl := cmd.Flags()
-	req := bind.Request{GPU: f.gpu, NIC: f.nic, CPUsPerRank: f.cpusPerRank, IncludeIsolated: f.includeIsolated, Mem: f.mem, Cgroup: f.cgroup, Command: args, Getenv: a.getenv}
+	if f.includeIsolated && f.skipIsolated {
+		return Usagef("--include-isolated and --skip-isolated conflict: pick one")
+	}
+	req := bind.Request{GPU: f.gpu, NIC: f.nic, CPUsPerRank: f.cpusPerRank, IncludeIsolated: f.includeIsolated, SkipIsolated: f.skipIsolated, Mem: f.mem, Cgroup: f.cgroup, Command: args, Getenv: a.getenv}
 	var err error
 	if fl.Changed("node") {
 		n := f.node

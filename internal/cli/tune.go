@@ -27,7 +27,11 @@ apply writes runtime values (sysctl, sysfs, every CPU's governor/EPP/cpuidle)
 and generates /etc/sysctl.d/90-gpunode.conf, /etc/tmpfiles.d/90-gpunode.conf
 (sysfs values at boot), /etc/security/limits.d/90-gpunode.conf and
 /etc/systemd/system.conf.d/90-gpunode.conf, and comments swap out of
-/etc/fstab. Kernel parameters are only planned unless --bootloader is given;
+/etc/fstab. Lines of files read after those that would set the same values
+back at boot (/etc/sysctl.conf, a 99-*.conf) are commented out with a
+'#gpunode# ' prefix (a vendor sysctl file is masked by an edited copy in
+/etc/sysctl.d); a file that cannot be edited is refused with the reason in a
+note. Kernel parameters are only planned unless --bootloader is given;
 then GRUB_CMDLINE_LINUX in /etc/default/grub is edited (a backup goes to
 /etc/default/grub.gpunode.bak). Every original is journaled in --journal-dir
 before it changes (versioned, checksummed, atomic, mode 0600). Applying twice

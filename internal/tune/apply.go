@@ -88,6 +88,9 @@ type FileChange struct {
 	Path    string `json:"path"`
 	Action  string `json:"action"` // create, replace, remove, unchanged
 	Content string `json:"content,omitempty"`
+	// Reason says why gpunode changes a file it does not generate (a file
+	// read after its own that overrides its values at boot).
+	Reason string `json:"reason,omitempty"`
 }
 
 // fileOp is a planned file change.
@@ -97,6 +100,11 @@ type fileOp struct {
 	perm   fs.FileMode // set by plan (filePerm)
 	remove bool
 	id     string
+	// keepPerm keeps the mode of the file it replaces (an edited file
+	// gpunode does not own).
+	keepPerm bool
+	// reason says why gpunode edits a file it does not own.
+	reason string
 }
 
 // plan computes the runtime changes and files for req.
@@ -144,7 +152,6 @@ func plan(h *Host, cat *Catalogue, req ApplyRequest) (*PlanReport, []change, []f
 		}
 		ops = append(ops, fileOp{path: path, id: id, data: []byte(header + strings.Join(lines, "\n") + "\n")})
 	}
-	rep.Notes = append(rep.Notes, overrideNotes(h, all)...) // override.go
 	var lines []string
 	for _, kv := range all.sysctl {
 		lines = append(lines, kv[0]+" = "+kv[1])
@@ -164,6 +171,11 @@ func plan(h *Host, cat *Catalogue, req ApplyRequest) (*PlanReport, []change, []f
 		}
 	}
 	gen(fileSystemd, "system.conf.d", lines)
+	// Lines of later files that would override those values at boot are
+	// commented out (override.go).
+	edits, notes := overrideEdits(h, all)
+	ops = append(ops, edits...)
+	rep.Notes = append(rep.Notes, notes...)
 	if all.swapOff {
 		if b, err := h.FS.ReadFile(fileFstab); err == nil {
 			if nb := commentFstabSwaps(b); string(nb) != string(b) {
@@ -186,7 +198,10 @@ func plan(h *Host, cat *Catalogue, req ApplyRequest) (*PlanReport, []change, []f
 			return nil, nil, nil, err
 		}
 		op.perm = filePerm(op.path, st)
-		fc := FileChange{Path: op.path}
+		if op.keepPerm && st.Type == journal.FileRegular {
+			op.perm = st.Mode.Perm()
+		}
+		fc := FileChange{Path: op.path, Reason: op.reason}
 		switch {
 		case op.remove && st.Type == journal.FileAbsent:
 			continue
@@ -431,9 +446,15 @@ func (r *PlanReport) WriteTable(w io.Writer, o output.Options) error {
 		ew.Printf("\nfiles:\n")
 		for _, f := range r.Files {
 			ew.Printf("  %-9s %s\n", f.Action, f.Path)
+			if f.Reason != "" {
+				ew.Printf("    (%s)\n", f.Reason)
+			}
 			if f.Content != "" && r.Mode != "apply" {
 				for _, l := range strings.Split(strings.TrimRight(f.Content, "\n"), "\n") {
-					if strings.HasPrefix(l, "#") && f.Path != fileFstab && f.Path != grubFile {
+					if f.Reason != "" && !strings.HasPrefix(l, overrideMark) {
+						continue // an edited file: only the lines gpunode changes
+					}
+					if strings.HasPrefix(l, "#") && f.Path != fileFstab && f.Path != grubFile && f.Reason == "" {
 						continue
 					}
 					ew.Printf("    | %s\n", l)

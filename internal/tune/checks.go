@@ -191,13 +191,67 @@ func pcieDevices(t *topo.Topology) []topo.PCIDevice {
 	return out
 }
 
-// checkPCIeLinks: every GPU, NIC and NVMe link runs at its capability.
+// GPULoad is what the GPU backend reported for one GPU at one moment: its
+// utilisation and the PCIe link generation it ran at then. The caller
+// reads the backend (tune reads no GPU driver) and sets Host.GPULoad.
+type GPULoad struct {
+	// BDF is the GPU's PCI address in sysfs form ("0000:18:00.0").
+	BDF string
+	// UtilizationPct is the GPU utilisation over the driver's last sample
+	// period (nvidia-smi utilization.gpu); negative when not reported.
+	UtilizationPct int
+	// LinkGen and MaxLinkGen are the PCIe generation now and at most
+	// (pcie.link.gen.current / .max); 0 when not reported.
+	LinkGen, MaxLinkGen int
+}
+
+// BusyPct is the GPU utilisation from which pcie.link judges a link's
+// speed as under load: a GPU that busy runs in its top performance state,
+// where the driver keeps the link at its maximum generation.
+const BusyPct = 50
+
+// pcieGenGTs is the transfer rate of PCIe generations 1-6 (GT/s).
+var pcieGenGTs = []float64{0, 2.5, 5, 8, 16, 32, 64}
+
+func genString(g int) string {
+	if g > 0 && g < len(pcieGenGTs) {
+		return fmt.Sprintf("Gen%d (%g GT/s)", g, pcieGenGTs[g])
+	}
+	return fmt.Sprintf("Gen%d", g)
+}
+
+// busySlow reports whether GPU d, busy by the backend's reading, runs its
+// link below its maximum speed, and says so; the backend's own generations
+// (the same reading as the utilisation) are preferred to sysfs's.
+func busySlow(d topo.PCIDevice, l GPULoad) (string, bool) {
+	if l.LinkGen > 0 && l.MaxLinkGen > 0 {
+		if l.LinkGen >= l.MaxLinkGen {
+			return "", false
+		}
+		return fmt.Sprintf("%s (%s) at %s while %d%% busy (GPU backend), capable of %s: the link stays slow under load",
+			d.Name, d.BDF, genString(l.LinkGen), l.UtilizationPct, genString(l.MaxLinkGen)), true
+	}
+	cur, max := gts(d.LinkSpeed), gts(d.MaxLinkSpeed)
+	if cur <= 0 || max <= 0 || cur >= max {
+		return "", false
+	}
+	return fmt.Sprintf("%s (%s) at %g GT/s while %d%% busy (GPU backend), capable of %g GT/s: the link stays slow under load",
+		d.Name, d.BDF, cur, l.UtilizationPct, max), true
+}
+
+// checkPCIeLinks: every GPU, NIC and NVMe link runs at its capability. A
+// link below its maximum speed is idle power saving, unless the GPU
+// backend reports that GPU busy (Host.GPULoad, BusyPct) at that moment.
 func checkPCIeLinks(h *Host) (bool, string, string, error) {
 	t, err := needTopo(h)
 	if err != nil {
 		return false, "", "", err
 	}
 	devs := pcieDevices(t)
+	load := map[string]GPULoad{}
+	for _, l := range h.GPULoad {
+		load[l.BDF] = l
+	}
 	known := 0
 	var bad, slow []string
 	for _, d := range devs {
@@ -213,11 +267,20 @@ func checkPCIeLinks(h *Host) (bool, string, string, error) {
 		case upstreamCaps(h, d) > 0 && max > 0 && upstreamCaps(h, d) < max:
 			bad = append(bad, fmt.Sprintf("%s (%s) capable of %s but its upstream port tops out at %g GT/s (slot, riser or BIOS PCIe speed setting)",
 				d.Name, d.BDF, strings.TrimSuffix(d.MaxLinkSpeed, " PCIe"), upstreamCaps(h, d)))
+		case load[d.BDF].UtilizationPct >= BusyPct && load[d.BDF].BDF != "":
+			// Busy now: the speed it runs at is its speed under load.
+			if msg, ok := busySlow(d, load[d.BDF]); ok {
+				bad = append(bad, msg)
+			}
 		case cur > 0 && max > 0 && cur < max:
 			// Speed drops when idle (ASPM / GPU power saving): only a
 			// speed that stays low under load is a fault.
-			slow = append(slow, fmt.Sprintf("%s (%s) at %s now, capable of %s", d.Name, d.BDF,
-				strings.TrimSuffix(d.LinkSpeed, " PCIe"), strings.TrimSuffix(d.MaxLinkSpeed, " PCIe")))
+			busy := ""
+			if l, ok := load[d.BDF]; ok && l.UtilizationPct >= 0 {
+				busy = fmt.Sprintf(" (%d%% busy)", l.UtilizationPct)
+			}
+			slow = append(slow, fmt.Sprintf("%s (%s) at %s now%s, capable of %s", d.Name, d.BDF,
+				strings.TrimSuffix(d.LinkSpeed, " PCIe"), busy, strings.TrimSuffix(d.MaxLinkSpeed, " PCIe")))
 		}
 	}
 	if known == 0 {
@@ -226,9 +289,10 @@ func checkPCIeLinks(h *Host) (bool, string, string, error) {
 	note := ""
 	if len(slow) > 0 {
 		note = fmt.Sprintf("%d links below their maximum speed now, which idle devices do to save power (not drift): %s; "+
+			"a GPU the backend reports at least %d%% busy is judged at the speed it runs then; "+
 			"to check under load, run a job and read nvidia-smi --query-gpu=index,pcie.link.gen.current,pcie.link.gen.max --format=csv "+
 			"(NICs, NVMe: cat /sys/bus/pci/devices/BDF/current_link_speed while traffic flows); a link still below its maximum then is a fault",
-			len(slow), clipList(slow, 4))
+			len(slow), clipList(slow, 4), BusyPct)
 	}
 	if len(bad) > 0 {
 		return false, fmt.Sprintf("%d of %d links below capability", len(bad), known), joinDetail(clipList(bad, 6), note), nil

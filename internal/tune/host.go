@@ -27,6 +27,9 @@ type Host struct {
 	// FixRoot is the tree printed fixes name host paths under ("" on the
 	// host itself; tests render fixes against a copy of a fixture).
 	FixRoot string
+	// GPULoad is the GPU backend's reading of each GPU's utilisation and
+	// link (nil: not read); pcie.link judges a busy GPU's link speed by it.
+	GPULoad []GPULoad
 
 	memTotal    *uint64
 	memErr      error

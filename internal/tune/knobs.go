@@ -1138,32 +1138,9 @@ func housekeeping(h *Host) (hk, iso cpuset.CPUSet, err error) {
 	if h.Topo == nil {
 		return cpuset.New(), cpuset.New(), fmt.Errorf("needs the topology: %w", h.TopoErr)
 	}
-	hk, all := cpuset.New(), cpuset.New()
-	for _, n := range h.Topo.NUMANodes {
-		var ids []int
-		for _, c := range h.Topo.CPUs {
-			if c.NUMANode == n.ID && c.Online {
-				ids = append(ids, c.ID)
-			}
-		}
-		if len(ids) == 0 {
-			continue
-		}
-		node := cpuset.New(ids...)
-		all = all.Union(node)
-		cores := h.Topo.CoreGroups(node)
-		for _, core := range cores[:max(1, len(cores)/8)] {
-			hk = hk.Union(core)
-		}
-	}
-	if all.Size() == 0 {
-		return cpuset.New(), cpuset.New(), errors.New("the topology lists no online CPUs")
-	}
-	iso = all.Difference(hk)
-	if iso.Size() == 0 {
-		return hk, iso, errors.New("too few CPUs to isolate any")
-	}
-	return hk, iso, nil
+	// The rule lives in topo, so that 'gpunode bind' recognises the
+	// isolation this profile sets and places ranks on it.
+	return h.Topo.PipelineSplit()
 }
 
 func autoIsolated(h *Host) (string, error) {

@@ -1,12 +1,19 @@
 package tune
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+
+	"github.com/gpunode/gpunode/internal/hostfs"
 )
 
 // TestBootOverrideNamed: /etc/sysctl.conf (read after every sysctl.d file)
@@ -60,8 +67,9 @@ func TestBootOverrideNamed(t *testing.T) {
 		t.Fatal(err)
 	}
 	notes := strings.Join(pr.Notes, "\n")
-	if !strings.Contains(notes, "vm.swappiness = 0: not persistent: /etc/sysctl.conf sets 60") || !strings.Contains(notes, "limits memlock unlimited: not persistent") {
-		t.Errorf("plan notes:\n%s\nwant the two overrides", notes)
+	if !strings.Contains(notes, "vm.swappiness = 0: /etc/sysctl.d/99-sysctl.conf sets 60") || !strings.Contains(notes, "comments that line out in /etc/sysctl.conf (for /etc/sysctl.d/99-sysctl.conf)") ||
+		!strings.Contains(notes, "limits memlock unlimited: /etc/security/limits.d/99-site.conf sets soft 65536, hard 65536") {
+		t.Errorf("plan notes:\n%s\nwant the two overrides and the edits", notes)
 	}
 	// Run the printed sed fixes against the copy: the overriding lines
 	// are commented out and the verdict follows.
@@ -79,4 +87,235 @@ func TestBootOverrideNamed(t *testing.T) {
 	if c := checkByID(r, "vm.swappiness"); c.Status != StatusOK {
 		t.Errorf("after the fix vm.swappiness is %s: %s", c.Status, c.Detail)
 	}
+}
+
+// overrideHost is the gh200 stock host with the values training persists
+// overridden at boot: /etc/sysctl.conf (through Debian's
+// /etc/sysctl.d/99-sysctl.conf link) sets vm.swappiness, a vendor file
+// sorting after gpunode's sets net.core.rmem_max, and a limits.d file after
+// gpunode's sets memlock.
+func overrideHost(t *testing.T) (string, *hostfs.FS) {
+	t.Helper()
+	root, fsys := stockHost(t, "gh200")
+	write := func(p, c string, mode os.FileMode) {
+		t.Helper()
+		full := filepath.Join(root, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(c), mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(full, mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("etc/sysctl.conf", "# local\nvm.swappiness = 60\nkernel.pid_max = 4194304\n", 0o640)
+	write("usr/lib/sysctl.d/95-vendor.conf", "# vendor\nnet.core.rmem_max = 212992\n", 0o644)
+	write("etc/security/limits.d/99-site.conf", "# site\n* soft memlock 65536\n* hard memlock 65536\n@gpu - nofile 4096\n", 0o644)
+	return root, fsys
+}
+
+// TestOverrideApplyWins: apply comments out the overriding lines (in
+// /etc/sysctl.conf through the link, in a masking /etc/sysctl.d copy of
+// the vendor file, in limits.d), so audit says ok; a second apply changes
+// nothing; rollback puts every file back byte for byte, modes and the
+// link included. Before, apply wrote only gpunode's own files and noted
+// that the values did not persist.
+func TestOverrideApplyWins(t *testing.T) {
+	ctx := context.Background()
+	cat := NewCatalogue()
+	root, fsys := overrideHost(t)
+	base := baseline(t, root)
+	p := mustLoad(t, cat, fsys, ProfileTraining)
+	if p.Settings["net.core.rmem_max"] == "" {
+		t.Fatalf("training does not set net.core.rmem_max: %v", p.Settings)
+	}
+	audit := func() *Report {
+		t.Helper()
+		r, err := Audit(ctx, newHost(t, fsys), cat, p, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	for _, id := range []string{"vm.swappiness", "net.core.rmem_max", "limits.memlock"} {
+		if c := checkByID(audit(), id); c.Status != StatusDrift {
+			t.Fatalf("before apply %s is %s (%s), want drift", id, c.Status, c.Detail)
+		}
+	}
+	rep, err := Apply(ctx, newHost(t, fsys), cat, applyReq(p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var edited []string
+	for _, f := range rep.Files {
+		if f.Reason != "" {
+			edited = append(edited, f.Action+" "+f.Path)
+		}
+	}
+	if got, want := strings.Join(edited, ","), "create /etc/sysctl.d/95-vendor.conf,replace /etc/sysctl.conf,replace /etc/security/limits.d/99-site.conf"; got != want {
+		t.Errorf("edited files %q, want %q", got, want)
+	}
+	read := func(p string) string {
+		t.Helper()
+		b, err := os.ReadFile(filepath.Join(root, p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	if got := read("etc/sysctl.conf"); got != "# local\n#gpunode# vm.swappiness = 60\nkernel.pid_max = 4194304\n" {
+		t.Errorf("sysctl.conf after apply:\n%s", got)
+	}
+	if fi, err := os.Stat(filepath.Join(root, "etc/sysctl.conf")); err != nil || fi.Mode().Perm() != 0o640 {
+		t.Errorf("sysctl.conf mode %v (%v), want 0640 kept", fi.Mode(), err)
+	}
+	if fi, err := os.Lstat(filepath.Join(root, "etc/sysctl.d/99-sysctl.conf")); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the 99-sysctl.conf link was replaced: %v %v", fi.Mode(), err)
+	}
+	if got := read("etc/sysctl.d/95-vendor.conf"); got != "# vendor\n#gpunode# net.core.rmem_max = 212992\n" {
+		t.Errorf("masking copy of the vendor file:\n%s", got)
+	}
+	if got := read("usr/lib/sysctl.d/95-vendor.conf"); got != "# vendor\nnet.core.rmem_max = 212992\n" {
+		t.Errorf("the vendor file was edited:\n%s", got)
+	}
+	if got := read("etc/security/limits.d/99-site.conf"); got != "# site\n#gpunode# * soft memlock 65536\n#gpunode# * hard memlock 65536\n@gpu - nofile 4096\n" {
+		t.Errorf("99-site.conf after apply:\n%s", got)
+	}
+	st, err := GetStatus(ctx, newHost(t, fsys), cat, stateDir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"vm.swappiness", "net.core.rmem_max", "limits.memlock"} {
+		if c := checkByID(st.Audit, id); c.Status != StatusOK {
+			t.Errorf("status after apply: %s is %s (%s)", id, c.Status, c.Detail)
+		}
+	}
+	if len(st.ModifiedFiles) > 0 {
+		t.Errorf("status after apply: modified %v", st.ModifiedFiles)
+	}
+	again, err := Apply(ctx, newHost(t, fsys), cat, applyReq(p))
+	if err != nil || again.Changed || again.Journal != "" {
+		t.Errorf("second apply: changed %v journal %q (%v), want nothing to change", again.Changed, again.Journal, err)
+	}
+	if _, err := Rollback(ctx, fsys, stateDir, false); err != nil {
+		t.Fatal(err)
+	}
+	dropJournals(t, fsys)
+	assertBaseline(t, base, "rollback")
+}
+
+// TestOverrideRefused: a file that wins at boot but cannot be edited is
+// refused with the reason naming it: hard-linked (replacing it would
+// leave the other name with the old line), or immutable (chattr +i, where
+// the test can set it). The value is not claimed to persist, the file is
+// untouched and audit still says drift.
+func TestOverrideRefused(t *testing.T) {
+	ctx := context.Background()
+	cat := NewCatalogue()
+	for _, tc := range []struct{ name, want string }{
+		{"hardlink", "/etc/security/limits.d/99-site.conf has 2 hard links"},
+		{"immutable", "/etc/security/limits.d/99-site.conf: operation not permitted"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root, fsys := overrideHost(t)
+			site := filepath.Join(root, "etc/security/limits.d/99-site.conf")
+			switch tc.name {
+			case "hardlink":
+				if err := os.Link(site, filepath.Join(root, "etc/security/site-limits")); err != nil {
+					t.Fatal(err)
+				}
+			case "immutable":
+				setImmutable(t, site)
+			}
+			before, _ := os.ReadFile(site)
+			p := mustLoad(t, cat, fsys, ProfileTraining)
+			rep, err := Apply(ctx, newHost(t, fsys), cat, applyReq(p))
+			if err != nil {
+				t.Fatal(err)
+			}
+			notes := strings.Join(rep.Notes, "\n")
+			if !strings.Contains(notes, "limits memlock unlimited: not persistent: /etc/security/limits.d/99-site.conf sets soft 65536, hard 65536") || !strings.Contains(notes, tc.want) {
+				t.Errorf("notes:\n%s\nwant the refusal naming the file: %q", notes, tc.want)
+			}
+			if n := strings.Count(notes, ": not persistent: "); n != 1 {
+				t.Errorf("%d refusal notes, want 1:\n%s", n, notes)
+			}
+			if after, _ := os.ReadFile(site); !bytes.Equal(after, before) {
+				t.Errorf("refused file changed:\n%s", after)
+			}
+			r, err := Audit(ctx, newHost(t, fsys), cat, p, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c := checkByID(r, "limits.memlock"); c.Status != StatusDrift || !strings.Contains(c.Detail, "99-site.conf") {
+				t.Errorf("limits.memlock after a refused edit: %s %q, want drift naming 99-site.conf", c.Status, c.Detail)
+			}
+			// The other overrides were still made to lose.
+			if c := checkByID(r, "vm.swappiness"); c.Status != StatusOK {
+				t.Errorf("vm.swappiness: %s (%s)", c.Status, c.Detail)
+			}
+		})
+	}
+}
+
+// TestOverrideKillSweep kills 'tune apply' (a SIGKILL in a child process,
+// TestKillChild) at each write-side operation on the files it edits to
+// make its values win, and at a sample of the others; status + rollback
+// restore the tree byte for byte every time.
+func TestOverrideKillSweep(t *testing.T) {
+	if os.Getenv("GPUNODE_KILL_CHILD") != "" {
+		return
+	}
+	onTmpfs(t)
+	ctx := context.Background()
+	cat := NewCatalogue()
+	root, fsys := overrideHost(t)
+	base := baseline(t, root)
+	nosync := fsys.WithFaults(&hostfs.Faults{NoSync: true})
+	if err := os.MkdirAll(filepath.Join(root, "var/lib/gpunode"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	p := mustLoad(t, cat, fsys, ProfileTraining)
+	count := &hostfs.Faults{NoSync: true}
+	if _, err := Apply(ctx, newHost(t, fsys.WithFaults(count)), cat, applyReq(p)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Rollback(ctx, nosync, stateDir, false); err != nil {
+		t.Fatal(err)
+	}
+	dropJournals(t, nosync)
+	var points []int
+	seen := map[int]bool{}
+	for i, l := range count.Log() {
+		if strings.Contains(l, "/etc/sysctl.conf") || strings.Contains(l, "95-vendor.conf") || strings.Contains(l, "99-site.conf") {
+			points = append(points, i+1)
+			seen[i+1] = true
+		}
+	}
+	if len(points) == 0 {
+		t.Fatalf("no write-side operation on the overriding files in:\n%s", strings.Join(count.Log(), "\n"))
+	}
+	for _, k := range sample(count.Count(), 4) {
+		if !seen[k] {
+			points = append(points, k)
+		}
+	}
+	for _, k := range points {
+		c := exec.Command(os.Args[0], "-test.run=^TestKillChild$")
+		c.Env = append(os.Environ(), "GPUNODE_KILL_CHILD="+root, "GPUNODE_KILL_AT="+strconv.Itoa(k), "GPUNODE_KILL_CMD=apply", "GPUNODE_KILL_PROFILE="+ProfileTraining)
+		var out bytes.Buffer
+		c.Stdout, c.Stderr = &out, &out
+		err := c.Run()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || !ee.Sys().(syscall.WaitStatus).Signaled() {
+			t.Fatalf("apply killed at %d: child ended with %v, want SIGKILL:\n%s", k, err, out.String())
+		}
+		what := fmt.Sprintf("apply killed at %d/%d (%s)", k, count.Count(), count.Log()[k-1])
+		recoverHost(ctx, t, nosync, cat, what)
+		assertBaseline(t, base, what)
+		dropJournals(t, nosync)
+	}
+	t.Logf("SIGKILL: tune apply killed at %d points (every operation on the edited files and %d others); all byte-identical after recovery", len(points), len(points)-len(seen))
 }

@@ -68,3 +68,59 @@ func TestPCIeLinkIdleSpeed(t *testing.T) {
 		t.Errorf("x8 link: %s %q, want drift", c.Status, c.Detail)
 	}
 }
+
+// TestPCIeLinkUnderLoad: the downgraded host's GPU1 runs at Gen1 with its
+// links at full width. Idle (or with no GPU reading) that is power saving,
+// ok; when the GPU backend reports the GPU busy (>= BusyPct) while its link
+// is below the maximum, pcie.link is drift naming the utilisation and both
+// speeds; busy at full speed is ok.
+func TestPCIeLinkUnderLoad(t *testing.T) {
+	cat := NewCatalogue()
+	root, fsys := stockHost(t, "downgraded")
+	tp, err := topo.Discover(context.Background(), fsys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gpu1 topo.PCIDevice
+	for _, d := range pcieDevices(tp) {
+		if d.MaxLinkWidth > 0 {
+			p := filepath.Join(root, "sys/bus/pci/devices", d.BDF, "current_link_width")
+			if err := os.WriteFile(p, []byte(strconv.Itoa(d.MaxLinkWidth)+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if d.Name == "GPU1" {
+			gpu1 = d
+		}
+	}
+	p := mustLoad(t, cat, fsys, ProfileBase)
+	audit := func(load ...GPULoad) *Check {
+		t.Helper()
+		h := newHost(t, fsys)
+		h.GPULoad = load
+		r, err := Audit(context.Background(), h, cat, p, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return checkByID(r, "pcie.link")
+	}
+	for _, tc := range []struct {
+		name   string
+		load   []GPULoad
+		status Status
+		want   string
+	}{
+		{"no reading", nil, StatusOK, "GPU1 (" + gpu1.BDF + ") at 2.5 GT/s now, capable of"},
+		{"idle", []GPULoad{{BDF: gpu1.BDF, UtilizationPct: 3, LinkGen: 1, MaxLinkGen: 5}}, StatusOK, "at 2.5 GT/s now (3% busy)"},
+		{"busy, backend gens", []GPULoad{{BDF: gpu1.BDF, UtilizationPct: 97, LinkGen: 1, MaxLinkGen: 5}}, StatusDrift,
+			"GPU1 (" + gpu1.BDF + ") at Gen1 (2.5 GT/s) while 97% busy (GPU backend), capable of Gen5 (32 GT/s): the link stays slow under load"},
+		{"busy, sysfs speeds", []GPULoad{{BDF: gpu1.BDF, UtilizationPct: 80}}, StatusDrift, "at 2.5 GT/s while 80% busy (GPU backend), capable of 32 GT/s"},
+		{"busy at full speed", []GPULoad{{BDF: gpu1.BDF, UtilizationPct: 99, LinkGen: 5, MaxLinkGen: 5}}, StatusOK, "links at full width"},
+		{"another GPU busy", []GPULoad{{BDF: "0000:ff:00.0", UtilizationPct: 99, LinkGen: 1, MaxLinkGen: 5}}, StatusOK, "GPU1"},
+	} {
+		c := audit(tc.load...)
+		if c.Status != tc.status || !strings.Contains(c.Current+" "+c.Detail, tc.want) {
+			t.Errorf("%s: %s %q %q, want %s with %q", tc.name, c.Status, c.Current, c.Detail, tc.status, tc.want)
+		}
+	}
+}

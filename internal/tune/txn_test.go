@@ -369,7 +369,11 @@ func TestKillChild(t *testing.T) {
 	switch os.Getenv("GPUNODE_KILL_CMD") {
 	case "apply":
 		cat := NewCatalogue()
-		_, err = Apply(ctx, newHost(t, ffs), cat, applyReq(mustLoad(t, cat, fsys, ProfileInferenceIsolated)))
+		prof := os.Getenv("GPUNODE_KILL_PROFILE")
+		if prof == "" {
+			prof = ProfileInferenceIsolated
+		}
+		_, err = Apply(ctx, newHost(t, ffs), cat, applyReq(mustLoad(t, cat, fsys, prof)))
 	case "rollback":
 		_, err = Rollback(ctx, ffs, stateDir, false)
 	}
