@@ -16,8 +16,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gpunode/gpunode/internal/k8s/admit/podres"
-	"github.com/gpunode/gpunode/internal/k8s/objects"
 	"github.com/gpunode/gpunode/internal/k8s/memorymanager"
+	"github.com/gpunode/gpunode/internal/k8s/objects"
 )
 
 // ParsePods reads one or more v1.Pod documents (multi-document YAML or JSON,
