@@ -6,6 +6,8 @@ import (
 	"path"
 	"sort"
 	"strings"
+
+	"github.com/gpunode/gpunode/internal/output"
 )
 
 // Status is the verdict of one check.
@@ -42,17 +44,78 @@ func (s Status) Failing() bool { return s == Drift || s == Error }
 
 // Check is one verdict about one thing; see the package documentation.
 type Check struct {
-	ID          string   `json:"id"`
-	Layer       string   `json:"layer"`
-	Subject     string   `json:"subject,omitempty"`
-	Status      Status   `json:"status"`
-	Current     string   `json:"current,omitempty"`
-	Expected    string   `json:"expected,omitempty"`
+	ID       string `json:"id"`
+	Layer    string `json:"layer"`
+	Subject  string `json:"subject,omitempty"`
+	Status   Status `json:"status"`
+	Current  string `json:"current,omitempty"`
+	Expected string `json:"expected,omitempty"`
+	// CurrentBytes and ExpectedBytes are Current and Expected in bytes when
+	// the check compares sizes (nil otherwise), so that a reader of the
+	// JSON compares numbers, whatever syntax the setting takes ("20%",
+	// KiB in limits.conf); tables print them in binary units.
+	CurrentBytes  *uint64 `json:"currentBytes,omitempty"`
+	ExpectedBytes *uint64 `json:"expectedBytes,omitempty"`
+	// Bound is how Current is judged against Expected: "" when it must
+	// equal it, Minimum when Expected is the least value that passes.
+	Bound       Bound    `json:"bound,omitempty"`
 	Fix         []string `json:"fix,omitempty"`
 	Reason      string   `json:"reason,omitempty"`
 	Detail      string   `json:"detail,omitempty"`
 	Section     string   `json:"section,omitempty"`
 	NeedsReboot bool     `json:"needsReboot,omitempty"`
+}
+
+// Bound is how a check judges Current against Expected.
+type Bound string
+
+// Minimum: Expected is a lower bound (current >= expected passes); tables
+// print the expected value as ">= ...".
+const Minimum Bound = "minimum"
+
+// Bytes returns a pointer to n, for CurrentBytes and ExpectedBytes.
+func Bytes(n uint64) *uint64 { return &n }
+
+// CurrentText is Current as a table prints it: see [display].
+func (c Check) CurrentText() string { return display(c.Current, c.CurrentBytes, "") }
+
+// ExpectedText is Expected as a table prints it: see [display]; a minimum
+// reads ">= 50% of memory (503.5 GiB)".
+func (c Check) ExpectedText() string {
+	prefix := ""
+	if c.Bound == Minimum {
+		prefix = ">= "
+	}
+	return display(c.Expected, c.ExpectedBytes, prefix)
+}
+
+// display renders a value for a table: a size given in bytes in binary
+// units ("32.0 GiB"), a share of memory as "20% of memory (6.3 GiB)",
+// any other value with its size after it ("unlimited", "8192 (8.0 MiB)").
+func display(v string, b *uint64, prefix string) string {
+	if v == "" && b == nil {
+		return ""
+	}
+	if b == nil {
+		return prefix + v
+	}
+	h := output.HumanBytes(*b)
+	switch {
+	case v == "" || isDigits(v):
+		return prefix + h
+	case strings.HasSuffix(v, "%"):
+		return prefix + v + " of memory (" + h + ")"
+	}
+	return prefix + v + " (" + h + ")"
+}
+
+func isDigits(s string) bool {
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return s != ""
 }
 
 // Key is the name audit prints and profiles select: "ID/Subject", or ID

@@ -2,8 +2,10 @@ package check
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -150,5 +152,46 @@ func TestSortInfos(t *testing.T) {
 	}
 	if !reflect.DeepEqual(ids, []string{"c", "a", "b", "z"}) {
 		t.Errorf("order %v", ids)
+	}
+}
+
+// TestSizesAndBounds: a size travels in bytes in JSON and reads in binary
+// units in a table; a minimum reads ">= ..." and says so in JSON.
+func TestSizesAndBounds(t *testing.T) {
+	c := Check{ID: "shm.size", Layer: "memory", Status: OK, Current: "100%", Expected: "50%",
+		CurrentBytes: Bytes(64 << 30), ExpectedBytes: Bytes(32 << 30), Bound: Minimum}
+	if got, want := c.CurrentText(), "100% of memory (64.0 GiB)"; got != want {
+		t.Errorf("CurrentText = %q, want %q", got, want)
+	}
+	if got, want := c.ExpectedText(), ">= 50% of memory (32.0 GiB)"; got != want {
+		t.Errorf("ExpectedText = %q, want %q", got, want)
+	}
+	b, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"currentBytes":68719476736`, `"expectedBytes":34359738368`, `"bound":"minimum"`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("JSON %s lacks %s", b, want)
+		}
+	}
+	for _, tc := range []struct {
+		v    string
+		b    *uint64
+		want string
+	}{
+		{"33806057472", Bytes(33806057472), "31.5 GiB"},
+		{"unlimited", nil, "unlimited"},
+		{"65536", Bytes(64 << 20), "64.0 MiB"},
+		{"soft=1 hard=2", Bytes(1 << 10), "soft=1 hard=2 (1.0 KiB)"},
+		{"", nil, ""},
+	} {
+		if got := (Check{Current: tc.v, CurrentBytes: tc.b}).CurrentText(); got != tc.want {
+			t.Errorf("CurrentText(%q, %v) = %q, want %q", tc.v, tc.b, got, tc.want)
+		}
+	}
+	// Without a bound, the expected value prints as it is.
+	if got := (Check{Expected: "0"}).ExpectedText(); got != "0" {
+		t.Errorf("ExpectedText = %q", got)
 	}
 }

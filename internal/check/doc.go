@@ -17,7 +17,13 @@
 //   - Layer groups checks for display ("cpu", "memory", "gpu", "irq", ...).
 //   - Status is one of [OK], [Drift], [PendingReboot], [Absent], [Error],
 //     [Info] (see below).
-//   - Current and Expected are display values; sizes in bytes in JSON.
+//   - Current and Expected are the values compared, in the setting's own
+//     syntax ("20%", "unlimited", "madvise") or a short description. A
+//     check that compares sizes also sets CurrentBytes and ExpectedBytes,
+//     the same values in bytes: JSON carries every size in bytes, and
+//     only tables print binary units ([Check.CurrentText],
+//     [Check.ExpectedText]). Bound is [Minimum] when Expected is a lower
+//     bound (shm.size: at least 50% of memory); tables print it as ">= ".
 //   - Fix lists complete commands that fix a non-ok status, in order.
 //   - Reason says why the check matters; Section points into the seed
 //     chapter ("1.4.3"); Detail explains this verdict (the error, which

@@ -31,9 +31,9 @@ func (a *App) readMIGSpec(name string) (*mig.MigPartedSpec, error) {
 	if err != nil {
 		return nil, err
 	}
-	spec, err := mig.ParseMigParted(data)
+	spec, err := mig.ParseMigPartedFile(name, data)
 	if err != nil {
-		return nil, wrapUsage(fmt.Errorf("%s: error parsing config file: %w", name, err))
+		return nil, wrapUsage(err)
 	}
 	return spec, nil
 }

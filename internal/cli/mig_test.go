@@ -88,7 +88,7 @@ func TestMIGExitCodes(t *testing.T) {
 		{[]string{"mig", "plan", "--model", "H100-80GB", "--want", "1g.10gb=1", "--gpus", "0"}, ExitUsage, "--gpus must be at least 1"},
 		{[]string{"mig", "validate"}, ExitUsage, "missing required flags 'config-file'"},
 		{[]string{"mig", "validate", "-f", filepath.Join(dir, "none.yaml")}, ExitUsage, "read error"},
-		{[]string{"mig", "validate", "-f", bad}, ExitUsage, "error parsing config file: line 4: mig-configs.a[0]: missing required field: devices"},
+		{[]string{"mig", "validate", "-f", bad}, ExitUsage, "bad.yaml:4: error parsing config file: mig-configs.a[0]: missing required field: devices"},
 		{[]string{"mig", "validate", "-f", good, "-c", "b"}, ExitUsage, "selected mig-config not present: b"},
 		{[]string{"mig", "validate", "-f", good, "--device-id", "0x2330"}, ExitOK, ""},
 		{[]string{"mig", "validate", "-f", good, "--device-id", "0x20B7"}, ExitFindings, ""},

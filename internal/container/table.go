@@ -15,7 +15,7 @@ func (r Report) WriteTable(w io.Writer, _ output.Options) error {
 	tw := output.NewTabWriter(w)
 	fmt.Fprintln(tw, "CHECK\tSTATUS\tCURRENT\tEXPECTED")
 	for _, c := range r.Checks {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", c.Key(), c.Status, orDash(c.Current), orDash(c.Expected))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", c.Key(), c.Status, orDash(c.CurrentText()), orDash(c.ExpectedText()))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

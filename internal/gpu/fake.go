@@ -41,11 +41,16 @@ func NewFake(st Status) Backend {
 }
 
 // ParseFake parses a fake GPU description (YAML or JSON, the schema of
-// 'gpunode gpu status -o yaml'); unknown fields are errors. name is used in
-// error messages.
+// 'gpunode gpu status -o yaml'); unknown fields are errors. Files in the
+// older schema (pciAddress, memoryMiB; see fakelegacy.go) are read too. name
+// is used in error messages.
 func ParseFake(data []byte, name string) (Status, error) {
-	var st Status
-	if err := yaml.UnmarshalStrict(data, &st); err != nil {
+	var file fakeFileStatus
+	if err := yaml.UnmarshalStrict(data, &file); err != nil {
+		return Status{}, fmt.Errorf("%s: %w", name, err)
+	}
+	st, err := file.status()
+	if err != nil {
 		return Status{}, fmt.Errorf("%s: %w", name, err)
 	}
 	if st.SchemaVersion != "" && st.SchemaVersion != SchemaVersion {
@@ -67,7 +72,7 @@ func ParseFake(data []byte, name string) (Status, error) {
 		}
 		idx[g.Index] = true
 		if _, err := NormalizePCIAddress(g.PCIAddress); err != nil {
-			return Status{}, fmt.Errorf("%s.pciAddress: %w", field, err)
+			return Status{}, fmt.Errorf("%s.bdf: %w", field, err)
 		}
 		for j, l := range g.NVLinks {
 			if l.RemotePCIAddress == "" {
@@ -75,7 +80,7 @@ func ParseFake(data []byte, name string) (Status, error) {
 			}
 			a, err := NormalizePCIAddress(l.RemotePCIAddress)
 			if err != nil {
-				return Status{}, fmt.Errorf("%s.nvlinks[%d].remotePciAddress: %w", field, j, err)
+				return Status{}, fmt.Errorf("%s.nvlinks[%d].remoteBdf: %w", field, j, err)
 			}
 			st.GPUs[i].NVLinks[j].RemotePCIAddress = a
 		}

@@ -283,20 +283,76 @@ func TestFakeFixtures(t *testing.T) {
 
 func TestParseFakeErrors(t *testing.T) {
 	for _, tc := range []struct{ name, in, want string }{
-		{"unknown field", "gpus:\n- index: 0\n  uuid: GPU-1\n  pciAddress: 0000:18:00.0\n  colour: red\n", "colour"},
-		{"missing uuid", "gpus:\n- index: 0\n  pciAddress: 0000:18:00.0\n", "gpus[0].uuid"},
-		{"dup uuid", "gpus:\n- {index: 0, uuid: GPU-1, pciAddress: '0000:18:00.0'}\n- {index: 1, uuid: GPU-1, pciAddress: '0000:19:00.0'}\n", "duplicate"},
-		{"dup index", "gpus:\n- {index: 0, uuid: GPU-1, pciAddress: '0000:18:00.0'}\n- {index: 0, uuid: GPU-2, pciAddress: '0000:19:00.0'}\n", "gpus[1].index"},
-		{"bad pci", "gpus:\n- {index: 0, uuid: GPU-1, pciAddress: nope}\n", "gpus[0].pciAddress"},
-		{"bad nvlink", "gpus:\n- {index: 0, uuid: GPU-1, pciAddress: '0000:18:00.0', nvlinks: [{link: 0, active: true, remotePciAddress: x}]}\n", "nvlinks[0]"},
-		{"bad lock", "gpus:\n- {index: 0, uuid: GPU-1, pciAddress: '0000:18:00.0', clocks: {locked: {minMHz: 9, maxMHz: 1}}}\n", "clocks.locked"},
+		{"unknown field", "gpus:\n- index: 0\n  uuid: GPU-1\n  bdf: 0000:18:00.0\n  colour: red\n", "colour"},
+		{"missing uuid", "gpus:\n- index: 0\n  bdf: 0000:18:00.0\n", "gpus[0].uuid"},
+		{"dup uuid", "gpus:\n- {index: 0, uuid: GPU-1, bdf: '0000:18:00.0'}\n- {index: 1, uuid: GPU-1, bdf: '0000:19:00.0'}\n", "duplicate"},
+		{"dup index", "gpus:\n- {index: 0, uuid: GPU-1, bdf: '0000:18:00.0'}\n- {index: 0, uuid: GPU-2, bdf: '0000:19:00.0'}\n", "gpus[1].index"},
+		{"bad pci", "gpus:\n- {index: 0, uuid: GPU-1, bdf: nope}\n", "gpus[0].bdf"},
+		{"bad nvlink", "gpus:\n- {index: 0, uuid: GPU-1, bdf: '0000:18:00.0', nvlinks: [{link: 0, active: true, remoteBdf: x}]}\n", "nvlinks[0]"},
+		{"bad lock", "gpus:\n- {index: 0, uuid: GPU-1, bdf: '0000:18:00.0', clocks: {locked: {minMHz: 9, maxMHz: 1}}}\n", "clocks.locked"},
 		{"schema", "schemaVersion: gpunode.gpu/v9\n", "schemaVersion"},
 		{"not yaml", "gpus: [", "f.yaml"},
+		{"old and new bdf", "gpus:\n- {index: 0, uuid: GPU-1, bdf: '0000:18:00.0', pciAddress: '0000:18:00.0'}\n", "gpus[0].bdf and pciAddress"},
+		{"old and new memory", "gpus:\n- {index: 0, uuid: GPU-1, bdf: '0000:18:00.0', memoryBytes: 1048576, memoryMiB: 1}\n", "gpus[0].memoryBytes and memoryMiB"},
+		{"bad old pci", "gpus:\n- {index: 0, uuid: GPU-1, pciAddress: nope}\n", "gpus[0].bdf"},
+		{"huge old memory", "gpus:\n- {index: 0, uuid: GPU-1, bdf: '0000:18:00.0', memoryMiB: 18446744073709551615}\n", "too large"},
 	} {
 		_, err := ParseFake([]byte(tc.in), "f.yaml")
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "f.yaml") {
 			t.Errorf("%s: error %v, want one naming f.yaml and %q", tc.name, err, tc.want)
 		}
+	}
+}
+
+// TestParseFakeOldKeys reads a fake GPU file written before the JSON keys
+// became bdf and bytes, and checks that what gpunode writes back uses only
+// the new keys.
+func TestParseFakeOldKeys(t *testing.T) {
+	in := `gpus:
+- index: 0
+  uuid: GPU-1
+  pciAddress: "00000000:18:00.0"
+  memoryMiB: 81559
+  memoryUsedMiB: 2
+  nvlinks: [{link: 0, active: true, remotePciAddress: "0000:19:00.0"}]
+  nvlinkPeers: [{pciAddress: "0000:19:00.0", links: 18}]
+  migInstances:
+  - {gpuInstanceId: 1, profileId: 19, profile: 1g.10gb, start: 0, size: 1, memoryMiB: 9856,
+     computeInstances: [{computeInstanceId: 0, profileId: 0, profile: 1g.10gb, memoryUsedMiB: 12}]}
+`
+	st, err := ParseFake([]byte(in), "old.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := st.GPUs[0]
+	if g.PCIAddress != "0000:18:00.0" || g.MemoryBytes != 81559<<20 || g.MemoryUsedBytes == nil || *g.MemoryUsedBytes != 2<<20 {
+		t.Errorf("old keys read as bdf %q, memory %d, used %v", g.PCIAddress, g.MemoryBytes, g.MemoryUsedBytes)
+	}
+	if len(g.NVLinks) != 1 || g.NVLinks[0].RemotePCIAddress != "0000:19:00.0" || len(g.NVLinkPeers) != 1 || g.NVLinkPeers[0].PCIAddress != "0000:19:00.0" {
+		t.Errorf("old NVLink keys read as %+v, %+v", g.NVLinks, g.NVLinkPeers)
+	}
+	if len(g.MIGInstances) != 1 || g.MIGInstances[0].MemoryBytes != 9856<<20 || len(g.MIGInstances[0].ComputeInstances) != 1 ||
+		*g.MIGInstances[0].ComputeInstances[0].MemoryUsedBytes != 12<<20 {
+		t.Errorf("old MIG keys read as %+v", g.MIGInstances)
+	}
+	out := string(mustJSON(t, st))
+	for _, old := range []string{"pciAddress", "PciAddress", "MiB"} {
+		if strings.Contains(out, old) {
+			t.Errorf("written status still has %q:\n%s", old, out)
+		}
+	}
+	for _, key := range []string{`"bdf": "0000:18:00.0"`, `"remoteBdf": "0000:19:00.0"`, `"memoryBytes": 85520809984`} {
+		if !strings.Contains(out, key) {
+			t.Errorf("written status lacks %s:\n%s", key, out)
+		}
+	}
+	// The new file parses to the same status.
+	again, err := ParseFake([]byte(out), "new.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(mustJSON(t, again)); got != out {
+		t.Errorf("the written status does not read back the same:\n%s\n%s", got, out)
 	}
 }
 

@@ -48,9 +48,11 @@ type GPU struct {
 	Index int    `json:"index"`
 	Name  string `json:"name"`
 	UUID  string `json:"uuid"`
-	// PCIAddress is the sysfs form of the bus id: 4-digit domain, lower case
-	// ("0000:18:00.0"); nvidia-smi prints 8 digits, upper case.
-	PCIAddress string `json:"pciAddress"`
+	// PCIAddress is the GPU's PCI address (JSON "bdf", as in topo and irq)
+	// in its sysfs form: 4-digit domain, lower case ("0000:18:00.0");
+	// nvidia-smi prints 8 digits, upper case. Fake GPU files written before
+	// the rename say "pciAddress"; ParseFake reads both.
+	PCIAddress string `json:"bdf"`
 	// PCIDeviceID is the combined device/vendor id as NVML and mig-parted
 	// print it ("0x233010DE").
 	PCIDeviceID string `json:"pciDeviceId,omitempty"`
@@ -63,7 +65,8 @@ type GPU struct {
 	Architecture string `json:"architecture,omitempty"`
 	// ComputeCapability is "major.minor", e.g. "9.0".
 	ComputeCapability string `json:"computeCapability,omitempty"`
-	MemoryMiB         uint64 `json:"memoryMiB,omitempty"`
+	// MemoryBytes is the framebuffer size in bytes (nvidia-smi prints MiB).
+	MemoryBytes uint64 `json:"memoryBytes,omitempty"`
 	// SMCount is the number of streaming multiprocessors.
 	SMCount int `json:"smCount,omitempty"`
 	// Persistence is the persistence mode.
@@ -88,8 +91,8 @@ type GPU struct {
 	NVLinkPeers []NVLinkPeer `json:"nvlinkPeers,omitempty"`
 	// TemperatureC is the GPU core temperature.
 	TemperatureC *int `json:"temperatureC,omitempty"`
-	// MemoryUsedMiB is the framebuffer memory in use.
-	MemoryUsedMiB *uint64 `json:"memoryUsedMiB,omitempty"`
+	// MemoryUsedBytes is the framebuffer memory in use, in bytes.
+	MemoryUsedBytes *uint64 `json:"memoryUsedBytes,omitempty"`
 	// UtilizationPct and MemoryUtilPct are the GPU and memory-controller
 	// utilisation over the driver's last sample period.
 	UtilizationPct *int `json:"utilizationPct,omitempty"`
@@ -116,10 +119,11 @@ type MIGInstance struct {
 	// means the placement is unknown (nvidia-smi's XML has none).
 	Start int `json:"start"`
 	Size  int `json:"size"`
-	// SMCount and MemoryMiB are the instance's multiprocessors and
-	// framebuffer memory, when the backend reports them (nvidia-smi XML).
+	// SMCount and MemoryBytes are the instance's multiprocessors and
+	// framebuffer memory in bytes, when the backend reports them
+	// (nvidia-smi XML).
 	SMCount          int          `json:"smCount,omitempty"`
-	MemoryMiB        uint64       `json:"memoryMiB,omitempty"`
+	MemoryBytes      uint64       `json:"memoryBytes,omitempty"`
 	ComputeInstances []MIGCompute `json:"computeInstances,omitempty"`
 }
 
@@ -137,8 +141,9 @@ type MIGCompute struct {
 	Index *int `json:"index,omitempty"`
 	// SMCount is the compute instance's multiprocessors (0: not reported).
 	SMCount int `json:"smCount,omitempty"`
-	// MemoryUsedMiB is the MIG device's framebuffer memory in use.
-	MemoryUsedMiB *uint64 `json:"memoryUsedMiB,omitempty"`
+	// MemoryUsedBytes is the MIG device's framebuffer memory in use, in
+	// bytes.
+	MemoryUsedBytes *uint64 `json:"memoryUsedBytes,omitempty"`
 }
 
 // MIGMode is a MIG-capable GPU's mode. Current and Pending differ until the
@@ -288,7 +293,7 @@ type NVLink struct {
 	Active bool `json:"active"`
 	// RemotePCIAddress is the sysfs form of the peer's PCI address (a GPU or
 	// an NVSwitch).
-	RemotePCIAddress string `json:"remotePciAddress,omitempty"`
+	RemotePCIAddress string `json:"remoteBdf,omitempty"`
 	// SpeedGBps is the link's speed as 'nvidia-smi nvlink -s' prints it.
 	SpeedGBps float64 `json:"speedGBps,omitempty"`
 }
@@ -298,7 +303,7 @@ type NVLink struct {
 // remote end of each link (NVML, fake) leave it empty: NVLinkClassesOf
 // derives the classes from NVLinks.
 type NVLinkPeer struct {
-	PCIAddress string `json:"pciAddress"`
+	PCIAddress string `json:"bdf"`
 	Links      int    `json:"links"`
 }
 
@@ -521,8 +526,8 @@ func (g GPU) writeDetail(w io.Writer) error {
 				if gi.SMCount > 0 {
 					fmt.Fprintf(&b, ", %d SMs", gi.SMCount)
 				}
-				if gi.MemoryMiB > 0 {
-					fmt.Fprintf(&b, ", %d MiB", gi.MemoryMiB)
+				if gi.MemoryBytes > 0 {
+					fmt.Fprintf(&b, ", %d MiB", gi.MemoryBytes>>20)
 				}
 				b.WriteString(")")
 			} else {
@@ -560,8 +565,8 @@ func (g GPU) writeDetail(w io.Writer) error {
 // the backend read none of them).
 func (g GPU) usage() string {
 	var parts []string
-	if g.MemoryUsedMiB != nil {
-		parts = append(parts, fmt.Sprintf("memory %d/%d MiB", *g.MemoryUsedMiB, g.MemoryMiB))
+	if g.MemoryUsedBytes != nil {
+		parts = append(parts, fmt.Sprintf("memory %d/%d MiB", *g.MemoryUsedBytes>>20, g.MemoryBytes>>20))
 	}
 	if g.UtilizationPct != nil {
 		parts = append(parts, fmt.Sprintf("gpu util %d%%", *g.UtilizationPct))

@@ -261,9 +261,9 @@ func (b *nvmlBackend) readGPU(i int, d nvml.Device, step func(call string)) (GPU
 	}
 	step("nvmlDeviceGetMemoryInfo")
 	if m, ret := NVMLCall(d.GetMemoryInfo); ret == nvml.SUCCESS {
-		g.MemoryMiB = m.Total >> 20
-		used := m.Used >> 20
-		g.MemoryUsedMiB = &used
+		g.MemoryBytes = m.Total
+		used := m.Used
+		g.MemoryUsedBytes = &used
 	}
 	step("nvmlDeviceGetUtilizationRates")
 	if u, ret := NVMLCall(d.GetUtilizationRates); ret == nvml.SUCCESS && u.Gpu <= 100 && u.Memory <= 100 {

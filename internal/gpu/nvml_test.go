@@ -69,9 +69,9 @@ func mockFromGPU(g GPU) *mock.Device {
 			return ma, mi, nvml.SUCCESS
 		},
 		GetMemoryInfoFunc: func() (nvml.Memory, nvml.Return) {
-			m := nvml.Memory{Total: g.MemoryMiB << 20}
-			if g.MemoryUsedMiB != nil {
-				m.Used = *g.MemoryUsedMiB << 20
+			m := nvml.Memory{Total: g.MemoryBytes}
+			if g.MemoryUsedBytes != nil {
+				m.Used = *g.MemoryUsedBytes
 			}
 			return m, nvml.SUCCESS
 		},
@@ -274,9 +274,9 @@ func TestNVMLMatchesXML(t *testing.T) {
 			}
 			for i := range want.GPUs {
 				// NVML reports memory used whenever it reports the total.
-				if want.GPUs[i].MemoryUsedMiB == nil {
+				if want.GPUs[i].MemoryUsedBytes == nil {
 					zero := uint64(0)
-					want.GPUs[i].MemoryUsedMiB = &zero
+					want.GPUs[i].MemoryUsedBytes = &zero
 				}
 			}
 			var devs []*mock.Device

@@ -129,11 +129,11 @@ func TestRecordedMIGDevices(t *testing.T) {
 		t.Fatalf("%d MIG instances, want 4: %+v", len(g.MIGInstances), g.MIGInstances)
 	}
 	for i, gi := range g.MIGInstances {
-		if gi.GPUInstanceID != 3+i || gi.SMCount != 14 || gi.MemoryMiB != 19968 || gi.ProfileID != ProfileUnknown || gi.Size != 0 {
+		if gi.GPUInstanceID != 3+i || gi.SMCount != 14 || gi.MemoryBytes != 19968<<20 || gi.ProfileID != ProfileUnknown || gi.Size != 0 {
 			t.Errorf("GI %d: %+v", i, gi)
 		}
 		if len(gi.ComputeInstances) != 1 || gi.ComputeInstances[0].ComputeInstanceID != 0 || *gi.ComputeInstances[0].Index != i ||
-			*gi.ComputeInstances[0].MemoryUsedMiB != 12 {
+			*gi.ComputeInstances[0].MemoryUsedBytes != 12<<20 {
 			t.Errorf("GI %d CIs: %+v", i, gi.ComputeInstances)
 		}
 	}
@@ -251,7 +251,7 @@ func TestCSVFallbackFields(t *testing.T) {
 	if got, want := mustJSON(t, project(st)), mustJSON(t, project(xs)); !bytes.Equal(got, want) {
 		t.Errorf("CSV model differs from XML model:\n--- csv\n%s\n--- xml\n%s", got, want)
 	}
-	if st.GPUs[0].RetiredPages == nil || st.GPUs[0].MemoryUsedMiB == nil || *st.GPUs[0].MemoryUsedMiB != 1032 {
+	if st.GPUs[0].RetiredPages == nil || st.GPUs[0].MemoryUsedBytes == nil || *st.GPUs[0].MemoryUsedBytes != 1032<<20 {
 		t.Errorf("CSV lost retired pages or memory used: %+v", st.GPUs[0])
 	}
 }

@@ -602,11 +602,11 @@ func ParseSMIXML(r io.Reader) (Status, error) {
 		g.PCIe = PCIeLink{Gen: parseInt(x.PCI.Link.Gen.Current), MaxGen: parseInt(x.PCI.Link.Gen.Max),
 			Width: parseInt(x.PCI.Link.Widths.Current), MaxWidth: parseInt(x.PCI.Link.Widths.Max)}
 		if m, ok := parseUnit(x.FBMemory.Total); ok {
-			g.MemoryMiB = uint64(m)
+			g.MemoryBytes = uint64(m) << 20
 		}
 		if m, ok := parseUnit(x.FBMemory.Used); ok {
-			u := uint64(m)
-			g.MemoryUsedMiB = &u
+			u := uint64(m) << 20
+			g.MemoryUsedBytes = &u
 		}
 		g.UtilizationPct = parsePct(x.Utilization.GPU)
 		g.MemoryUtilPct = parsePct(x.Utilization.Memory)
@@ -691,8 +691,8 @@ func (x smiGPU) migInstances() []MIGInstance {
 			c.SMCount = int(sm)
 		}
 		if u, ok := parseUnit(d.FBUsed); ok {
-			used := uint64(u)
-			c.MemoryUsedMiB = &used
+			used := uint64(u) << 20
+			c.MemoryUsedBytes = &used
 		}
 		k, seen := byGI[int(gi)]
 		if !seen {
@@ -704,7 +704,7 @@ func (x smiGPU) migInstances() []MIGInstance {
 		// A GPU instance's memory is shared by its compute instances:
 		// every <mig_device> of one GI reports the same total.
 		if m, ok := parseUnit(d.FBTotal); ok {
-			inst.MemoryMiB = uint64(m)
+			inst.MemoryBytes = uint64(m) << 20
 		}
 		inst.SMCount += c.SMCount
 		inst.ComputeInstances = append(inst.ComputeInstances, c)
@@ -859,15 +859,15 @@ func ParseQueryCSV(r io.Reader) (Status, error) {
 		g.PCIe = PCIeLink{Gen: parseInt(get("pcie.link.gen.current")), MaxGen: parseInt(get("pcie.link.gen.max")),
 			Width: parseInt(get("pcie.link.width.current")), MaxWidth: parseInt(get("pcie.link.width.max"))}
 		if m, ok := parseUnit(get("memory.total")); ok {
-			g.MemoryMiB = uint64(m)
+			g.MemoryBytes = uint64(m) << 20
 		}
 		if t, ok := parseUnit(get("temperature.gpu")); ok && t < 1000 {
 			ti := int(t)
 			g.TemperatureC = &ti
 		}
 		if m, ok := parseUnit(get("memory.used")); ok {
-			u := uint64(m)
-			g.MemoryUsedMiB = &u
+			u := uint64(m) << 20
+			g.MemoryUsedBytes = &u
 		}
 		g.UtilizationPct = parsePct(get("utilization.gpu"))
 		g.MemoryUtilPct = parsePct(get("utilization.memory"))

@@ -56,10 +56,10 @@ func XIDMeaning(xid int) (XIDInfo, bool) {
 // XIDEvent is one XID occurrence.
 type XIDEvent struct {
 	XID int `json:"xid"`
-	// PCIAddress is the GPU's bus id as the kernel log names it (domain,
-	// bus and device; no function): "0000:3b:00". NVML events carry the
-	// GPU's UUID instead.
-	PCIAddress string `json:"pciAddress,omitempty"`
+	// PCIAddress (JSON "bdf") is the GPU's bus id as the kernel log names
+	// it (domain, bus and device; the log has no function): "0000:3b:00".
+	// NVML events carry the GPU's UUID instead.
+	PCIAddress string `json:"bdf,omitempty"`
 	UUID       string `json:"uuid,omitempty"`
 	// Text is the rest of the kernel log line (pid, process, message).
 	Text string `json:"text,omitempty"`

@@ -72,6 +72,8 @@ import (
 
 	yamlnode "go.yaml.in/yaml/v3"
 	"sigs.k8s.io/yaml"
+
+	"github.com/gpunode/gpunode/internal/yamlpos"
 )
 
 // MigPartedVersion is the only spec version mig-parted knows.
@@ -179,6 +181,31 @@ func ParseMigParted(data []byte) (*MigPartedSpec, error) {
 	}
 	return nil, fmt.Errorf("not YAML: %w", err)
 }
+
+// ParseMigPartedFile is ParseMigParted for a file called name, with errors
+// as 'gpunode mig validate' prints them: "NAME:LINE: error parsing config
+// file: FIELD: REASON" (mig-parted's prefix; the line when known, for a
+// YAML syntax error too). A refusal still wraps the *SpecError.
+func ParseMigPartedFile(name string, data []byte) (*MigPartedSpec, error) {
+	spec, err := ParseMigParted(data)
+	if err == nil {
+		return spec, nil
+	}
+	var se *SpecError
+	if errors.As(err, &se) && se.Line > 0 {
+		return nil, fmt.Errorf("%s:%d: %s: %w", name, se.Line, quoteParseConfigFile, &lineless{se})
+	}
+	if l := yamlpos.SyntaxLine(err.Error()); l > 0 {
+		return nil, fmt.Errorf("%s:%d: %s: %w", name, l, quoteParseConfigFile, err)
+	}
+	return nil, fmt.Errorf("%s: %s: %w", name, quoteParseConfigFile, err)
+}
+
+// lineless prints a SpecError without its line (the file name has it).
+type lineless struct{ e *SpecError }
+
+func (l *lineless) Error() string { c := *l.e; c.Line = 0; return c.Error() }
+func (l *lineless) Unwrap() error { return l.e }
 
 // UnmarshalJSON applies the same rules when a spec is decoded with
 // encoding/json or sigs.k8s.io/yaml directly (errors then carry no line).

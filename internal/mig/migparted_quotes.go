@@ -58,3 +58,7 @@ const (
 	quoteAttrDotEdge      = "attribute begins/ends with a dot"
 	quoteAttrCharset      = "non alpha-numeric character or digit in attribute"
 )
+
+// mig-parted, cmd/nvidia-mig-parted (the prefix of every refusal of a
+// config file it reads).
+const quoteParseConfigFile = "error parsing config file"

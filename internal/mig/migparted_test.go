@@ -565,3 +565,24 @@ func BenchmarkParseMigProfile(b *testing.B) {
 		}
 	}
 }
+
+// ParseMigPartedFile names the file and line first, as compilers do, then
+// mig-parted's prefix and the field.
+func TestParseMigPartedFileNamesLine(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"version: v1\nmig-configs:\n  all-1g.10gb:\n    - devices: banana\n      mig-enabled: false\n",
+			`config.yaml:4: error parsing config file: mig-configs["all-1g.10gb"][0].devices: invalid string input for 'devices': banana`},
+		{"version: v1\nmig-configs:\n  a:\n  - devices: all\n    mig-enabled: true\n    mig-devices: {\"1g.10gb\": [\n",
+			"config.yaml:6: error parsing config file: not YAML: yaml: line 6: "},
+	} {
+		_, err := ParseMigPartedFile("config.yaml", []byte(tc.in))
+		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("err = %v\nwant %s...", err, tc.want)
+		}
+	}
+	_, err := ParseMigPartedFile("c.yaml", []byte("version: v1\nmig-configs:\n  a:\n  - mig-enabled: false\n"))
+	var se *SpecError
+	if !errors.As(err, &se) || se.Line != 4 {
+		t.Errorf("the refusal does not wrap the *SpecError of line 4: %v", err)
+	}
+}

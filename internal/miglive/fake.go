@@ -58,7 +58,7 @@ func NewFakeDevice(g gpu.GPU, cat *mig.Catalogue) (*FakeDevice, error) {
 	if err != nil {
 		return nil, fmt.Errorf("GPU %d: %w", g.Index, err)
 	}
-	d := &FakeDevice{info: Info{Index: g.Index, UUID: g.UUID, Name: g.Name, DeviceID: id, MemoryBytes: g.MemoryMiB << 20}}
+	d := &FakeDevice{info: Info{Index: g.Index, UUID: g.UUID, Name: g.Name, DeviceID: id, MemoryBytes: g.MemoryBytes}}
 	if p, err := cat.ByDeviceID(id.Device); err == nil && g.MIG != nil {
 		d.product, d.info.MIGCapable = p, true
 		d.current, d.pending = g.MIG.Current, g.MIG.Pending

@@ -38,7 +38,7 @@ func SMIDevices(st gpu.Status, cat *mig.Catalogue) ([]Device, error) {
 		if err != nil {
 			return nil, fmt.Errorf("GPU %d: %w", g.Index, err)
 		}
-		d := &smiDevice{info: Info{Index: g.Index, UUID: g.UUID, Name: g.Name, DeviceID: id, MemoryBytes: g.MemoryMiB << 20}}
+		d := &smiDevice{info: Info{Index: g.Index, UUID: g.UUID, Name: g.Name, DeviceID: id, MemoryBytes: g.MemoryBytes}}
 		p, perr := cat.ByDeviceID(id.Device)
 		if perr == nil && g.MIG != nil {
 			d.info.MIGCapable = true
@@ -50,7 +50,7 @@ func SMIDevices(st gpu.Status, cat *mig.Catalogue) ([]Device, error) {
 			}
 			k, ok := p.ProfileByID(gi.ProfileID)
 			if !ok {
-				return nil, fmt.Errorf("GPU %d: GPU instance %d (%d SMs, %d MiB): no %s profile matches", g.Index, gi.GPUInstanceID, gi.SMCount, gi.MemoryMiB, p.Key)
+				return nil, fmt.Errorf("GPU %d: GPU instance %d (%d SMs, %d MiB): no %s profile matches", g.Index, gi.GPUInstanceID, gi.SMCount, gi.MemoryBytes>>20, p.Key)
 			}
 			pr := &p.Profiles[k]
 			in := Instance{NVMLProfile: pr.NVMLProfile, Placement: mig.Placement{Start: gi.Start, Size: gi.Size}}
@@ -92,10 +92,10 @@ func InferProfiles(st *gpu.Status, cat *mig.Catalogue) {
 		}
 		for j := range g.MIGInstances {
 			gi := &g.MIGInstances[j]
-			if gi.ProfileID != gpu.ProfileUnknown || gi.MemoryMiB == 0 {
+			if gi.ProfileID != gpu.ProfileUnknown || gi.MemoryBytes == 0 {
 				continue
 			}
-			gb := float64(gi.MemoryMiB) / 1024
+			gb := float64(gi.MemoryBytes) / (1 << 30)
 			best, bestDiff := -1, math.Inf(1)
 			for k := range p.Profiles {
 				pr := &p.Profiles[k]

@@ -163,7 +163,7 @@ svg text{font-family:system-ui,sans-serif}
 <p class="meta">PIX/PXB: behind one PCIe switch tree · PHB: same root complex · NODE: same NUMA node · SYS: across the CPU interconnect</p>
 {{end}}<h2>Audit</h2>
 <table id="audit"><tr><th>check</th><th>layer</th><th>status</th><th>current</th><th>expected</th><th>fix</th><th>detail</th></tr>
-{{range .Report.Checks}}<tr class="check"><td><code>{{.Key}}</code></td><td>{{.Layer}}</td><td class="st st-{{.Status}}">{{.Status}}</td><td>{{.Current}}</td><td>{{.Expected}}</td><td>{{range .Fix}}<code>{{.}}</code><br>{{end}}</td><td>{{.Detail}}</td></tr>
+{{range .Report.Checks}}<tr class="check"><td><code>{{.Key}}</code></td><td>{{.Layer}}</td><td class="st st-{{.Status}}">{{.Status}}</td><td>{{.CurrentText}}</td><td>{{.ExpectedText}}</td><td>{{range .Fix}}<code>{{.}}</code><br>{{end}}</td><td>{{.Detail}}</td></tr>
 {{end}}</table>
 {{with .IRQ}}<h2>IRQ placement</h2>
 <table id="irqs"><tr><th>device</th><th>kind</th><th>bdf</th><th>NUMA node</th><th>node CPUs</th><th>IRQs</th><th>off-node</th><th>routed to</th></tr>

@@ -105,6 +105,23 @@ func TestHTMLEscapes(t *testing.T) {
 	}
 }
 
+// The audit table of the page prints sizes as a table does: binary units
+// and ">= " for a minimum, not the JSON's bytes.
+func TestHTMLSizes(t *testing.T) {
+	in := fixtureInput(t, "vm-2vcpu")
+	in.Report.Checks = append(in.Report.Checks, check.Check{ID: "shm.size", Layer: "memory", Status: check.OK,
+		Current: "100%", CurrentBytes: check.Bytes(8 << 30), Expected: "50%", ExpectedBytes: check.Bytes(4 << 30), Bound: check.Minimum})
+	b, err := HTML(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"<td>100% of memory (8.0 GiB)</td>", "<td>&gt;= 50% of memory (4.0 GiB)</td>"} {
+		if !bytes.Contains(b, []byte(want)) {
+			t.Errorf("page lacks %s", want)
+		}
+	}
+}
+
 // The page in a real browser (Debian's chromium, headless): it loads with
 // no console errors, and the DOM Chromium built holds one SVG element per
 // GPU, NIC and NUMA node. With -update the DGX screenshot is rewritten.

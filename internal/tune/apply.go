@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpunode/gpunode/internal/check"
 	"github.com/gpunode/gpunode/internal/hostfs"
 	"github.com/gpunode/gpunode/internal/journal"
 	"github.com/gpunode/gpunode/internal/output"
@@ -76,11 +77,20 @@ type PlanReport struct {
 
 // PlanItem is one setting's planned runtime change.
 type PlanItem struct {
-	ID       string   `json:"id"`
-	Status   Status   `json:"status"`
-	Current  string   `json:"current,omitempty"`
-	Expected string   `json:"expected,omitempty"`
-	Actions  []string `json:"actions"`
+	ID       string `json:"id"`
+	Status   Status `json:"status"`
+	Current  string `json:"current,omitempty"`
+	Expected string `json:"expected,omitempty"`
+	// CurrentBytes, ExpectedBytes and Bound are the check's (check.Check).
+	CurrentBytes  *uint64     `json:"currentBytes,omitempty"`
+	ExpectedBytes *uint64     `json:"expectedBytes,omitempty"`
+	Bound         check.Bound `json:"bound,omitempty"`
+	Actions       []string    `json:"actions"`
+}
+
+// check returns the item's values as a check, for display.
+func (it PlanItem) asCheck() check.Check {
+	return check.Check{Current: it.Current, Expected: it.Expected, CurrentBytes: it.CurrentBytes, ExpectedBytes: it.ExpectedBytes, Bound: it.Bound}
 }
 
 // FileChange is one persistent file gpunode writes.
@@ -131,7 +141,8 @@ func plan(h *Host, cat *Catalogue, req ApplyRequest) (*PlanReport, []change, []f
 		}
 		all.add(ps)
 		if len(cs) > 0 {
-			it := PlanItem{ID: e.setting.ID, Status: e.check.Status, Current: e.check.Current, Expected: e.check.Expected}
+			it := PlanItem{ID: e.setting.ID, Status: e.check.Status, Current: e.check.Current, Expected: e.check.Expected,
+				CurrentBytes: e.check.CurrentBytes, ExpectedBytes: e.check.ExpectedBytes, Bound: e.check.Bound}
 			for i, c := range cs {
 				if i == 2 && len(cs) > 3 {
 					it.Actions = append(it.Actions, fmt.Sprintf("... and %d more like it", len(cs)-2))
@@ -434,7 +445,7 @@ func (r *PlanReport) WriteTable(w io.Writer, o output.Options) error {
 		for _, it := range r.Items {
 			for i, a := range it.Actions {
 				if i == 0 {
-					fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", it.ID, clip(orDash(it.Current), 30), clip(orDash(it.Expected), 30), a)
+					fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", it.ID, clip(orDash(it.asCheck().CurrentText()), 30), clip(orDash(it.asCheck().ExpectedText()), 30), a)
 				} else {
 					fmt.Fprintf(tw, "  \t\t\t%s\n", a)
 				}

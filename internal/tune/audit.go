@@ -87,6 +87,15 @@ func evaluate(ctx context.Context, h *Host, s *Setting, desired string) evaluate
 	}
 	e.obs = obs
 	c.Current = obs.Current
+	sk, sized := s.knob.(sizeKnob)
+	switch {
+	case obs.CurrentBytes != nil:
+		c.CurrentBytes = obs.CurrentBytes
+	case sized:
+		if n, ok := sk.toBytes(h, obs.Current); ok {
+			c.CurrentBytes = &n
+		}
+	}
 	c.Detail = obs.Detail
 	defer func() {
 		// The boot configuration, when it differs from the live value.
@@ -118,6 +127,14 @@ func evaluate(ctx context.Context, h *Host, s *Setting, desired string) evaluate
 	}
 	e.want = want
 	c.Expected = want
+	if sized {
+		if n, ok := sk.toBytes(h, want); ok {
+			c.ExpectedBytes = &n
+		}
+	}
+	if _, ok := s.knob.(minimumKnob); ok {
+		c.Bound = check.Minimum
+	}
 	live := s.knob.equal(obs.Current, want)
 	bootOK := obs.HasBoot && s.knob.equal(obs.Boot, want)
 	switch {
@@ -231,7 +248,7 @@ func (r *Report) WriteTable(w io.Writer, o output.Options) error {
 	tw := output.NewTabWriter(ew)
 	fmt.Fprintln(tw, "STATUS\tLAYER\tSETTING\tCURRENT\tEXPECTED")
 	for _, c := range r.Checks {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", paintStatus(o, c.Status), c.Layer, c.Key(), clip(orDash(c.Current), 40), clip(orDash(c.Expected), 40))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", paintStatus(o, c.Status), c.Layer, c.Key(), clip(orDash(c.CurrentText()), 40), clip(orDash(c.ExpectedText()), 40))
 	}
 	tw.Flush()
 	first := true

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gpunode/gpunode/internal/output"
+	"github.com/gpunode/gpunode/internal/check"
 	"github.com/gpunode/gpunode/internal/topo"
 )
 
@@ -111,8 +111,11 @@ func (k shmKnob) read(_ context.Context, h *Host) (observation, error) {
 	if err != nil {
 		return observation{}, err
 	}
-	return observation{Current: fmt.Sprintf("%d%%", size*100/mem), Detail: fmt.Sprintf("%s of %s memory", output.HumanBytes(size), output.HumanBytes(mem))}, nil
+	return observation{Current: fmt.Sprintf("%d%%", size*100/mem), CurrentBytes: check.Bytes(size),
+		Detail: fmt.Sprintf("%d of %d bytes of memory", size, mem)}, nil
 }
+func (shmKnob) toBytes(h *Host, v string) (uint64, bool) { return shareOfMemory(h, v) }
+func (shmKnob) minimum()                                 {}
 func (shmKnob) validate(v string) error {
 	p, ok := strings.CutSuffix(v, "%")
 	if !ok {

@@ -31,6 +31,44 @@ type observation struct {
 	// Detail is a note for the report (where a value comes from, which
 	// devices fail a check).
 	Detail string
+	// CurrentBytes is the live value in bytes when the knob measured it
+	// directly (shm.size); otherwise a sizeKnob converts Current.
+	CurrentBytes *uint64
+}
+
+// sizeKnob is implemented by knobs whose values are sizes: toBytes
+// converts a canonical value (live or wanted) into bytes; false when the
+// value is not a size ("unlimited", "(unset)"). Audit puts the results in
+// Check.CurrentBytes and ExpectedBytes.
+type sizeKnob interface {
+	toBytes(h *Host, v string) (uint64, bool)
+}
+
+// minimumKnob is implemented by knobs whose wanted value is a minimum
+// (equal reports current >= want); audit marks their checks
+// check.Minimum.
+type minimumKnob interface {
+	minimum()
+}
+
+// shareOfMemory converts "50%" into bytes of MemTotal.
+func shareOfMemory(h *Host, v string) (uint64, bool) {
+	p, ok := strings.CutSuffix(v, "%")
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(p, 10, 64)
+	if err != nil || n > 100 {
+		return 0, false
+	}
+	mem, err := h.MemTotal()
+	if err != nil {
+		return 0, false
+	}
+	if mem >= 1<<56 {
+		return mem / 100 * n, true
+	}
+	return mem * n / 100, true
 }
 
 // knob is how one catalogue entry reads, compares and changes its setting.
@@ -180,6 +218,16 @@ func (s spec) canon(v string) string {
 type sysctlKnob struct {
 	key  string
 	spec spec
+	// size: the value is a byte count (net.core.rmem_max).
+	size bool
+}
+
+func (k sysctlKnob) toBytes(_ *Host, v string) (uint64, bool) {
+	if !k.size {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(v, 10, 64)
+	return n, err == nil
 }
 
 func sysctlPath(key string) string { return "/proc/sys/" + strings.ReplaceAll(key, ".", "/") }
@@ -692,6 +740,18 @@ func (k limitsKnob) read(_ context.Context, h *Host) (observation, error) {
 	}
 	return o, nil
 }
+
+// toBytes: pam_limits counts memlock in KiB; nofile is not a size.
+func (k limitsKnob) toBytes(_ *Host, v string) (uint64, bool) {
+	if k.item != "memlock" {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(v, 10, 64)
+	if err != nil || n > 1<<53 {
+		return 0, false
+	}
+	return n << 10, true
+}
 func (k limitsKnob) validate(v string) error                   { return k.spec.validate(v) }
 func (k limitsKnob) resolve(_ *Host, v string) (string, error) { return k.spec.canon(v), nil }
 func (k limitsKnob) equal(c, w string) bool                    { return c == w }
@@ -721,6 +781,16 @@ func (k systemdKnob) read(_ context.Context, h *Host) (observation, error) {
 		o.Detail = "from " + v.source
 	}
 	return o, nil
+}
+
+// toBytes: systemd reads DefaultLimitMEMLOCK in bytes, with optional
+// K, M, G, T suffixes (base 1024); NOFILE is not a size.
+func (k systemdKnob) toBytes(_ *Host, v string) (uint64, bool) {
+	if k.key != "DefaultLimitMEMLOCK" || v == "unlimited" || v == "infinity" {
+		return 0, false
+	}
+	n, err := parseBytes(v)
+	return n, err == nil
 }
 func (k systemdKnob) validate(v string) error                   { return k.spec.validate(v) }
 func (k systemdKnob) resolve(_ *Host, v string) (string, error) { return k.spec.canon(v), nil }
@@ -872,6 +942,18 @@ func (k dirtyKnob) read(_ context.Context, h *Host) (observation, error) {
 		o.Boot, o.Detail = rs.value+"%", "boot value from "+rs.source
 	}
 	return o, nil
+}
+
+// toBytes converts a byte limit, or a ratio through MemTotal. The kernel
+// applies the ratio to dirtyable memory (free plus reclaimable page
+// cache), which is less than MemTotal: for a ratio the bytes are the most
+// the limit can be.
+func (k dirtyKnob) toBytes(h *Host, v string) (uint64, bool) {
+	if _, ok := strings.CutSuffix(v, "%"); ok {
+		return shareOfMemory(h, v)
+	}
+	n, err := strconv.ParseUint(v, 10, 64)
+	return n, err == nil
 }
 func (k dirtyKnob) validate(v string) error {
 	if v == "auto" {

@@ -12,6 +12,7 @@ import (
 
 	"k8s.io/utils/cpuset"
 
+	"github.com/gpunode/gpunode/internal/check"
 	"github.com/gpunode/gpunode/internal/hostfs"
 )
 
@@ -150,7 +151,8 @@ func CheckProcess(ctx context.Context, h *Host, pid int) (*Process, error) {
 	}
 
 	// Swap (seed 1.5).
-	c := Check{ID: "process.swap", Current: fmt.Sprintf("%d kB swapped out", p.VmSwapBytes/1024), Expected: "0 kB",
+	c := Check{ID: "process.swap", Current: strconv.FormatUint(p.VmSwapBytes, 10), CurrentBytes: check.Bytes(p.VmSwapBytes),
+		Expected: "0", ExpectedBytes: check.Bytes(0),
 		Reason: "a swapped-out page turns a host-to-device copy into disk I/O (seed 1.5)"}
 	if _, ok := status["VmSwap"]; !ok {
 		c.Status, c.Detail = StatusAbsent, "no VmSwap in status (kernel without swap, or a kernel thread)"
@@ -172,13 +174,19 @@ func CheckProcess(ctx context.Context, h *Host, pid int) (*Process, error) {
 	} else {
 		p.MemlockLimit = soft
 		locked := p.VmLckBytes + p.VmPinBytes
-		c.Current = fmt.Sprintf("limit %s, locked %d kB, pinned %d kB", soft, p.VmLckBytes/1024, p.VmPinBytes/1024)
+		// Current is the limit (bytes, as /proc/PID/limits prints it); what
+		// counts against it goes in Detail, in bytes too.
+		c.Current = soft
+		if n, err := strconv.ParseUint(soft, 10, 64); err == nil {
+			c.CurrentBytes = check.Bytes(n)
+		}
+		c.Detail = fmt.Sprintf("locked %d bytes (VmLck), pinned %d bytes (VmPin)", p.VmLckBytes, p.VmPinBytes)
 		if soft == "unlimited" {
 			c.Status = StatusOK
 		} else {
 			c.Status = StatusDrift
 			if lim, err := strconv.ParseUint(soft, 10, 64); err == nil && locked*10 >= lim*9 {
-				c.Detail = "locked memory is at 90% or more of the limit"
+				c.Detail = check.JoinDetail("locked memory is at 90% or more of the limit", c.Detail)
 			}
 			c.Fix = []string{fixNote("raise the limit (gpunode audit's limits.memlock and systemd.DefaultLimitMEMLOCK fixes, or gpunode tune apply), then restart the job; containers: --ulimit memlock=-1")}
 		}

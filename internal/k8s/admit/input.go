@@ -17,14 +17,50 @@ import (
 
 	"github.com/gpunode/gpunode/internal/k8s/admit/podres"
 	"github.com/gpunode/gpunode/internal/k8s/memorymanager"
+	"github.com/gpunode/gpunode/internal/k8s/objects"
 )
 
 // ParsePods reads one or more v1.Pod documents (multi-document YAML or JSON,
 // or a v1 List of pods) from r; name labels errors. Pods are validated and
 // defaulted (requests from limits); every error names the document, field
-// and reason, and no pod is returned when any document is bad.
+// and reason, and the file's line (an *objects.Error), and no pod is
+// returned when any document is bad.
 func ParsePods(r io.Reader, name string) ([]*v1.Pod, error) {
-	dec := utilyaml.NewYAMLReader(bufio.NewReader(r))
+	data, err := io.ReadAll(io.LimitReader(r, objects.MaxFileBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if len(data) > objects.MaxFileBytes {
+		return nil, fmt.Errorf("%s: larger than %d bytes", name, objects.MaxFileBytes)
+	}
+	pods, err := parsePods(data, name)
+	return pods, objects.Locate(err, data)
+}
+
+// docError locates err, a document's decode or validation error, as an
+// *objects.Error: Pod "x": FIELD: REASON (validatePod's errors start with
+// the field path).
+func docError(name string, doc, item int, err error) error {
+	var pe *podError
+	if !errors.As(err, &pe) {
+		return &objects.Error{File: name, Doc: doc, Item: item, Reason: err.Error()}
+	}
+	return &objects.Error{File: name, Doc: doc, Item: item, Object: pe.object, Field: pe.field, Reason: pe.reason}
+}
+
+// podError is a bad pod: its label, the field (may be empty) and why.
+type podError struct{ object, field, reason string }
+
+func (e *podError) Error() string {
+	parts := []string{e.object}
+	if e.field != "" {
+		parts = append(parts, e.field)
+	}
+	return strings.Join(append(parts, e.reason), ": ")
+}
+
+func parsePods(data []byte, name string) ([]*v1.Pod, error) {
+	dec := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
 	var pods []*v1.Pod
 	for doc := 1; ; doc++ {
 		b, err := dec.Read()
@@ -32,7 +68,7 @@ func ParsePods(r io.Reader, name string) ([]*v1.Pod, error) {
 			break
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%s: document %d: %w", name, doc, err)
+			return nil, &objects.Error{File: name, Doc: doc, Item: -1, Reason: err.Error()}
 		}
 		if len(bytes.TrimSpace(stripComments(b))) == 0 {
 			doc--
@@ -44,24 +80,24 @@ func ParsePods(r io.Reader, name string) ([]*v1.Pod, error) {
 			Items      []json.RawMessage `json:"items"`
 		}
 		if err := yaml.Unmarshal(b, &meta); err != nil {
-			return nil, fmt.Errorf("%s: document %d: %w", name, doc, err)
+			return nil, &objects.Error{File: name, Doc: doc, Item: -1, Reason: err.Error()}
 		}
 		switch {
 		case meta.Kind == "List" || strings.HasSuffix(meta.Kind, "List"):
 			if meta.APIVersion != "v1" {
-				return nil, fmt.Errorf("%s: document %d: apiVersion: Unsupported value: %q: supported values: \"v1\"", name, doc, meta.APIVersion)
+				return nil, &objects.Error{File: name, Doc: doc, Item: -1, Field: "apiVersion", Reason: fmt.Sprintf("Unsupported value: %q: supported values: \"v1\"", meta.APIVersion)}
 			}
 			for i, raw := range meta.Items {
 				p, err := decodePod(raw)
 				if err != nil {
-					return nil, fmt.Errorf("%s: document %d: items[%d]: %w", name, doc, i, err)
+					return nil, docError(name, doc, i, err)
 				}
 				pods = append(pods, p)
 			}
 		default:
 			p, err := decodePod(b)
 			if err != nil {
-				return nil, fmt.Errorf("%s: document %d: %w", name, doc, err)
+				return nil, docError(name, doc, -1, err)
 			}
 			pods = append(pods, p)
 		}
@@ -100,16 +136,18 @@ func decodePod(b []byte) (*v1.Pod, error) {
 	}
 	label := fmt.Sprintf("Pod %q", pod.Name)
 	if pod.Kind != "Pod" {
-		return nil, fmt.Errorf("%s: kind: Unsupported value: %q: supported values: \"Pod\"", label, pod.Kind)
+		return nil, &podError{label, "kind", fmt.Sprintf("Unsupported value: %q: supported values: \"Pod\"", pod.Kind)}
 	}
 	if pod.APIVersion != "v1" {
-		return nil, fmt.Errorf("%s: apiVersion: Unsupported value: %q: supported values: \"v1\"", label, pod.APIVersion)
+		return nil, &podError{label, "apiVersion", fmt.Sprintf("Unsupported value: %q: supported values: \"v1\"", pod.APIVersion)}
 	}
 	if pod.Name == "" {
-		return nil, fmt.Errorf("%s: metadata.name: Required value: name is required", label)
+		return nil, &podError{label, "metadata.name", "Required value: name is required"}
 	}
 	if err := validatePod(&pod); err != nil {
-		return nil, fmt.Errorf("%s: %w", label, err)
+		// validatePod's errors are "FIELD: REASON".
+		field, reason, _ := strings.Cut(err.Error(), ": ")
+		return nil, &podError{label, field, reason}
 	}
 	podres.Default(&pod)
 	return &pod, nil

@@ -221,7 +221,11 @@ func TestParsePodsErrors(t *testing.T) {
 	ok := podDoc("ok", guaranteedRes("1", "1Gi", ""))
 	for _, tc := range []struct{ src, want string }{
 		{"", "no Pod documents"},
-		{ok + "apiVersion: v1\nkind: Service\nmetadata: {name: s}\n", `pods.yaml: document 2: Pod "s": kind: Unsupported value: "Service"`},
+		{ok + "apiVersion: v1\nkind: Service\nmetadata: {name: s}\n", `pods.yaml:10: document 2: Pod "s": kind: Unsupported value: "Service"`},
+		// The line of the field, in a block-style file after a comment.
+		{"# pods\napiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec:\n  containers:\n  - name: a\n  - name: a\n", `pods.yaml:8: document 1: Pod "x": spec.containers[1].name: Duplicate value: "a"`},
+		{ok + "apiVersion: v1\nkind: Pod\nmetadata: {name: w}\nspec:\n  containers:\n  - name: a\n    resources:\n      requests: {nvidia.com/gpu: 1}\n",
+			`pods.yaml:16: document 2: Pod "w": spec.containers[0].resources.requests[nvidia.com/gpu]: Invalid value: "1": must be equal to nvidia.com/gpu limit`},
 		{ok + "apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec: {containers: [{name: a, bogus: 1}]}\n", `document 2: error unmarshaling JSON: while decoding JSON: json: unknown field "bogus"`},
 		{"apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec: {containers: []}\n", "spec.containers: Required value"},
 		{"apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec: {containers: [{name: a}, {name: a}]}\n", `spec.containers[1].name: Duplicate value: "a"`},

@@ -23,7 +23,7 @@ func synthNode(t testing.TB, node string, n, perRoot int, migMode string) []*res
 	for i := 0; i < n; i++ {
 		bdf := fmt.Sprintf("0000:%02x:00.0", 0x10+i)
 		st.GPUs = append(st.GPUs, gpu.GPU{Index: i, Name: "NVIDIA H100 80GB HBM3", UUID: fmt.Sprintf("GPU-%08d", i), PCIAddress: bdf,
-			Architecture: "Hopper", ComputeCapability: "9.0", MemoryMiB: 81559, SMCount: 132, NUMANode: ptr.To(i / (n/2 + 1))})
+			Architecture: "Hopper", ComputeCapability: "9.0", MemoryBytes: 81559 << 20, SMCount: 132, NUMANode: ptr.To(i / (n/2 + 1))})
 		tp.GPUs = append(tp.GPUs, topo.PCIDevice{BDF: bdf, PCIePath: []string{fmt.Sprintf("pci0000:%02x", i/perRoot), bdf}})
 	}
 	l, err := Slices(SliceOptions{NodeName: node, MIG: migMode, Topology: tp, Status: st, Catalog: mig.Builtin()})

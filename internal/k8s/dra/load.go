@@ -159,7 +159,8 @@ func defaultMode(mode *resourceapi.DeviceAllocationMode, count *int64) {
 
 // LoadSlices decodes ResourceSlices. A slice must have a driver and a pool,
 // and device names must be unique within a pool.
-func LoadSlices(file string, data []byte) ([]Loaded[*resourceapi.ResourceSlice], error) {
+func LoadSlices(file string, data []byte) (_ []Loaded[*resourceapi.ResourceSlice], retErr error) {
+	defer func() { retErr = objects.Locate(retErr, data) }()
 	out, err := decodeKind[resourceapi.ResourceSlice](file, data, "ResourceSlice", convertSliceV1beta1, nil)
 	if err != nil {
 		return nil, err
@@ -193,7 +194,8 @@ func LoadSlices(file string, data []byte) ([]Loaded[*resourceapi.ResourceSlice],
 }
 
 // LoadClasses decodes DeviceClasses (unique names).
-func LoadClasses(file string, data []byte) ([]Loaded[*resourceapi.DeviceClass], error) {
+func LoadClasses(file string, data []byte) (_ []Loaded[*resourceapi.DeviceClass], retErr error) {
+	defer func() { retErr = objects.Locate(retErr, data) }()
 	out, err := decodeKind[resourceapi.DeviceClass](file, data, "DeviceClass", nil, nil)
 	if err != nil {
 		return nil, err
@@ -210,7 +212,8 @@ func LoadClasses(file string, data []byte) ([]Loaded[*resourceapi.DeviceClass], 
 
 // LoadClaims decodes ResourceClaims (unique namespace/name; an empty
 // namespace is "default").
-func LoadClaims(file string, data []byte) ([]Loaded[*resourceapi.ResourceClaim], error) {
+func LoadClaims(file string, data []byte) (_ []Loaded[*resourceapi.ResourceClaim], retErr error) {
+	defer func() { retErr = objects.Locate(retErr, data) }()
 	out, err := decodeKind[resourceapi.ResourceClaim](file, data, "ResourceClaim", convertClaimV1beta1, nil)
 	if err != nil {
 		return nil, err
@@ -231,7 +234,8 @@ func LoadClaims(file string, data []byte) ([]Loaded[*resourceapi.ResourceClaim],
 }
 
 // LoadTemplates decodes ResourceClaimTemplates.
-func LoadTemplates(file string, data []byte) ([]Loaded[*resourceapi.ResourceClaimTemplate], error) {
+func LoadTemplates(file string, data []byte) (_ []Loaded[*resourceapi.ResourceClaimTemplate], retErr error) {
+	defer func() { retErr = objects.Locate(retErr, data) }()
 	out, err := decodeKind[resourceapi.ResourceClaimTemplate](file, data, "ResourceClaimTemplate", convertTemplateV1beta1, nil)
 	if err != nil {
 		return nil, err
@@ -246,7 +250,8 @@ func LoadTemplates(file string, data []byte) ([]Loaded[*resourceapi.ResourceClai
 }
 
 // LoadPod decodes exactly one v1 Pod.
-func LoadPod(file string, data []byte) (*corev1.Pod, error) {
+func LoadPod(file string, data []byte) (_ *corev1.Pod, retErr error) {
+	defer func() { retErr = objects.Locate(retErr, data) }()
 	pods, err := objects.LoadPods(file, data)
 	if err != nil {
 		return nil, err

@@ -206,7 +206,7 @@ func Slices(o SliceOptions) (*SliceList, error) {
 		}
 		full := resourceapi.Device{Name: fmt.Sprintf("gpu-%d", g.Index),
 			Attributes: attrs("gpu", map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{"uuid": {StringValue: ptr.To(g.UUID)}}),
-			Capacity:   map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{"memory": {Value: bytesQty(int64(g.MemoryMiB))}}}
+			Capacity:   map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{"memory": {Value: bytesQty(int64(g.MemoryBytes >> 20))}}}
 		var product *mig.Product
 		if o.Catalog != nil && (o.MIG != MIGNone) {
 			if p, err := o.Catalog.Lookup(g.Name); err == nil {
@@ -251,7 +251,7 @@ func Slices(o SliceOptions) (*SliceList, error) {
 			}
 			// The memory counter holds the GPU's memory or the largest
 			// profile's (catalogue sizes are nominal GB), whichever is more.
-			memMiB := int64(g.MemoryMiB)
+			memMiB := int64(g.MemoryBytes >> 20)
 			for _, p := range product.Profiles {
 				memMiB = max(memMiB, int64(p.MemoryGB)*1024)
 			}

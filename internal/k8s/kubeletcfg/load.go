@@ -11,6 +11,8 @@ import (
 
 	"github.com/gpunode/gpunode/internal/hostfs"
 	"github.com/gpunode/gpunode/internal/k8s/topology"
+
+	"github.com/gpunode/gpunode/internal/yamlpos"
 )
 
 // The apiVersion and kind of a KubeletConfiguration file.
@@ -59,29 +61,39 @@ func Load(path string) (*Config, error) {
 	return Parse(b, path)
 }
 
-// Parse decodes a KubeletConfiguration strictly; name prefixes errors.
+// Parse decodes a KubeletConfiguration strictly; errors read
+// "NAME:LINE: field: reason" (the line when the field is found).
 func Parse(b []byte, name string) (*Config, error) {
 	if len(bytes.TrimSpace(b)) == 0 {
 		return nil, fmt.Errorf("%s: empty KubeletConfiguration", name)
 	}
+	kc, err := parse(b)
+	if err != nil {
+		return nil, yamlpos.Wrap(name, b, err)
+	}
+	return New(name, kc), nil
+}
+
+// parse decodes and checks b; errors start with the field they are about.
+func parse(b []byte) (KubeletConfiguration, error) {
 	var kc KubeletConfiguration
 	if err := yaml.UnmarshalStrict(b, &kc); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return kc, err
 	}
 	switch {
 	case kc.APIVersion == "":
-		return nil, fmt.Errorf("%s: apiVersion: required (%s)", name, APIVersion)
+		return kc, fmt.Errorf("apiVersion: required (%s)", APIVersion)
 	case kc.APIVersion != APIVersion:
-		return nil, fmt.Errorf("%s: apiVersion: %q is not supported (want %s)", name, kc.APIVersion, APIVersion)
+		return kc, fmt.Errorf("apiVersion: %q is not supported (want %s)", kc.APIVersion, APIVersion)
 	case kc.Kind != Kind:
-		return nil, fmt.Errorf("%s: kind: %q, want %s", name, kc.Kind, Kind)
+		return kc, fmt.Errorf("kind: %q, want %s", kc.Kind, Kind)
 	}
 	// kubelet's cpuset.Parse allocates per id: refuse an absurd list here,
 	// before lint or admit parse it (a syntax error is lint's to report).
 	if err := hostfs.CheckCPUList(kc.ReservedSystemCPUs); errors.Is(err, hostfs.ErrCPUListBound) {
-		return nil, fmt.Errorf("%s: reservedSystemCPUs: %w", name, err)
+		return kc, fmt.Errorf("reservedSystemCPUs: %w", err)
 	}
-	return New(name, kc), nil
+	return kc, nil
 }
 
 // New wraps a decoded KubeletConfiguration and applies kubelet's defaults

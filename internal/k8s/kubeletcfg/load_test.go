@@ -9,16 +9,16 @@ func TestParseErrors(t *testing.T) {
 	tests := []struct{ name, in, want string }{
 		{"empty", "", "empty KubeletConfiguration"},
 		{"no apiVersion", "kind: KubeletConfiguration\n", "apiVersion: required"},
-		{"wrong apiVersion", "apiVersion: kubelet.config.k8s.io/v1\nkind: KubeletConfiguration\n", `apiVersion: "kubelet.config.k8s.io/v1" is not supported`},
-		{"wrong kind", "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: Pod\n", `kind: "Pod", want KubeletConfiguration`},
-		{"unknown field", "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\ncpuManagerPolicyy: static\n", `unknown field "cpuManagerPolicyy"`},
+		{"wrong apiVersion", "apiVersion: kubelet.config.k8s.io/v1\nkind: KubeletConfiguration\n", `kc.yaml:1: apiVersion: "kubelet.config.k8s.io/v1" is not supported`},
+		{"wrong kind", "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: Pod\n", `kc.yaml:2: kind: "Pod", want KubeletConfiguration`},
+		{"unknown field", "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\ncpuManagerPolicyy: static\n", `kc.yaml:3: error unmarshaling JSON: while decoding JSON: json: unknown field "cpuManagerPolicyy"`},
 		{"wrong type", "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nreservedMemory: {numaNode: 0}\n", "reservedMemory"},
 		{"bad quantity", "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nreservedMemory: [{numaNode: 0, limits: {memory: 1Gx}}]\n", "quantities must match"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := Parse([]byte(tt.in), "kc.yaml")
-			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.HasPrefix(err.Error(), "kc.yaml: ") {
+			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.HasPrefix(err.Error(), "kc.yaml:") {
 				t.Fatalf("err = %v, want kc.yaml: ...%s...", err, tt.want)
 			}
 		})

@@ -207,10 +207,10 @@ func TestBadInput(t *testing.T) {
 	cases := []struct {
 		name, data, want string
 	}{
-		{"yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: a\n", "bad.yaml: document 1"},
-		{"apiVersion", "apiVersion: v1\nkind: Pod\nmetadata: {name: a}\n---\napiVersion: apps/v1beta1\nkind: Deployment\nmetadata: {name: d}\n", "bad.yaml: document 2: Deployment \"d\": apiVersion: Unsupported value: \"apps/v1beta1\""},
+		{"yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: a\n", "bad.yaml:3: document 1"},
+		{"apiVersion", "apiVersion: v1\nkind: Pod\nmetadata: {name: a}\n---\napiVersion: apps/v1beta1\nkind: Deployment\nmetadata: {name: d}\n", "bad.yaml:5: document 2: Deployment \"d\": apiVersion: Unsupported value: \"apps/v1beta1\""},
 		{"dra-version", "apiVersion: resource.k8s.io/v1alpha3\nkind: ResourceClaim\nmetadata: {name: c}\n", "apiVersion: Unsupported value: \"resource.k8s.io/v1alpha3\""},
-		{"duplicate", "apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec: {containers: [{name: c, image: i}]}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec: {containers: [{name: c, image: i}]}\n", "bad.yaml: document 2: Pod/default/a: metadata.name: Duplicate value: \"default/a\" (also bad.yaml: document 1)"},
+		{"duplicate", "apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec: {containers: [{name: c, image: i}]}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec: {containers: [{name: c, image: i}]}\n", "bad.yaml:8: document 2: Pod/default/a: metadata.name: Duplicate value: \"default/a\" (also bad.yaml: document 1)"},
 		{"unknown-field", "apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec: {containerz: []}\n", "document 1: Pod \"a\": "},
 		{"no-kind", "apiVersion: v1\nmetadata: {name: a}\n", "kind: Required value"},
 		{"cd-field", "apiVersion: resource.nvidia.com/v1beta1\nkind: ComputeDomain\nmetadata: {name: cd}\nspec: {numnodes: 1}\n", "ComputeDomain \"cd\""},

@@ -247,7 +247,8 @@ func ReadAll(r io.Reader, name string) ([]byte, error) {
 
 // Add decodes every document of one file. Errors are *objects.Error
 // naming the file, document, item and field.
-func (l *Loader) Add(file string, data []byte) error {
+func (l *Loader) Add(file string, data []byte) (retErr error) {
+	defer func() { retErr = objects.Locate(retErr, data) }()
 	objs, err := objects.Objects(file, data)
 	if err != nil {
 		return err

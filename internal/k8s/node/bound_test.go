@@ -2,6 +2,7 @@ package node
 
 import (
 	"errors"
+	"os"
 	"runtime"
 	"strings"
 	"testing"
@@ -34,5 +35,18 @@ func TestBuildBoundsCPUListsBeforeAllocating(t *testing.T) {
 		if got := after.TotalAlloc - before.TotalAlloc; got > 4<<20 {
 			t.Errorf("%s: %d bytes allocated; want < 4 MiB", tc.name, got)
 		}
+	}
+}
+
+// Load's errors name the file and the line of the field.
+func TestLoadErrorNamesLine(t *testing.T) {
+	p := t.TempDir() + "/node.yaml"
+	doc := "apiVersion: gpunode.io/v1\nkind: Node\nnumaNodes:\n- id: 0\n  cpus: \"0-3\"\n  memory: 1Gi\n- id: 1\n  cpus: \"3-5\"\n  memory: 1Gi\n"
+	if err := os.WriteFile(p, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load(p)
+	if want := "node file " + p + ":8: numaNodes[1].cpus: CPU 3 already belongs to NUMA node 0"; err == nil || err.Error() != want {
+		t.Errorf("Load: %v\nwant %s", err, want)
 	}
 }

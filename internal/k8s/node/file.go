@@ -13,6 +13,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gpunode/gpunode/internal/hostfs"
+
+	"github.com/gpunode/gpunode/internal/yamlpos"
 )
 
 // File kinds and versions accepted by Parse.
@@ -82,7 +84,7 @@ func Load(path string) (*Node, error) {
 	}
 	n, err := Parse(b)
 	if err != nil {
-		return nil, fmt.Errorf("node file %s: %w", path, err)
+		return nil, fmt.Errorf("node file %w", yamlpos.Wrap(path, b, err))
 	}
 	return n, nil
 }

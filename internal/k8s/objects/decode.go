@@ -34,11 +34,15 @@ import (
 // MaxDocuments bounds the documents read from one file.
 const MaxDocuments = 100000
 
-// Error is a bad-input error: File, Doc (1-based, 0 = the whole file), Item
-// (index in a List's items, -1 = not in a List), Object ("Kind \"name\"" when
-// known), Field (dotted path, may be empty) and Reason.
+// Error is a bad-input error: File, Line (1-based line in the file of the
+// field, item or document; 0 = not known, see Locate), Doc (1-based, 0 =
+// the whole file), Item (index in a List's items, -1 = not in a List),
+// Object ("Kind \"name\"" when known), Field (dotted path, may be empty)
+// and Reason. It reads "FILE:LINE: document N: items[i]: Kind "name":
+// field: reason".
 type Error struct {
 	File   string
+	Line   int
 	Doc    int
 	Item   int
 	Object string
@@ -49,6 +53,9 @@ type Error struct {
 func (e *Error) Error() string {
 	var b strings.Builder
 	b.WriteString(e.File)
+	if e.Line > 0 {
+		fmt.Fprintf(&b, ":%d", e.Line)
+	}
 	if e.Doc > 0 {
 		fmt.Fprintf(&b, ": document %d", e.Doc)
 	}

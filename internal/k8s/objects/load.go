@@ -74,7 +74,8 @@ type podDoc struct {
 func isList(kind, want string) bool { return kind == "List" || kind == want+"List" }
 
 // LoadNodes decodes v1 Nodes (documents or Lists) from data.
-func LoadNodes(file string, data []byte) ([]*v1.Node, error) {
+func LoadNodes(file string, data []byte) (_ []*v1.Node, retErr error) {
+	defer func() { retErr = Locate(retErr, data) }()
 	docs, err := Documents(file, data)
 	if err != nil {
 		return nil, err
@@ -117,7 +118,8 @@ func LoadNodes(file string, data []byte) ([]*v1.Node, error) {
 }
 
 // LoadPods decodes v1 Pods (documents or Lists) from data.
-func LoadPods(file string, data []byte) ([]*v1.Pod, error) {
+func LoadPods(file string, data []byte) (_ []*v1.Pod, retErr error) {
+	defer func() { retErr = Locate(retErr, data) }()
 	docs, err := Documents(file, data)
 	if err != nil {
 		return nil, err
@@ -243,7 +245,8 @@ type Object struct {
 func (o Object) Label() string { return fmt.Sprintf("%s %q", o.Kind, o.Metadata.Name) }
 
 // Objects splits data into objects, expanding Lists.
-func Objects(file string, data []byte) ([]Object, error) {
+func Objects(file string, data []byte) (_ []Object, retErr error) {
+	defer func() { retErr = Locate(retErr, data) }()
 	docs, err := Documents(file, data)
 	if err != nil {
 		return nil, err
@@ -316,7 +319,8 @@ type Workload struct {
 }
 
 // LoadWorkload decodes PodGroups, batch/v1 Jobs and Volcano Jobs.
-func LoadWorkload(file string, data []byte) (*Workload, error) {
+func LoadWorkload(file string, data []byte) (_ *Workload, retErr error) {
+	defer func() { retErr = Locate(retErr, data) }()
 	objs, err := Objects(file, data)
 	if err != nil {
 		return nil, err
@@ -371,7 +375,8 @@ type Topology struct {
 
 // LoadTopology decodes Volcano HyperNodes, KAI Topologies and Kueue
 // Topologies.
-func LoadTopology(file string, data []byte) (*Topology, error) {
+func LoadTopology(file string, data []byte) (_ *Topology, retErr error) {
+	defer func() { retErr = Locate(retErr, data) }()
 	objs, err := Objects(file, data)
 	if err != nil {
 		return nil, err

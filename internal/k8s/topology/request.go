@@ -12,6 +12,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/gpunode/gpunode/internal/output"
+
+	"github.com/gpunode/gpunode/internal/yamlpos"
 )
 
 // MergeRequest is the input of 'gpunode k8s merge':
@@ -60,7 +62,7 @@ func ReadMergeRequest(r io.Reader, name string) (*MergeRequest, error) {
 	}
 	req, err := ParseMergeRequest(b)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, yamlpos.Wrap(name, b, err) // "FILE:LINE: field: reason"
 	}
 	return req, nil
 }
