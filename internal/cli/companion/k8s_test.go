@@ -61,7 +61,7 @@ func TestK8sMerge(t *testing.T) {
 		})
 	}
 	code, _, stderr := runStdin(t, `{"policy":"best-effort","numaNodes":[0,1],"providers":[{},{"gpu":[{"affinity":[70]}]}]}`, "k8s", "merge", "-f", "-")
-	if code != cli.ExitUsage || !strings.Contains(stderr, "stdin: providers[1].gpu[0].affinity: NUMA id 70 beyond 63") {
+	if code != cli.ExitUsage || !strings.Contains(stderr, "stdin:1: providers[1].gpu[0].affinity: NUMA id 70 beyond 63") {
 		t.Errorf("bad input: exit %d, stderr %q", code, stderr)
 	}
 	code, _, stderr = runStdin(t, "", "k8s", "merge", "-f", filepath.Join(t.TempDir(), "missing.json"))
