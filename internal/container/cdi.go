@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	cdiapi "tags.cncf.io/container-device-interface/pkg/cdi"
 	"tags.cncf.io/container-device-interface/pkg/parser"
@@ -35,7 +36,8 @@ type CDIDevice struct {
 	Nodes []string
 }
 
-var yamlLine = regexp.MustCompile(`line (\d+)`)
+// Compiled on first use: package initialisers run at every start.
+var yamlLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`line (\d+)`) })
 
 // ParseCDISpec parses a spec with the CDI library's decoder and checks it
 // with its validators (version, vendor/class, device names, edits).
@@ -46,7 +48,7 @@ func ParseCDISpec(file string, data []byte) (*CDISpec, error) {
 	raw, err := cdiapi.ParseSpec(data)
 	if err != nil {
 		pe := &ParseError{File: file, Reason: err.Error()}
-		if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
+		if m := yamlLine().FindStringSubmatch(err.Error()); m != nil {
 			pe.Line, _ = strconv.Atoi(m[1])
 		}
 		return nil, pe

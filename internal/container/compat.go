@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/gpunode/gpunode/internal/check"
 	"github.com/gpunode/gpunode/internal/gpu"
@@ -15,13 +16,14 @@ import (
 // DriverVersionFile is the kernel module's version line.
 const DriverVersionFile = "/proc/driver/nvidia/version"
 
-var driverVersionRE = regexp.MustCompile(`Kernel Module(?: for \S+)?\s+(\d+\.\d+(?:\.\d+)?)`)
+// Compiled on first use: package initialisers run at every start.
+var driverVersionRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`Kernel Module(?: for \S+)?\s+(\d+\.\d+(?:\.\d+)?)`) })
 
 // ParseDriverVersion reads the version from /proc/driver/nvidia/version
 // ("NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  ...", or
 // "... Open Kernel Module for x86_64  580.65.06  ...").
 func ParseDriverVersion(s string) (string, error) {
-	m := driverVersionRE.FindStringSubmatch(s)
+	m := driverVersionRE().FindStringSubmatch(s)
 	if m == nil {
 		return "", errors.New("no 'Kernel Module <version>' in the NVRM line")
 	}

@@ -165,7 +165,7 @@ func ParseContainerSpec(file string, data []byte) ([]ContainerSpec, error) {
 
 func yamlParseError(file string, err error) error {
 	pe := &ParseError{File: file, Reason: err.Error()}
-	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
+	if m := yamlLine().FindStringSubmatch(err.Error()); m != nil {
 		pe.Line, _ = strconv.Atoi(m[1])
 	}
 	return pe

@@ -8,15 +8,17 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // maxNVLinks bounds the links read per GPU (NVML_NVLINK_MAX_LINKS is 18;
 // Blackwell has 18 too).
 const maxNVLinks = 64
 
+// Compiled on first use: package initialisers run at every start.
 var (
-	nvlinkGPULine  = regexp.MustCompile(`^GPU (\d+): .*\(UUID: (GPU-[0-9A-Fa-f-]+)\)\s*$`)
-	nvlinkLinkLine = regexp.MustCompile(`^\s*Link (\d+): (.*)$`)
+	nvlinkGPULine  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^GPU (\d+): .*\(UUID: (GPU-[0-9A-Fa-f-]+)\)\s*$`) })
+	nvlinkLinkLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*Link (\d+): (.*)$`) })
 )
 
 // ParseNVLinkStatus parses 'nvidia-smi nvlink -s' output into each GPU's
@@ -36,11 +38,11 @@ func ParseNVLinkStatus(out []byte) map[string][]NVLink {
 	cur := ""
 	for lines := 0; sc.Scan() && lines < 1<<16; lines++ {
 		line := strings.TrimRight(sc.Text(), "\r")
-		if m := nvlinkGPULine.FindStringSubmatch(line); m != nil {
+		if m := nvlinkGPULine().FindStringSubmatch(line); m != nil {
 			cur = strings.ToUpper(m[2])
 			continue
 		}
-		m := nvlinkLinkLine.FindStringSubmatch(line)
+		m := nvlinkLinkLine().FindStringSubmatch(line)
 		if m == nil || cur == "" || len(res[cur]) >= maxNVLinks {
 			continue
 		}
@@ -68,7 +70,8 @@ type TopoMatrix struct {
 	Class map[int]map[int]string
 }
 
-var topoDevice = regexp.MustCompile(`^(GPU|NIC|mlx\d+_)\d+$`)
+// Compiled on first use: package initialisers run at every start.
+var topoDevice = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(GPU|NIC|mlx\d+_)\d+$`) })
 
 // ParseTopoMatrix parses 'nvidia-smi topo -m' output. The header names the
 // device columns (GPU0.. and NIC0..), then "CPU Affinity", "NUMA
@@ -85,11 +88,11 @@ func ParseTopoMatrix(out []byte) (TopoMatrix, error) {
 			continue
 		}
 		if cols == nil {
-			if !topoDevice.MatchString(f[0]) {
+			if !topoDevice().MatchString(f[0]) {
 				continue
 			}
 			for _, c := range f {
-				if !topoDevice.MatchString(c) {
+				if !topoDevice().MatchString(c) {
 					break
 				}
 				cols = append(cols, c)
@@ -168,9 +171,12 @@ func (m TopoMatrix) String() string {
 	return strings.Join(parts, ", ")
 }
 
+// Compiled on first use: package initialisers run at every start.
 var (
-	listGPULine = regexp.MustCompile(`^GPU (\d+): .*\(UUID: (GPU-[0-9A-Fa-f-]+)\)\s*$`)
-	listMIGLine = regexp.MustCompile(`^\s+MIG (\S+)\s+Device\s+(\d+): \(UUID: (MIG-[0-9A-Fa-f-]+)\)\s*$`)
+	listGPULine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^GPU (\d+): .*\(UUID: (GPU-[0-9A-Fa-f-]+)\)\s*$`) })
+	listMIGLine = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^\s+MIG (\S+)\s+Device\s+(\d+): \(UUID: (MIG-[0-9A-Fa-f-]+)\)\s*$`)
+	})
 )
 
 // ParseSMIList parses 'nvidia-smi -L' into the MIG device UUIDs of each
@@ -185,11 +191,11 @@ func ParseSMIList(out []byte) map[string]map[int]string {
 	cur := ""
 	for lines := 0; sc.Scan() && lines < 1<<16; lines++ {
 		line := strings.TrimRight(sc.Text(), "\r")
-		if m := listGPULine.FindStringSubmatch(line); m != nil {
+		if m := listGPULine().FindStringSubmatch(line); m != nil {
 			cur = strings.ToUpper(m[2])
 			continue
 		}
-		m := listMIGLine.FindStringSubmatch(line)
+		m := listMIGLine().FindStringSubmatch(line)
 		if m == nil || cur == "" {
 			continue
 		}

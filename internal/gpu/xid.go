@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/gpunode/gpunode/internal/check"
 )
@@ -67,7 +68,10 @@ type XIDEvent struct {
 
 // xidLine matches the driver's kernel log line
 // "NVRM: Xid (PCI:0000:3b:00): 79, pid=..., GPU has fallen off the bus."
-var xidLine = regexp.MustCompile(`NVRM: Xid \(PCI:([0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})(?:\.[0-7])?\): (\d{1,5})\b,? ?(.*)$`)
+// Compiled on first use: package initialisers run at every start.
+var xidLine = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`NVRM: Xid \(PCI:([0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})(?:\.[0-7])?\): (\d{1,5})\b,? ?(.*)$`)
+})
 
 // maxXIDEvents bounds the events kept from one log.
 const maxXIDEvents = 4096
@@ -87,7 +91,7 @@ func ParseKernelXIDs(data []byte) []XIDEvent {
 		if !bytes.Contains(line, []byte("NVRM: Xid")) {
 			continue
 		}
-		m := xidLine.FindSubmatch(line)
+		m := xidLine().FindSubmatch(line)
 		if m == nil {
 			continue
 		}
