@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	yamlnode "go.yaml.in/yaml/v3"
 )
@@ -38,22 +39,24 @@ func LineIn(src []byte, path []Step) int {
 
 // reasonPath is the path a strict decoder names in its message (unknown
 // field "spec.containers[0].colour").
-var reasonPath = regexp.MustCompile(`(?:unknown|duplicate) field "([^"]+)"`)
+var reasonPath = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?:unknown|duplicate) field "([^"]+)"`) })
 
 // syntaxLine is the line a YAML decoder names in its message.
-var syntaxLine = regexp.MustCompile(`\bline (\d+):`)
+var syntaxLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\bline (\d+):`) })
 
 // leadingPath matches a message that starts with a field path.
-var leadingPath = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_-]*(?:\.[A-Za-z_][A-Za-z0-9_-]*|\[[^\]\s]+\])*): `)
+var leadingPath = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_-]*(?:\.[A-Za-z_][A-Za-z0-9_-]*|\[[^\]\s]+\])*): `)
+})
 
 // PathIn returns the field path msg names: an "unknown field" or
 // "duplicate field" the strict decoder reports, else the path msg starts
 // with ("numaNodes[1].cpus: ..."); "" when none.
 func PathIn(msg string) string {
-	if m := reasonPath.FindStringSubmatch(msg); m != nil {
+	if m := reasonPath().FindStringSubmatch(msg); m != nil {
 		return m[1]
 	}
-	if m := leadingPath.FindStringSubmatch(msg); m != nil {
+	if m := leadingPath().FindStringSubmatch(msg); m != nil {
 		return m[1]
 	}
 	return ""
@@ -62,7 +65,7 @@ func PathIn(msg string) string {
 // SyntaxLine returns the line a YAML decoder's message names ("yaml: line
 // 3: did not find expected key"), 0 when none.
 func SyntaxLine(msg string) int {
-	m := syntaxLine.FindStringSubmatch(msg)
+	m := syntaxLine().FindStringSubmatch(msg)
 	if m == nil {
 		return 0
 	}
@@ -79,10 +82,10 @@ func SyntaxLine(msg string) int {
 // decoder named; 0 when unknown.
 func MessageLine(src []byte, msg string) int {
 	var paths []string
-	if m := reasonPath.FindStringSubmatch(msg); m != nil {
+	if m := reasonPath().FindStringSubmatch(msg); m != nil {
 		paths = append(paths, m[1])
 	}
-	if m := leadingPath.FindStringSubmatch(msg); m != nil {
+	if m := leadingPath().FindStringSubmatch(msg); m != nil {
 		paths = append(paths, m[1])
 	}
 	for _, p := range paths {
