@@ -41,7 +41,7 @@ func TestEveryFixIsACommand(t *testing.T) {
 	}
 	for _, host := range []string{"dgx-h100", "gh200", "amd-8numa", "downgraded", "mixed-pcie"} {
 		root := testhost.Copy(t, host)
-		if err := tunetest.Overlay(root, tunetest.Options{ACSRedirect: host == "dgx-h100", Process: host == "dgx-h100", Tuners: host == "downgraded"}); err != nil {
+		if err := tunetest.Overlay(root, tunetest.Options{Process: host == "dgx-h100", Tuners: host == "downgraded"}); err != nil {
 			t.Fatal(err)
 		}
 		for _, profile := range []string{"base", "inference-isolated", "training"} {

@@ -9,17 +9,13 @@ import (
 
 	"github.com/gpunode/gpunode/internal/journal/journaltest"
 	"github.com/gpunode/gpunode/internal/testhost"
-	"github.com/gpunode/gpunode/internal/tune/tunetest"
 )
 
-// tuneHost is a stock (untuned) copy of the small "downgraded" fixture.
+// tuneHost is a copy of the small "downgraded" fixture (a stock, untuned
+// OS).
 func tuneHost(t *testing.T) string {
 	t.Helper()
-	root := testhost.Copy(t, "downgraded")
-	if err := tunetest.Overlay(root, tunetest.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	return root
+	return testhost.Copy(t, "downgraded")
 }
 
 func TestAuditAndTuneExitCodes(t *testing.T) {

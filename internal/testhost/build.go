@@ -32,6 +32,9 @@ type Spec struct {
 	Distance func(i, j int) int
 	Isolated string // cpulist
 	NohzFull string // cpulist; "" writes "(null)"
+	// BootArgs are kernel arguments beyond the stock install's, in
+	// /proc/cmdline and GRUB_CMDLINE_LINUX_DEFAULT (stock.go).
+	BootArgs string
 	// Hugepages2M per NUMA node (same for all nodes).
 	Hugepages2M int
 	Devices     []Device
@@ -295,6 +298,7 @@ func build(s Spec, t *tree) error {
 		return err
 	}
 	buildIRQs(s, t, nodeCPUs, all)
+	buildStock(s, t, ncpu, cpuNodes)
 	for p, c := range s.Files {
 		t.file(p, c)
 	}

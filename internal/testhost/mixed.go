@@ -13,9 +13,7 @@ func MixedPCIe() Spec {
 		Name: "mixed-pcie", Hostname: "mixed-pcie-01", Kernel: "6.8.0-49-generic", CPUModel: "Intel(R) Xeon(R) Gold 6430",
 		Sockets: 2, CoresPerSocket: 8, ThreadsPerCore: 2, L3SizeKB: 61440, MemPerNodeKB: 263174144, Distance: twoLevel(21),
 		Isolated: "4-15,20-31", NohzFull: "8-15,24-31",
-		Files: map[string]string{
-			"/proc/cmdline": "BOOT_IMAGE=/vmlinuz-6.8.0-49-generic root=/dev/sda2 ro isolcpus=4-15,20-31 nohz_full=8-15,24-31 rcu_nocbs=8-15,24-31\n",
-		},
+		BootArgs: "isolcpus=4-15,20-31 nohz_full=8-15,24-31 rcu_nocbs=8-15,24-31",
 		Devices: []Device{
 			// PHB: one root complex, two root ports.
 			{BDF: "0000:11:00.0", RootComplex: "pci0000:10", Bridges: []string{"0000:10:01.0"}, Vendor: nvidia, DeviceID: "0x2330",

@@ -243,7 +243,8 @@ func filePerm(p string, st *journal.FileState) (perm fs.FileMode) {
 }
 
 // editGrub adds or replaces params in GRUB_CMDLINE_LINUX of an
-// /etc/default/grub, keeping every other byte. When every parameter is
+// /etc/default/grub (and drops them from its GRUB_CMDLINE_LINUX_DEFAULT,
+// which would win), keeping every other byte. When every parameter is
 // already there with its value the input is returned unchanged. It refuses
 // a GRUB_CMDLINE_LINUX that uses shell expansion ($ or `): rewriting it
 // would drop a ${VAR} or expand a single-quoted '$'.
@@ -265,7 +266,31 @@ func editGrub(b []byte, params [][2]string) ([]byte, error) {
 	}
 	words := splitCmdline(cur)
 	have := parseCmdline(cur)
-	needed := false
+	drop := map[string]bool{}
+	for _, kv := range params {
+		drop[kv[0]] = true
+	}
+	// GRUB_CMDLINE_LINUX_DEFAULT follows GRUB_CMDLINE_LINUX on the kernel
+	// command line, so a parameter left there would win over the one set
+	// here: drop it from there too (unless that line uses expansion).
+	defIdx, defWords, defDrop := -1, []string(nil), false
+	for i, l := range lines {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(l), "GRUB_CMDLINE_LINUX_DEFAULT="); ok {
+			defIdx, defWords, defDrop = i, nil, false
+			if strings.ContainsAny(v, "$`") {
+				defIdx = -1
+				continue
+			}
+			for _, w := range splitCmdline(shellValue(v, func(string) string { return "" })) {
+				if k, _, _ := strings.Cut(w, "="); drop[k] {
+					defDrop = true
+				} else {
+					defWords = append(defWords, w)
+				}
+			}
+		}
+	}
+	needed := defIdx >= 0 && defDrop
 	for _, kv := range params {
 		if v, ok := have[kv[0]]; !ok || v != kv[1] {
 			needed = true
@@ -274,9 +299,8 @@ func editGrub(b []byte, params [][2]string) ([]byte, error) {
 	if !needed {
 		return b, nil
 	}
-	drop := map[string]bool{}
-	for _, kv := range params {
-		drop[kv[0]] = true
+	if defIdx >= 0 && defDrop {
+		lines[defIdx] = `GRUB_CMDLINE_LINUX_DEFAULT="` + strings.ReplaceAll(strings.Join(defWords, " "), `"`, `\"`) + "\"\n"
 	}
 	var out []string
 	for _, w := range words {

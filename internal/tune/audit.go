@@ -187,7 +187,11 @@ func auditSettings(ctx context.Context, h *Host, cat *Catalogue, p *Profile) ([]
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		out = append(out, evaluate(ctx, h, cat.Get(id), p.Settings[id]))
+		s := cat.Get(id)
+		if j, ok := s.knob.(interface{ judged(*Host, string) bool }); ok && !j.judged(h, p.Settings[id]) {
+			continue
+		}
+		out = append(out, evaluate(ctx, h, s, p.Settings[id]))
 	}
 	renderFixes(h, p, out) // fixes.go: file writes need every setting
 	return out, nil

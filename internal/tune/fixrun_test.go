@@ -29,6 +29,8 @@ func TestFixesRun(t *testing.T) {
 		{"gh200", ProfileInference},
 		{"amd-8numa", ProfileInferenceIsolated},
 		{"downgraded", ProfileTraining},
+		// nohz_full differs from isolcpus: base's boot.nohz_full fix.
+		{"mixed-pcie", ProfileBase},
 	}
 	if testing.Short() {
 		cases = cases[:1]

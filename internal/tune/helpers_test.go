@@ -20,12 +20,12 @@ var update = flag.Bool("update", false, "rewrite golden files")
 // fixtureHosts are the testhost fixtures audited in golden tests.
 var fixtureHosts = []string{"dgx-h100", "gh200", "amd-8numa", "downgraded"}
 
-// stockHost copies fixture host name to a temp dir and overlays a stock,
-// untuned OS on it.
+// stockHost copies fixture host name (which carries a stock, untuned OS;
+// the captured vm-2vcpu gets it added) to a temp dir.
 func stockHost(t testing.TB, name string) (string, *hostfs.FS) {
 	t.Helper()
 	root := testhost.Copy(t, name)
-	if err := tunetest.Overlay(root, tunetest.Options{}); err != nil {
+	if err := tunetest.Overlay(root, tunetest.Options{Stock: name == "vm-2vcpu"}); err != nil {
 		t.Fatal(err)
 	}
 	fsys, err := hostfs.New(root)

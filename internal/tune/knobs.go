@@ -616,6 +616,51 @@ type cmdlineKnob struct {
 	// vendor limits the parameter to CPUs whose model names it ("Intel",
 	// "Intel|AMD"); elsewhere the setting is absent.
 	vendor string
+	// sameAs names another CPU-list parameter ("isolcpus") this one should
+	// equal: the profile value sameAs resolves to that parameter's live
+	// value, the setting is judged only where the host sets both, and
+	// the detail names both lists when they differ.
+	sameAs string
+}
+
+// judged reports whether the setting has anything to judge on h with the
+// profile value v: a sameAs value needs both parameters on the live
+// command line (a host that isolates no CPUs, or isolates them with the
+// tick left on, is not this setting's business).
+func (k cmdlineKnob) judged(h *Host, v string) bool {
+	if k.sameAs == "" || v != k.sameAs {
+		return true
+	}
+	cl, err := h.Cmdline()
+	if err != nil {
+		return true // read reports the error
+	}
+	_, a := cl[k.param]
+	_, b := cl[k.sameAs]
+	return a && b
+}
+
+// sameAsDetail says how the live values of k.param and k.sameAs differ
+// ("" when they are equal or either is unset or unparsable).
+func (k cmdlineKnob) sameAsDetail(cl map[string]string) string {
+	v, ok1 := cl[k.param]
+	o, ok2 := cl[k.sameAs]
+	if !ok1 || !ok2 {
+		return ""
+	}
+	a, err1 := hostfs.ParseCPUList(stripCPUFlags(v))
+	b, err2 := hostfs.ParseCPUList(stripCPUFlags(o))
+	if err1 != nil || err2 != nil || a.Equals(b) {
+		return ""
+	}
+	msg := fmt.Sprintf("%s=%s differs from %s=%s", k.param, stripCPUFlags(v), k.sameAs, stripCPUFlags(o))
+	if d := b.Difference(a); d.Size() > 0 {
+		msg += fmt.Sprintf("; CPUs %s are in %s but not in %s", d, k.sameAs, k.param)
+	}
+	if d := a.Difference(b); d.Size() > 0 {
+		msg += fmt.Sprintf("; CPUs %s are in %s but not in %s", d, k.param, k.sameAs)
+	}
+	return msg
 }
 
 // cpuVendorMatches reports whether the host's CPU model names one of the
@@ -653,6 +698,9 @@ func (k cmdlineKnob) read(_ context.Context, h *Host) (observation, error) {
 			o.Current = "(set)"
 		}
 	}
+	if k.sameAs != "" {
+		o.Detail = k.sameAsDetail(cl)
+	}
 	g := h.bootConf()
 	if g.exists {
 		o.HasBoot = true
@@ -661,7 +709,7 @@ func (k cmdlineKnob) read(_ context.Context, h *Host) (observation, error) {
 			if v == "" {
 				o.Boot = "(set)"
 			}
-			o.Detail = "configured in " + g.source[k.param]
+			o.Detail = joinDetail(o.Detail, "configured in "+g.source[k.param])
 		} else {
 			o.Boot = unset
 		}
@@ -669,7 +717,7 @@ func (k cmdlineKnob) read(_ context.Context, h *Host) (observation, error) {
 	return o, nil
 }
 func (k cmdlineKnob) validate(v string) error {
-	if v == "auto" && k.auto != nil {
+	if v == "auto" && k.auto != nil || v == k.sameAs && v != "" {
 		return nil
 	}
 	return k.spec.validate(v)
@@ -677,6 +725,17 @@ func (k cmdlineKnob) validate(v string) error {
 func (k cmdlineKnob) resolve(h *Host, v string) (string, error) {
 	if v == "auto" && k.auto != nil {
 		return k.auto(h)
+	}
+	if v == k.sameAs && v != "" {
+		cl, err := h.Cmdline()
+		if err != nil {
+			return "", err
+		}
+		o, ok := cl[k.sameAs]
+		if !ok {
+			return unset, nil
+		}
+		return stripCPUFlags(o), nil
 	}
 	return v, nil
 }

@@ -56,7 +56,7 @@ func sharedHost(t testing.TB, name string) string {
 	if err := testhost.CopyTree(filepath.Join(src, name), dst); err != nil {
 		t.Fatal(fmt.Errorf("copy %s: %w", name, err))
 	}
-	if err := tunetest.Overlay(dst, tunetest.Options{ACSRedirect: name == "dgx-h100", Process: name == "dgx-h100"}); err != nil {
+	if err := tunetest.Overlay(dst, tunetest.Options{Stock: name == "vm-2vcpu", Process: name == "dgx-h100"}); err != nil {
 		t.Fatal(err)
 	}
 	shared.hosts[name] = dst

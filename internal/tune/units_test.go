@@ -21,6 +21,12 @@ func TestEditGrub(t *testing.T) {
 		{"single quotes", "GRUB_CMDLINE_LINUX='a b'\n", [][2]string{{"c", "1"}}, "GRUB_CMDLINE_LINUX=\"a b c=1\"\n"},
 		{"no line", "GRUB_TIMEOUT=5", [][2]string{{"idle", "poll"}}, "GRUB_TIMEOUT=5\nGRUB_CMDLINE_LINUX=\"idle=poll\"\n"},
 		{"already there", "GRUB_CMDLINE_LINUX=\"iommu=pt\"\n", [][2]string{{"iommu", "pt"}}, "GRUB_CMDLINE_LINUX=\"iommu=pt\"\n"},
+		// GRUB_CMDLINE_LINUX_DEFAULT comes later on the command line and
+		// would win: the parameter leaves it.
+		{"dropped from default", "GRUB_CMDLINE_LINUX_DEFAULT=\"quiet splash isolcpus=4-15 nohz_full=8-15\"\nGRUB_CMDLINE_LINUX=\"\"\n", [][2]string{{"nohz_full", "4-15"}},
+			"GRUB_CMDLINE_LINUX_DEFAULT=\"quiet splash isolcpus=4-15\"\nGRUB_CMDLINE_LINUX=\"nohz_full=4-15\"\n"},
+		{"only in default", "GRUB_CMDLINE_LINUX_DEFAULT=\"quiet iommu=on\"\nGRUB_CMDLINE_LINUX=\"iommu=pt\"\n", [][2]string{{"iommu", "pt"}},
+			"GRUB_CMDLINE_LINUX_DEFAULT=\"quiet\"\nGRUB_CMDLINE_LINUX=\"iommu=pt\"\n"},
 	}
 	for _, tt := range tests {
 		b, err := editGrub([]byte(tt.in), tt.params)

@@ -11,7 +11,7 @@ import (
 
 func TestOverlay(t *testing.T) {
 	root := testhost.Copy(t, "vm-2vcpu")
-	if err := Overlay(root, Options{Process: true}); err != nil {
+	if err := Overlay(root, Options{Stock: true, Process: true}); err != nil {
 		t.Fatal(err)
 	}
 	for p, want := range map[string]string{
@@ -28,9 +28,6 @@ func TestOverlay(t *testing.T) {
 	}
 	if l, _ := os.Readlink(filepath.Join(root, "proc/4242/fd/8")); !strings.HasPrefix(l, "/dev/nvidia") {
 		t.Errorf("process fd link = %q", l)
-	}
-	if b := acsConfig(0x1d); len(b) != 4096 || b[0x14e] != 0x1d {
-		t.Error("acs config")
 	}
 }
 
@@ -49,7 +46,7 @@ func TestWriteDemo(t *testing.T) {
 	if err := testhost.CopyTree(filepath.Join(src, "dgx-h100"), dir); err != nil {
 		t.Fatal(err)
 	}
-	if err := Overlay(dir, Options{ACSRedirect: true, Process: true}); err != nil {
+	if err := Overlay(dir, Options{Process: true}); err != nil {
 		t.Fatal(err)
 	}
 }
