@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
+	"sync"
 )
 
 // Files gpunode owns. They are generated whole from the applied profile, so
@@ -56,12 +57,12 @@ type Setting struct {
 	knob    knob
 }
 
-var seedSectionRE = regexp.MustCompile(`seed (\d+(?:\.\d+)+)`)
+var seedSectionRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`seed (\d+(?:\.\d+)+)`) }) // compiled on first use
 
 // Section is the first seed chapter section Why points to ("1.4.3"), or
 // "".
 func (s *Setting) Section() string {
-	if m := seedSectionRE.FindStringSubmatch(s.Why); m != nil {
+	if m := seedSectionRE().FindStringSubmatch(s.Why); m != nil {
 		return m[1]
 	}
 	return ""

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"k8s.io/utils/cpuset"
 
@@ -274,7 +275,7 @@ type sysfsKnob struct {
 	bracket bool
 }
 
-var bracketRE = regexp.MustCompile(`\[([^\]]+)\]`)
+var bracketRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\[([^\]]+)\]`) }) // compiled on first use
 
 func (k sysfsKnob) current(h *Host) (string, error) {
 	v, err := h.readKernel(k.path)
@@ -282,7 +283,7 @@ func (k sysfsKnob) current(h *Host) (string, error) {
 		return "", err
 	}
 	if k.bracket {
-		if m := bracketRE.FindStringSubmatch(v); m != nil {
+		if m := bracketRE().FindStringSubmatch(v); m != nil {
 			return m[1], nil
 		}
 	}
