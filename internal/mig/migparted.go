@@ -70,7 +70,6 @@ import (
 	"strconv"
 	"strings"
 
-	yamlnode "go.yaml.in/yaml/v3"
 	"sigs.k8s.io/yaml"
 
 	"github.com/gpunode/gpunode/internal/yamlpos"
@@ -266,9 +265,7 @@ func plainKey(k string) bool {
 // "", into a bool false, into a count 0). src is kept to find line numbers
 // when something is wrong.
 type specReader struct {
-	src  []byte
-	tree *yamlnode.Node
-	read bool
+	src []byte
 }
 
 func (r *specReader) fail(p fieldPath, format string, args ...any) error {
@@ -513,37 +510,9 @@ func (m MigConfig) AssertValid() error {
 // when it does not parse or the path leads through merge keys the answer is
 // the last line found, possibly 0.
 func (r *specReader) line(p fieldPath) int {
-	if !r.read {
-		r.read = true
-		var doc yamlnode.Node
-		if yamlnode.Unmarshal(r.src, &doc) == nil {
-			r.tree = &doc
-		}
+	steps := make([]yamlpos.Step, len(p))
+	for i, s := range p {
+		steps[i] = yamlpos.Step{Key: s.key, Index: s.index}
 	}
-	n, line := r.tree, 0
-	for n != nil && n.Kind == yamlnode.DocumentNode && len(n.Content) > 0 {
-		n = n.Content[0]
-	}
-	for _, s := range p {
-		for n != nil && n.Kind == yamlnode.AliasNode {
-			n = n.Alias
-		}
-		if n == nil {
-			break
-		}
-		var next *yamlnode.Node
-		switch {
-		case s.index >= 0 && n.Kind == yamlnode.SequenceNode && s.index < len(n.Content):
-			next = n.Content[s.index]
-			line = next.Line
-		case s.index < 0 && n.Kind == yamlnode.MappingNode:
-			for i := 0; i+1 < len(n.Content); i += 2 {
-				if n.Content[i].Value == s.key {
-					next, line = n.Content[i+1], n.Content[i].Line
-				}
-			}
-		}
-		n = next
-	}
-	return line
+	return yamlpos.LineIn(r.src, steps)
 }
