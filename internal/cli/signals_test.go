@@ -89,3 +89,21 @@ func TestSignalStopsBlockedCommand(t *testing.T) {
 		t.Logf("%v: exit %d after %v", tc.sig, code, took.Round(time.Millisecond))
 	}
 }
+
+// Only bind keeps the default signal disposition; every other command gets
+// the cancelling context.
+func TestDefaultSignalsOnlyForBind(t *testing.T) {
+	for args, want := range map[string]bool{
+		"bind --node 0 -- true":     true,
+		"--root / bind -- true":     true,
+		"mig validate -f -":         false,
+		"k8s merge -f -":            false,
+		"tune apply --profile base": false,
+		"help bind":                 false,
+		"audit":                     false,
+	} {
+		if got := defaultSignals(strings.Fields(args)); got != want {
+			t.Errorf("defaultSignals(%q) = %v, want %v", args, got, want)
+		}
+	}
+}
