@@ -10,9 +10,8 @@ import (
 	"github.com/gpunode/gpunode/internal/topo"
 )
 
-// A request NeedsDevices says needs no devices resolves to the same plan
-// (CPUs, memory policy, environment, warnings) on a topology discovered
-// without the PCI bus.
+// A request resolves to the same plan (CPUs, memory policy, environment,
+// warnings) on a topology discovered with DiscoverOptions as on a full one.
 func TestNodeRequestsNeedNoDevices(t *testing.T) {
 	one := 1
 	for _, h := range []string{"dgx-h100", "amd-8numa", "gh200", "vm-2vcpu", "downgraded"} {
@@ -21,7 +20,7 @@ func TestNodeRequestsNeedNoDevices(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		bare, err := topo.DiscoverWith(context.Background(), fsys, topo.Options{NoDevices: true})
+		bare, err := topo.DiscoverWith(context.Background(), fsys, topo.Options{NoDevices: true, NoHostInfo: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -46,10 +45,30 @@ func TestNodeRequestsNeedNoDevices(t *testing.T) {
 			}
 		}
 	}
+	// Rank requests need the devices and never the host's description.
 	node := 0
 	for _, req := range []Request{{}, {Node: &node, NIC: "mlx5_0"}, {GPU: "0"}, {Node: &node, LocalRank: &one, LocalWorldSize: 4}} {
-		if !NeedsDevices(req) {
+		if !NeedsDevices(req) || DiscoverOptions(req).NoDevices {
 			t.Errorf("%+v: needs devices", req)
+		}
+	}
+	for _, h := range []string{"dgx-h100", "gh200"} {
+		full := discover(t, h)
+		fsys, _ := hostfs.New(testhost.Path(t, h))
+		lean, err := topo.DiscoverWith(context.Background(), fsys, DiscoverOptions(Request{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rank := range len(full.GPUs) {
+			r := rank
+			req := Request{LocalRank: &r, LocalWorldSize: len(full.GPUs), Command: []string{"true"}}
+			want, werr := Resolve(context.Background(), full, req, Sources{})
+			got, gerr := Resolve(context.Background(), lean, req, Sources{})
+			wj, _ := json.Marshal(want)
+			gj, _ := json.Marshal(got)
+			if (werr == nil) != (gerr == nil) || string(wj) != string(gj) {
+				t.Errorf("%s rank %d:\nfull %s %v\nlean %s %v", h, rank, wj, werr, gj, gerr)
+			}
 		}
 	}
 }

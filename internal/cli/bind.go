@@ -189,8 +189,8 @@ func (a *App) runBind(cmd *cobra.Command, f *bindFlags, args []string) error {
 	if !host.IsLive() && !f.dryRun {
 		return Usagef("bind runs the command on this machine: --root %s works only with --dry-run", a.Root)
 	}
-	// A --node request reads no PCI device (bind's start-up is per rank).
-	t, err := topo.DiscoverWith(ctx, host, topo.Options{NoDevices: !bind.NeedsDevices(req)})
+	// bind reads only what the request needs (its start-up is per rank).
+	t, err := topo.DiscoverWith(ctx, host, bind.DiscoverOptions(req))
 	if err != nil {
 		return err
 	}

@@ -35,6 +35,8 @@ type discoverer struct {
 	// singleNodeFallback is set when sysfs lists no NUMA node and the
 	// machine is treated as one node holding every online CPU.
 	singleNodeFallback bool
+	// o narrows what is read (see Options).
+	o Options
 }
 
 func (d *discoverer) warn(path, format string, args ...any) {
@@ -72,13 +74,16 @@ type Options struct {
 	// as 'bind --node N' with no NIC, where the PCI scan was most of
 	// bind's own start-up. The topology's device lists are then empty.
 	NoDevices bool
+	// NoHostInfo skips what only describes the host: its name, kernel
+	// release, CPU model and the NUMA nodes' hugepage pools.
+	NoHostInfo bool
 }
 
 // DiscoverWith is Discover reading only what o asks for.
 func DiscoverWith(ctx context.Context, fsys *hostfs.FS, o Options) (*Topology, error) {
 	t := &Topology{SchemaVersion: SchemaVersion}
-	cpuD := &discoverer{ctx: ctx, fs: fsys, t: t}
-	devD := &discoverer{ctx: ctx, fs: fsys, t: t}
+	cpuD := &discoverer{ctx: ctx, fs: fsys, t: t, o: o}
+	devD := &discoverer{ctx: ctx, fs: fsys, t: t, o: o}
 	var devErr error
 	var wg sync.WaitGroup
 	devices := func() {
@@ -96,9 +101,11 @@ func DiscoverWith(ctx context.Context, fsys *hostfs.FS, o Options) (*Topology, e
 	} else {
 		devices()
 	}
-	t.Hostname = cpuD.optString("/proc/sys/kernel/hostname")
-	t.Kernel = cpuD.optString("/proc/sys/kernel/osrelease")
-	t.CPUModel = cpuD.cpuModel()
+	if !o.NoHostInfo {
+		t.Hostname = cpuD.optString("/proc/sys/kernel/hostname")
+		t.Kernel = cpuD.optString("/proc/sys/kernel/osrelease")
+		t.CPUModel = cpuD.cpuModel()
+	}
 	cpuErr := cpuD.cpus()
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
@@ -409,7 +416,9 @@ func (d *discoverer) nodes() {
 		} else {
 			n.Distances = dist
 		}
-		n.HugePages = d.hugePages(dir + "/hugepages")
+		if !d.o.NoHostInfo {
+			n.HugePages = d.hugePages(dir + "/hugepages")
+		}
 		t.NUMANodes = append(t.NUMANodes, n)
 	}
 }

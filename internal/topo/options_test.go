@@ -3,6 +3,7 @@ package topo
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/gpunode/gpunode/internal/hostfs"
@@ -49,5 +50,26 @@ func TestDiscoverNoDevices(t *testing.T) {
 		if a, b := strip(full), strip(cpus); a != b {
 			t.Errorf("%s: CPUs and NUMA nodes differ without devices:\nfull %s\nnodev %s", h, a, b)
 		}
+	}
+}
+
+// NoHostInfo reads neither the host's description nor the hugepage pools.
+func TestDiscoverNoHostInfo(t *testing.T) {
+	fs, err := hostfs.New(testhost.Path(t, "dgx-h100"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs.Record()
+	tp, err := DiscoverWith(context.Background(), fs, Options{NoHostInfo: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range fs.Recorded() {
+		if a.Path == "/proc/cpuinfo" || a.Path == "/proc/sys/kernel/hostname" || strings.Contains(a.Path, "/hugepages") {
+			t.Errorf("NoHostInfo read %s", a.Path)
+		}
+	}
+	if tp.Hostname != "" || tp.CPUModel != "" || len(tp.NUMANodes) == 0 || tp.NUMANodes[0].HugePages != nil || len(tp.GPUs) == 0 {
+		t.Errorf("NoHostInfo: hostname %q, model %q, nodes %d, GPUs %d", tp.Hostname, tp.CPUModel, len(tp.NUMANodes), len(tp.GPUs))
 	}
 }
