@@ -218,7 +218,16 @@ func (f *FS) read(p string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	return f.readFD(fd, p)
+}
+
+// readFD reads the open descriptor fd of host path p as read does, and
+// closes it.
+func (f *FS) readFD(fd int, p string) ([]byte, error) {
 	defer unix.Close(fd)
+	if strings.HasPrefix(p, "/sys/") {
+		return f.readSys(fd, p)
+	}
 	st, err := f.statRegular(fd, p)
 	if err != nil {
 		return nil, err
@@ -258,6 +267,39 @@ func (f *FS) read(p string) ([]byte, error) {
 	}
 	buf := make([]byte, n, max(2*n, 512))
 	copy(buf, first[:n])
+	return readRest(fd, p, buf)
+}
+
+// readSys reads a file under /sys: one read, and the type check only when
+// that read did not end the file. A short first read is the whole value,
+// both of a sysfs attribute (sysfs hands it out in one read) and of a
+// regular file in a captured tree, so discovery's hundreds of attribute
+// reads cost open, read and close, not an fstat more. Opened without
+// blocking, nothing else standing there can hold the read: a FIFO without
+// a writer reads 0 bytes, a terminal EAGAIN and a device like /dev/zero a
+// full buffer, and each of those is then refused as not a regular file as
+// everywhere else. (A FIFO someone is writing a short value into is read.)
+func (f *FS) readSys(fd int, p string) ([]byte, error) {
+	var small [oneRead]byte
+	n, rerr := readOnce(fd, small[:])
+	if rerr == nil && n > 0 && n < len(small) {
+		return bytes.Clone(small[:n]), nil
+	}
+	st, err := f.statRegular(fd, p)
+	if err != nil {
+		return nil, err
+	}
+	if rerr != nil {
+		return nil, &fs.PathError{Op: "read", Path: p, Err: rerr}
+	}
+	if st.Size > MaxFileSize {
+		return nil, &fs.PathError{Op: "read", Path: p, Err: errTooLarge}
+	}
+	if n == 0 {
+		return []byte{}, nil
+	}
+	buf := make([]byte, n, 2*n)
+	copy(buf, small[:n])
 	return readRest(fd, p, buf)
 }
 
@@ -410,6 +452,9 @@ func (f *FS) recordedData(p string) ([]byte, bool) {
 
 // clean normalises a host path to an absolute, cleaned form.
 func clean(p string) string {
+	if strings.HasPrefix(p, "/") {
+		return path.Clean(p) // no allocation when p is already clean
+	}
 	return path.Clean("/" + p)
 }
 

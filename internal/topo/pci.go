@@ -221,27 +221,38 @@ func (d *discoverer) linkLayer(class string, ibdevs []string) string {
 
 func (d *discoverer) device(bdf, kind, class, vendor string) PCIDevice {
 	dir := sysPCI + "/" + bdf
+	a := d.openAttrs(dir)
+	defer a.close()
 	dev := PCIDevice{Kind: kind, BDF: bdf, VendorID: vendor, Class: strings.ToLower(class), NUMANode: -1, NUMASource: NUMAUnknown}
-	dev.DeviceID = strings.ToLower(d.optString(dir + "/device"))
-	if drv, err := d.fs.Readlink(dir + "/driver"); err == nil {
+	dev.DeviceID = strings.ToLower(d.optAttr(a, "device"))
+	if drv, err := a.Readlink("driver"); err == nil {
 		dev.Driver = path.Base(drv)
 	}
-	if real, err := d.fs.Resolve(dir); err != nil {
+	if real, err := a.real(); err != nil {
 		d.warnErr(dir, err, false)
 	} else {
 		dev.SysfsPath = real
 		dev.PCIePath = pciePath(real)
 	}
-	local, ok := d.cpuList(dir+"/local_cpulist", true)
+	var local cpuset.CPUSet
+	ok := false
+	if s, err := a.ReadString("local_cpulist"); err != nil {
+		d.warnErr(dir+"/local_cpulist", err, true)
+	} else if set, err := hostfs.ParseCPUList(s); err != nil {
+		d.warn(dir+"/local_cpulist", "%v", err)
+	} else {
+		local, ok = set, true
+	}
 	if !ok {
-		if s, err := d.fs.ReadString(dir + "/local_cpus"); err == nil {
+		local = cpuset.New()
+		if s, err := a.ReadString("local_cpus"); err == nil {
 			if set, err := hostfs.ParseCPUMask(s); err == nil {
 				local = set
 			}
 		}
 	}
 	dev.LocalCPUs = CPUList{local}
-	if n, err := d.fs.ReadInt(dir + "/numa_node"); err == nil && n >= 0 {
+	if n, err := a.ReadInt("numa_node"); err == nil && n >= 0 {
 		dev.NUMANode, dev.NUMASource = int(n), NUMAFromSysfs
 	} else {
 		if err != nil {
@@ -249,15 +260,15 @@ func (d *discoverer) device(bdf, kind, class, vendor string) PCIDevice {
 		}
 		dev.NUMANode, dev.NUMASource = d.inferNode(local)
 	}
-	dev.LinkSpeed = d.optString(dir + "/current_link_speed")
-	dev.MaxLinkSpeed = d.optString(dir + "/max_link_speed")
-	dev.LinkWidth = d.optInt(dir + "/current_link_width")
-	dev.MaxLinkWidth = d.optInt(dir + "/max_link_width")
+	dev.LinkSpeed = d.optAttr(a, "current_link_speed")
+	dev.MaxLinkSpeed = d.optAttr(a, "max_link_speed")
+	dev.LinkWidth = d.optIntAttr(a, "current_link_width")
+	dev.MaxLinkWidth = d.optIntAttr(a, "max_link_width")
 	cur, max := parseGTs(dev.LinkSpeed), parseGTs(dev.MaxLinkSpeed)
 	if (dev.LinkWidth > 0 && dev.MaxLinkWidth > 0 && dev.LinkWidth < dev.MaxLinkWidth) || (cur > 0 && max > 0 && cur < max) {
 		dev.LinkDowngraded = true
 	}
-	if irqs, err := d.fs.ReadDirNames(dir + "/msi_irqs"); err == nil {
+	if irqs, err := a.ReadDirNames("msi_irqs"); err == nil {
 		for _, s := range irqs {
 			if n, err := strconv.Atoi(s); err == nil {
 				dev.IRQs = append(dev.IRQs, n)
@@ -266,11 +277,89 @@ func (d *discoverer) device(bdf, kind, class, vendor string) PCIDevice {
 		sort.Ints(dev.IRQs)
 	}
 	if len(dev.IRQs) == 0 {
-		if n, err := d.fs.ReadInt(dir + "/irq"); err == nil && n > 0 {
+		if n, err := a.ReadInt("irq"); err == nil && n > 0 {
 			dev.IRQs = []int{int(n)}
 		}
 	}
 	return dev
+}
+
+// attrs reads the attributes of one sysfs directory: through a
+// hostfs.Dir (the directory's path resolved once) or, when it cannot be
+// opened, through the FS by whole path, with the same errors and warnings.
+type attrs struct {
+	fs  *hostfs.FS
+	dir string
+	h   *hostfs.Dir // nil: by whole path
+}
+
+func (d *discoverer) openAttrs(dir string) attrs {
+	a := attrs{fs: d.fs, dir: dir}
+	if h, err := d.fs.OpenDir(dir); err == nil {
+		a.h = h
+	}
+	return a
+}
+
+func (a attrs) close() {
+	if a.h != nil {
+		a.h.Close()
+	}
+}
+
+func (a attrs) ReadString(name string) (string, error) {
+	if a.h != nil {
+		return a.h.ReadString(name)
+	}
+	return a.fs.ReadString(a.dir + "/" + name)
+}
+
+func (a attrs) ReadInt(name string) (int64, error) {
+	if a.h != nil {
+		return a.h.ReadInt(name)
+	}
+	return a.fs.ReadInt(a.dir + "/" + name)
+}
+
+func (a attrs) Readlink(name string) (string, error) {
+	if a.h != nil {
+		return a.h.Readlink(name)
+	}
+	return a.fs.Readlink(a.dir + "/" + name)
+}
+
+func (a attrs) ReadDirNames(name string) ([]string, error) {
+	if a.h != nil {
+		return a.h.ReadDirNames(name)
+	}
+	return a.fs.ReadDirNames(a.dir + "/" + name)
+}
+
+func (a attrs) real() (string, error) {
+	if a.h != nil {
+		return a.h.Real()
+	}
+	return a.fs.Resolve(a.dir)
+}
+
+// optAttr reads an optional attribute; a missing one is "", another
+// problem a warning.
+func (d *discoverer) optAttr(a attrs, name string) string {
+	s, err := a.ReadString(name)
+	if err != nil {
+		d.warnErr(a.dir+"/"+name, err, true)
+		return ""
+	}
+	return s
+}
+
+func (d *discoverer) optIntAttr(a attrs, name string) int {
+	n, err := a.ReadInt(name)
+	if err != nil {
+		d.warnErr(a.dir+"/"+name, err, true)
+		return 0
+	}
+	return int(n)
 }
 
 func (d *discoverer) optInt(p string) int {

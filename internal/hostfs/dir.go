@@ -1,0 +1,179 @@
+package hostfs
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// Dir is a host directory opened once to read several of its entries, as
+// discovery does for each PCI device's ten or so attributes. Each read
+// opens one name beneath the directory's descriptor, so the path (and the
+// symlinks on it, such as /sys/bus/pci/devices/<bdf>) is resolved once, not
+// per file. Reads are those of the FS: the same containment in --root, the
+// same refusal of non-regular files, the same recording for capture, and
+// errors name the path as DIR/NAME. A name that is a symlink leaving the
+// directory, or anything the shortcut cannot decide, is read through the FS
+// with its whole path. Close the Dir when done.
+type Dir struct {
+	f    *FS
+	path string
+	fd   int // O_PATH descriptor; -1 when every read goes through f
+	real string
+}
+
+// OpenDir opens host directory p for reading entries beneath it.
+func (f *FS) OpenDir(p string) (*Dir, error) {
+	p = clean(p)
+	d := &Dir{f: f, path: p, fd: -1}
+	if f.rec != nil {
+		// Recording sees every link on the way; the slow resolution
+		// records them, and reads then go through f by whole path.
+		real, err := f.Resolve(p)
+		if err != nil {
+			return nil, &fs.PathError{Op: "resolve", Path: p, Err: err}
+		}
+		d.real = real
+		return d, nil
+	}
+	fd, err := f.openFD(p, unix.O_PATH|unix.O_DIRECTORY)
+	if err != nil {
+		return nil, err
+	}
+	d.fd = fd
+	return d, nil
+}
+
+// Close releases the directory's descriptor.
+func (d *Dir) Close() error {
+	if d.fd >= 0 {
+		err := unix.Close(d.fd)
+		d.fd = -1
+		return err
+	}
+	return nil
+}
+
+// Path is the host path the Dir was opened with.
+func (d *Dir) Path() string { return d.path }
+
+// Real is the directory's host path with every symlink resolved (what
+// FS.Resolve returns).
+func (d *Dir) Real() (string, error) {
+	if d.real != "" || d.fd < 0 {
+		if d.real == "" {
+			return d.f.Resolve(d.path)
+		}
+		return d.real, nil
+	}
+	target, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(d.fd))
+	if err == nil {
+		if d.f.root == "/" {
+			d.real = clean(target)
+			return d.real, nil
+		}
+		if rel, ok := strings.CutPrefix(target, d.f.root); ok && (rel == "" || rel[0] == '/') {
+			d.real = clean(rel)
+			return d.real, nil
+		}
+	}
+	return d.f.Resolve(d.path)
+}
+
+func (d *Dir) join(name string) string { return clean(path.Join(d.path, name)) }
+
+// openBeneath opens name (one or more components) beneath the directory;
+// ok is false when the FS must decide by the whole path.
+func (d *Dir) openBeneath(name string, flag int) (fd int, ok bool, err error) {
+	if d.fd < 0 || name == "" || path.IsAbs(name) || strings.HasPrefix(path.Clean(name), "..") {
+		return -1, false, nil
+	}
+	how := &unix.OpenHow{Flags: uint64(flag | unix.O_CLOEXEC), Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS}
+	for try := 0; ; try++ {
+		fd, err = unix.Openat2(d.fd, name, how)
+		if err == unix.EINTR && try < maxEINTR {
+			continue
+		}
+		break
+	}
+	switch {
+	case err == nil:
+		return fd, true, nil
+	case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ENOTDIR):
+		return -1, true, &fs.PathError{Op: "open", Path: d.join(name), Err: err}
+	}
+	// EXDEV (a link out of the directory), ELOOP, ENOSYS...
+	return -1, false, nil
+}
+
+// ReadFile reads entry name as FS.ReadFile reads DIR/NAME.
+func (d *Dir) ReadFile(name string) ([]byte, error) {
+	p := d.join(name)
+	d.f.note(p, AccessFile)
+	fd, ok, err := d.openBeneath(name, unix.O_RDONLY|unix.O_NONBLOCK)
+	if !ok {
+		return d.f.ReadFile(p)
+	}
+	if err != nil {
+		return nil, err
+	}
+	b, err := d.f.readFD(fd, p)
+	if err != nil {
+		return nil, err
+	}
+	d.f.keep(p, b)
+	return b, nil
+}
+
+// ReadString reads entry name and trims surrounding whitespace.
+func (d *Dir) ReadString(name string) (string, error) {
+	b, err := d.ReadFile(name)
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+// ReadInt reads entry name holding one decimal integer.
+func (d *Dir) ReadInt(name string) (int64, error) {
+	s, err := d.ReadString(name)
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", d.join(name), err)
+	}
+	return n, nil
+}
+
+// Readlink returns the target of the symlink name in the directory.
+func (d *Dir) Readlink(name string) (string, error) {
+	if d.fd < 0 || strings.Contains(name, "/") {
+		return d.f.Readlink(d.join(name))
+	}
+	p := d.join(name)
+	d.f.note(p, AccessLink)
+	buf := make([]byte, 256)
+	for {
+		n, err := unix.Readlinkat(d.fd, name, buf)
+		if err != nil {
+			return "", &fs.PathError{Op: "readlink", Path: p, Err: err}
+		}
+		if n < len(buf) {
+			return string(buf[:n]), nil
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+}
+
+// ReadDirNames lists the names in subdirectory name, sorted.
+func (d *Dir) ReadDirNames(name string) ([]string, error) {
+	return d.f.ReadDirNames(d.join(name))
+}
