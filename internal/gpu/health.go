@@ -102,7 +102,7 @@ func HealthChecks(st Status, o HealthOptions) []check.Check {
 		return nil
 	}
 	for _, f := range st.FailedCalls {
-		c := check.Check{ID: CheckBackendCall, Layer: Layer, Subject: "gpu " + f.GPU, Section: "2.1",
+		c := check.Check{ID: CheckBackendCall, Layer: Layer, Subject: callSubject(f.GPU), Section: "2.1",
 			Current: f.Error(), Expected: "every driver call answers within --gpu-timeout"}
 		if f.Timeout {
 			c.Status = check.Error
@@ -218,7 +218,7 @@ func CallCheck(err error) (check.Check, bool) {
 	if !errors.As(err, &ce) || !ce.Timeout {
 		return check.Check{}, false
 	}
-	return check.Check{ID: CheckBackendCall, Layer: Layer, Subject: "gpu " + ce.GPU, Section: "2.1", Status: check.Error,
+	return check.Check{ID: CheckBackendCall, Layer: Layer, Subject: callSubject(ce.GPU), Section: "2.1", Status: check.Error,
 		Current: ce.Error(), Expected: "every driver call answers within --gpu-timeout",
 		Fix:    []string{"nvidia-smi -q; dmesg | grep -e NVRM -e Xid   # a wedged GPU needs a reset or a reboot"},
 		Reason: healthReasons[CheckBackendCall]}, true
@@ -276,4 +276,15 @@ func DescribeHealth() []check.Description {
 		{ID: CheckFabricManager, Layer: Layer, Section: "2.5", Title: "nvidia-fabricmanager running on NVSwitch systems"},
 		{ID: CheckRetiredPages, Layer: Layer, Subject: per, Section: "2.3", Title: "retired pages below NVIDIA's RMA threshold (60)"},
 	}
+}
+
+// callSubject is the subject of a gpu.backend.call check for the GPU a call
+// addressed (CallError.GPU): gpuN for an index, else the UUID or "all", so
+// that subjects never hold a blank and profiles can select them
+// (gpu.backend.call/gpu3).
+func callSubject(gpu string) string {
+	if gpu != "" && strings.Trim(gpu, "0123456789") == "" {
+		return "gpu" + gpu
+	}
+	return gpu
 }

@@ -451,7 +451,7 @@ func TestNVMLWedgedGPU(t *testing.T) {
 		t.Errorf("failed calls %+v", got.FailedCalls)
 	}
 	m := checkByKey(HealthChecks(got, HealthOptions{}))
-	if c := m["gpu.backend.call/gpu 0"]; c.Status != "error" || !strings.Contains(c.Current, "nvmlDeviceGetPowerUsage (GPU 0): timed out") {
+	if c := m["gpu.backend.call/gpu0"]; c.Status != "error" || !strings.Contains(c.Current, "nvmlDeviceGetPowerUsage (GPU 0): timed out") {
 		t.Errorf("check %+v", c)
 	}
 }

@@ -454,7 +454,7 @@ func TestHealthChecks(t *testing.T) {
 		"gpu.health.xid/gpu1":           check.Info,  // 13 x2
 		"gpu.health.xid/gpu2":           check.Drift, // 94
 		"gpu.health.xid/gpu3":           check.OK,
-		"gpu.health.xid/pci 0000:ff:00": check.Error, // 48 on a GPU not listed
+		"gpu.health.xid/0000:ff:00":     check.Error, // 48 on a GPU not listed
 		"gpu.health.retired-pages/gpu3": check.Error,
 		"gpu.health.retired-pages/gpu4": check.Drift,
 		"gpu.health.recovery/gpu5":      check.Error,
@@ -462,7 +462,7 @@ func TestHealthChecks(t *testing.T) {
 		"gpu.health.fabric/gpu6":        check.Error,
 		"gpu.health.fabric/gpu7":        check.OK,
 		"gpu.health.nvlink/gpu7":        check.Drift,
-		"gpu.backend.call/gpu all":      check.Error,
+		"gpu.backend.call/all":          check.Error,
 		"gpu.fabricmanager":             check.Error,
 	} {
 		c, ok := m[key]

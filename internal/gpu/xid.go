@@ -184,7 +184,7 @@ func xidChecks(st Status, events []XIDEvent, source string) []check.Check {
 				parts = append(parts, fmt.Sprintf("XID %d: %s", x, info.Meaning))
 			}
 		}
-		out = append(out, check.Check{ID: CheckXID, Layer: Layer, Subject: "pci " + k, Section: "2.3", Status: st,
+		out = append(out, check.Check{ID: CheckXID, Layer: Layer, Subject: k, Section: "2.3", Status: st,
 			Current:  fmt.Sprintf("%d XID events of a GPU the backend does not list: %s", len(other[k]), strings.Join(parts, "; ")),
 			Expected: "no XID errors", Detail: "XIDs from " + source})
 	}
