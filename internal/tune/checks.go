@@ -374,9 +374,8 @@ var errShortConfig = errors.New("config space shorter than 4096 bytes")
 // whether it has an ACS capability, and the ACS control register. The root
 // port itself is skipped: ACS there isolates whole switches, which is
 // wanted. It returns the number of ports read.
-func acsPorts(t *topo.Topology, h *Host, fn func(br string, hasACS bool, ctrl uint16)) int {
+func acsPorts(t *topo.Topology, h *Host, fn func(br string, hasACS bool, ctrl uint16)) (read, ports int) {
 	seen := map[string]bool{}
-	read := 0
 	for _, d := range append(append([]topo.PCIDevice{}, t.GPUs...), t.NICs...) {
 		if len(d.PCIePath) < 3 {
 			continue
@@ -387,6 +386,7 @@ func acsPorts(t *topo.Topology, h *Host, fn func(br string, hasACS bool, ctrl ui
 				continue
 			}
 			seen[br] = true
+			ports++
 			cfg, err := h.FS.ReadFile("/sys/bus/pci/devices/" + br + "/config")
 			if err != nil {
 				continue
@@ -399,7 +399,7 @@ func acsPorts(t *topo.Topology, h *Host, fn func(br string, hasACS bool, ctrl ui
 			fn(br, ok, ctrl)
 		}
 	}
-	return read
+	return read, ports
 }
 
 // checkACS: no PCIe bridge between a GPU or NIC and its root port redirects
@@ -412,7 +412,7 @@ func checkACS(h *Host) (bool, string, string, error) {
 	}
 	withACS := 0
 	var bad []string
-	read := acsPorts(t, h, func(br string, hasACS bool, ctrl uint16) {
+	read, ports := acsPorts(t, h, func(br string, hasACS bool, ctrl uint16) {
 		if !hasACS {
 			return
 		}
@@ -421,8 +421,13 @@ func checkACS(h *Host) (bool, string, string, error) {
 			bad = append(bad, fmt.Sprintf("%s (ACSCtl %#04x)", br, ctrl))
 		}
 	})
+	if ports == 0 {
+		// Nothing between the GPUs/NICs and their root ports can redirect
+		// peer-to-peer traffic.
+		return true, "no PCIe switch ports between GPUs/NICs and their root ports", "", nil
+	}
 	if read == 0 {
-		return false, "", "", absentf("no PCIe switch config space readable (full config space needs root)")
+		return false, "", "", absentf("the config space of %d PCIe switch ports is not readable (the extended config space needs root)", ports)
 	}
 	if len(bad) > 0 {
 		return false, fmt.Sprintf("P2P redirect on %d of %d switch ports", len(bad), withACS), clipList(bad, 4), nil
