@@ -278,14 +278,7 @@ func TestOverrideKillSweep(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := mustLoad(t, cat, fsys, ProfileTraining)
-	count := &hostfs.Faults{NoSync: true}
-	if _, err := Apply(ctx, newHost(t, fsys.WithFaults(count)), cat, applyReq(p)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := Rollback(ctx, nosync, stateDir, false); err != nil {
-		t.Fatal(err)
-	}
-	dropJournals(t, nosync)
+	count := countApply(t, cat, fsys, p)
 	var points []int
 	seen := map[int]bool{}
 	for i, l := range count.Log() {

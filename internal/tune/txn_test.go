@@ -193,14 +193,7 @@ func TestFaultSweepApply(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := mustLoad(t, cat, fsys, ProfileInferenceIsolated)
-	count := &hostfs.Faults{NoSync: true}
-	if _, err := Apply(ctx, newHost(t, fsys.WithFaults(count)), cat, applyReq(p)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := Rollback(ctx, nosync, stateDir, false); err != nil {
-		t.Fatal(err)
-	}
-	dropJournals(t, nosync)
+	count := countApply(t, cat, fsys, p)
 	n := count.Count()
 	clean, tried := 0, 0
 	for _, k := range sample(n, sweepSize()) {
@@ -599,14 +592,7 @@ func TestApplyUnwritableKnob(t *testing.T) {
 	root, fsys := stockHost(t, "downgraded")
 	base := baseline(t, root)
 	p := mustLoad(t, cat, fsys, ProfileInferenceIsolated)
-	count := &hostfs.Faults{NoSync: true}
-	if _, err := Apply(ctx, newHost(t, fsys.WithFaults(count)), cat, applyReq(p)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := Rollback(ctx, fsys, stateDir, false); err != nil {
-		t.Fatal(err)
-	}
-	dropJournals(t, fsys)
+	count := countApply(t, cat, fsys, p)
 	// Distinct host paths apply writes (kernel values and /etc files).
 	var paths []string
 	seen := map[string]bool{}
@@ -656,4 +642,22 @@ func TestApplyUnwritableKnob(t *testing.T) {
 		dropJournals(t, fsys)
 	}
 	t.Logf("unwritable knob: %d files tried, tree identical and nothing left open every time", len(pick))
+}
+
+// countApply applies p on fsys counting every write-side operation (no
+// syncs), rolls it back and drops the journals: the operations a fault or
+// kill sweep then picks from (count.Log(), count.Count()).
+func countApply(t *testing.T, cat *Catalogue, fsys *hostfs.FS, p *Profile) *hostfs.Faults {
+	t.Helper()
+	ctx := context.Background()
+	count := &hostfs.Faults{NoSync: true}
+	if _, err := Apply(ctx, newHost(t, fsys.WithFaults(count)), cat, applyReq(p)); err != nil {
+		t.Fatal(err)
+	}
+	nosync := fsys.WithFaults(&hostfs.Faults{NoSync: true})
+	if _, err := Rollback(ctx, nosync, stateDir, false); err != nil {
+		t.Fatal(err)
+	}
+	dropJournals(t, nosync)
+	return count
 }
