@@ -242,19 +242,11 @@ func containerdCheck(h *host) check.Check {
 	if ver != "" {
 		cur = append([]string{"containerd " + ver}, cur...)
 	}
-	switch {
-	case !r.HasNvidia:
-		cur = append(cur, "no nvidia runtime")
-		f.drift("no nvidia runtime in the CRI plugin", fixContainerdConfigure)
-	case r.BinaryName == "":
-		cur = append(cur, "nvidia runtime without BinaryName")
-		f.drift("runtimes.nvidia.options.BinaryName is unset (containerd would run plain runc)", fixContainerdConfigure)
-	case findBinary(h.fs, r.BinaryName) == "":
-		cur = append(cur, "nvidia BinaryName "+r.BinaryName+" (missing)")
-		f.drift(fmt.Sprintf("BinaryName %q does not exist", r.BinaryName), fixInstallToolkit, fixContainerdConfigure)
-	default:
-		cur = append(cur, "nvidia BinaryName "+r.BinaryName)
-	}
+	cur = f.nvidiaRuntime(h, cur, nvidiaEntry{
+		present: r.HasNvidia, absent: "no nvidia runtime in the CRI plugin",
+		field: "BinaryName", unset: "runtimes.nvidia.options.BinaryName is unset (containerd would run plain runc)",
+		binary: r.BinaryName, fix: fixContainerdConfigure,
+	})
 	if r.DefaultName != "" {
 		cur = append(cur, "default runtime "+r.DefaultName)
 	}
@@ -378,19 +370,11 @@ func crioCheck(h *host) check.Check {
 	if v, ok := h.pkgs["cri-o"]; ok {
 		cur = append(cur, "CRI-O "+upstreamVersion(v))
 	}
-	switch {
-	case !r.HasNvidia:
-		cur = append(cur, "no nvidia runtime")
-		f.drift("no [crio.runtime.runtimes.nvidia]", fixCRIOConfigure)
-	case r.RuntimePath == "":
-		cur = append(cur, "nvidia runtime without runtime_path")
-		f.drift("crio.runtime.runtimes.nvidia.runtime_path is unset", fixCRIOConfigure)
-	case findBinary(h.fs, r.RuntimePath) == "":
-		cur = append(cur, "nvidia runtime_path "+r.RuntimePath+" (missing)")
-		f.drift(fmt.Sprintf("runtime_path %q does not exist", r.RuntimePath), fixInstallToolkit, fixCRIOConfigure)
-	default:
-		cur = append(cur, "nvidia runtime_path "+r.RuntimePath)
-	}
+	cur = f.nvidiaRuntime(h, cur, nvidiaEntry{
+		present: r.HasNvidia, absent: "no [crio.runtime.runtimes.nvidia]",
+		field: "runtime_path", unset: "crio.runtime.runtimes.nvidia.runtime_path is unset",
+		binary: r.RuntimePath, fix: fixCRIOConfigure,
+	})
 	if r.Default != "" {
 		cur = append(cur, "default runtime "+r.Default)
 	}
@@ -408,4 +392,34 @@ func crioCheck(h *host) check.Check {
 // config.toml tables (imports not followed).
 func DecodeContainerd(root map[string]any) *ContainerdRuntime {
 	return decodeContainerd(root, &ContainerdRuntime{})
+}
+
+// nvidiaEntry is what a CRI runtime's config says of its nvidia runtime:
+// whether the entry exists, and the binary it runs (field names the key
+// holding it: containerd's BinaryName, CRI-O's runtime_path).
+type nvidiaEntry struct {
+	present bool
+	absent  string // the problem when there is no entry
+	field   string
+	unset   string // the problem when field is empty
+	binary  string
+	fix     string // the runtime's configure command
+}
+
+// nvidiaRuntime judges e (the entry exists, names a binary, the binary is
+// installed) and returns cur with what it found: the containerd and CRI-O
+// checks share it.
+func (f *finding) nvidiaRuntime(h *host, cur []string, e nvidiaEntry) []string {
+	switch {
+	case !e.present:
+		f.drift(e.absent, e.fix)
+		return append(cur, "no nvidia runtime")
+	case e.binary == "":
+		f.drift(e.unset, e.fix)
+		return append(cur, "nvidia runtime without "+e.field)
+	case findBinary(h.fs, e.binary) == "":
+		f.drift(fmt.Sprintf("%s %q does not exist", e.field, e.binary), fixInstallToolkit, e.fix)
+		return append(cur, "nvidia "+e.field+" "+e.binary+" (missing)")
+	}
+	return append(cur, "nvidia "+e.field+" "+e.binary)
 }
