@@ -81,16 +81,7 @@ func checkByID(r *Report, id string) *Check {
 func TestAuditStatuses(t *testing.T) {
 	cat := NewCatalogue()
 	root, fsys := stockHost(t, "downgraded")
-	write := func(p, c string) {
-		t.Helper()
-		full := filepath.Join(root, p)
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := func(p, c string) { t.Helper(); writeUnder(t, root, p, c) }
 	// Right now, but /etc/sysctl.d says otherwise for the next boot.
 	write("proc/sys/vm/swappiness", "0\n")
 	write("etc/sysctl.d/99-zz-local.conf", "vm.swappiness = 60\n")

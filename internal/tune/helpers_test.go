@@ -3,6 +3,7 @@ package tune
 import (
 	"context"
 	"flag"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -72,4 +73,16 @@ func mustFS(t testing.TB, root string) *hostfs.FS {
 		t.Fatal(err)
 	}
 	return fsys
+}
+
+// writeUnder writes c to root/p (mode 0644), making its directories.
+func writeUnder(t *testing.T, root, p, c string) {
+	t.Helper()
+	full := filepath.Join(root, p)
+	if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -27,16 +27,7 @@ func TestBootOverrideNamed(t *testing.T) {
 	}
 	cat := NewCatalogue()
 	root, fsys := stockHost(t, "gh200")
-	write := func(p, c string) {
-		t.Helper()
-		full := filepath.Join(root, p)
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := func(p, c string) { t.Helper(); writeUnder(t, root, p, c) }
 	write("proc/sys/vm/swappiness", "0\n")
 	write("etc/sysctl.d/90-gpunode.conf", "vm.swappiness = 0\n")
 	write("etc/sysctl.conf", "# local\nvm.swappiness = 60\n")
