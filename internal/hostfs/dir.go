@@ -20,7 +20,9 @@ import (
 // same refusal of non-regular files, the same recording for capture, and
 // errors name the path as DIR/NAME. A name that is a symlink leaving the
 // directory, or anything the shortcut cannot decide, is read through the FS
-// with its whole path. Close the Dir when done.
+// with its whole path; so is every name when the directory itself could not
+// be opened (each read then reports that path's own error) or while the FS
+// records. Close the Dir when done.
 type Dir struct {
 	f    *FS
 	path string
@@ -28,26 +30,19 @@ type Dir struct {
 	real string
 }
 
-// OpenDir opens host directory p for reading entries beneath it.
-func (f *FS) OpenDir(p string) (*Dir, error) {
-	p = clean(p)
-	d := &Dir{f: f, path: p, fd: -1}
+// Dir returns host directory p for reading entries beneath it. It never
+// fails: see Dir for when reads go through the FS by whole path.
+func (f *FS) Dir(p string) *Dir {
+	d := &Dir{f: f, path: clean(p), fd: -1}
 	if f.rec != nil {
-		// Recording sees every link on the way; the slow resolution
-		// records them, and reads then go through f by whole path.
-		real, err := f.Resolve(p)
-		if err != nil {
-			return nil, &fs.PathError{Op: "resolve", Path: p, Err: err}
-		}
-		d.real = real
-		return d, nil
+		// Recording sees every link on the way through the FS's own
+		// resolution, so reads go through f by whole path.
+		return d
 	}
-	fd, err := f.openFD(p, unix.O_PATH|unix.O_DIRECTORY)
-	if err != nil {
-		return nil, err
+	if fd, err := f.openFD(d.path, unix.O_PATH|unix.O_DIRECTORY); err == nil {
+		d.fd = fd
 	}
-	d.fd = fd
-	return d, nil
+	return d
 }
 
 // Close releases the directory's descriptor.
@@ -66,21 +61,19 @@ func (d *Dir) Path() string { return d.path }
 // Real is the directory's host path with every symlink resolved (what
 // FS.Resolve returns).
 func (d *Dir) Real() (string, error) {
-	if d.real != "" || d.fd < 0 {
-		if d.real == "" {
-			return d.f.Resolve(d.path)
-		}
+	if d.real != "" {
 		return d.real, nil
 	}
-	target, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(d.fd))
-	if err == nil {
-		if d.f.root == "/" {
-			d.real = clean(target)
-			return d.real, nil
-		}
-		if rel, ok := strings.CutPrefix(target, d.f.root); ok && (rel == "" || rel[0] == '/') {
-			d.real = clean(rel)
-			return d.real, nil
+	if d.fd >= 0 {
+		if target, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(d.fd)); err == nil {
+			rel, ok := target, true
+			if d.f.root != "/" {
+				rel, ok = strings.CutPrefix(target, d.f.root)
+			}
+			if ok && (rel == "" || rel[0] == '/') {
+				d.real = clean(rel)
+				return d.real, nil
+			}
 		}
 	}
 	return d.f.Resolve(d.path)
@@ -115,11 +108,11 @@ func (d *Dir) openBeneath(name string, flag int) (fd int, ok bool, err error) {
 // ReadFile reads entry name as FS.ReadFile reads DIR/NAME.
 func (d *Dir) ReadFile(name string) ([]byte, error) {
 	p := d.join(name)
-	d.f.note(p, AccessFile)
 	fd, ok, err := d.openBeneath(name, unix.O_RDONLY|unix.O_NONBLOCK)
 	if !ok {
 		return d.f.ReadFile(p)
 	}
+	d.f.note(p, AccessFile)
 	if err != nil {
 		return nil, err
 	}

@@ -38,8 +38,7 @@ func TestDirReadsLikeTheFS(t *testing.T) {
 	f, err := New(root)
 	must(err)
 	const dir = "/sys/bus/pci/devices/0000:00:01.0"
-	d, err := f.OpenDir(dir)
-	must(err)
+	d := f.Dir(dir)
 	defer d.Close()
 	if real, err := d.Real(); err != nil || real != "/sys/devices/pci0000:00/0000:00:01.0" {
 		t.Errorf("Real() = %q, %v", real, err)
@@ -69,10 +68,18 @@ func TestDirReadsLikeTheFS(t *testing.T) {
 	if l, err := d.Readlink("driver"); err != nil || l != "../../../bus/pci/drivers/nvidia" {
 		t.Errorf("Readlink = %q, %v", l, err)
 	}
+	// A directory that cannot be opened reads through the FS by whole path,
+	// with that path's own errors.
+	gone := f.Dir("/sys/bus/pci/devices/0000:ff:00.0")
+	_, gerr := gone.ReadString("numa_node")
+	_, werr := f.ReadString("/sys/bus/pci/devices/0000:ff:00.0/numa_node")
+	if gerr == nil || werr == nil || gerr.Error() != werr.Error() {
+		t.Errorf("missing directory: Dir read %v, FS read %v", gerr, werr)
+	}
+	gone.Close()
 	// Recording (topo capture) sees the same accesses through a Dir.
 	f.Record()
-	d2, err := f.OpenDir(dir)
-	must(err)
+	d2 := f.Dir(dir)
 	if b, err := d2.ReadFile("numa_node"); err != nil || string(b) != "1\n" {
 		t.Fatalf("recorded read: %q, %v", b, err)
 	}

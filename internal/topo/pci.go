@@ -221,14 +221,14 @@ func (d *discoverer) linkLayer(class string, ibdevs []string) string {
 
 func (d *discoverer) device(bdf, kind, class, vendor string) PCIDevice {
 	dir := sysPCI + "/" + bdf
-	a := d.openAttrs(dir)
-	defer a.close()
+	a := d.fs.Dir(dir)
+	defer a.Close()
 	dev := PCIDevice{Kind: kind, BDF: bdf, VendorID: vendor, Class: strings.ToLower(class), NUMANode: -1, NUMASource: NUMAUnknown}
 	dev.DeviceID = strings.ToLower(d.optAttr(a, "device"))
 	if drv, err := a.Readlink("driver"); err == nil {
 		dev.Driver = path.Base(drv)
 	}
-	if real, err := a.real(); err != nil {
+	if real, err := a.Real(); err != nil {
 		d.warnErr(dir, err, false)
 	} else {
 		dev.SysfsPath = real
@@ -284,79 +284,21 @@ func (d *discoverer) device(bdf, kind, class, vendor string) PCIDevice {
 	return dev
 }
 
-// attrs reads the attributes of one sysfs directory: through a
-// hostfs.Dir (the directory's path resolved once) or, when it cannot be
-// opened, through the FS by whole path, with the same errors and warnings.
-type attrs struct {
-	fs  *hostfs.FS
-	dir string
-	h   *hostfs.Dir // nil: by whole path
-}
-
-func (d *discoverer) openAttrs(dir string) attrs {
-	a := attrs{fs: d.fs, dir: dir}
-	if h, err := d.fs.OpenDir(dir); err == nil {
-		a.h = h
-	}
-	return a
-}
-
-func (a attrs) close() {
-	if a.h != nil {
-		a.h.Close()
-	}
-}
-
-func (a attrs) ReadString(name string) (string, error) {
-	if a.h != nil {
-		return a.h.ReadString(name)
-	}
-	return a.fs.ReadString(a.dir + "/" + name)
-}
-
-func (a attrs) ReadInt(name string) (int64, error) {
-	if a.h != nil {
-		return a.h.ReadInt(name)
-	}
-	return a.fs.ReadInt(a.dir + "/" + name)
-}
-
-func (a attrs) Readlink(name string) (string, error) {
-	if a.h != nil {
-		return a.h.Readlink(name)
-	}
-	return a.fs.Readlink(a.dir + "/" + name)
-}
-
-func (a attrs) ReadDirNames(name string) ([]string, error) {
-	if a.h != nil {
-		return a.h.ReadDirNames(name)
-	}
-	return a.fs.ReadDirNames(a.dir + "/" + name)
-}
-
-func (a attrs) real() (string, error) {
-	if a.h != nil {
-		return a.h.Real()
-	}
-	return a.fs.Resolve(a.dir)
-}
-
 // optAttr reads an optional attribute; a missing one is "", another
 // problem a warning.
-func (d *discoverer) optAttr(a attrs, name string) string {
+func (d *discoverer) optAttr(a *hostfs.Dir, name string) string {
 	s, err := a.ReadString(name)
 	if err != nil {
-		d.warnErr(a.dir+"/"+name, err, true)
+		d.warnErr(a.Path()+"/"+name, err, true)
 		return ""
 	}
 	return s
 }
 
-func (d *discoverer) optIntAttr(a attrs, name string) int {
+func (d *discoverer) optIntAttr(a *hostfs.Dir, name string) int {
 	n, err := a.ReadInt(name)
 	if err != nil {
-		d.warnErr(a.dir+"/"+name, err, true)
+		d.warnErr(a.Path()+"/"+name, err, true)
 		return 0
 	}
 	return int(n)
