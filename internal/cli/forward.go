@@ -22,10 +22,6 @@ const CompanionName = "gpunode-full"
 // it gpunode looks beside its own executable, then on PATH.
 const EnvCompanion = "GPUNODE_FULL"
 
-// envForwarded marks a process gpunode started by forwarding, so that a
-// "companion" which is gpunode itself cannot forward forever.
-const envForwarded = "GPUNODE_FORWARDED"
-
 // forwardedCommands are the top-level commands that live in the companion
 // executable, with their one-line help. They link the Kubernetes API types,
 // the DRA allocator's CEL environment, Prometheus and gonum, whose package
@@ -61,14 +57,7 @@ func forwarders() []Command {
 
 const annotationForward = "gpunode.forward"
 
-func isForwarder(c *cobra.Command) bool {
-	for ; c != nil; c = c.Parent() {
-		if c.Annotations[annotationForward] == "true" {
-			return true
-		}
-	}
-	return false
-}
+func isForwarder(c *cobra.Command) bool { return c.Annotations[annotationForward] == "true" }
 
 // forwardTarget reports whether args run a forwarded command, directly,
 // through 'help' or through cobra's completion entry points.
@@ -90,21 +79,30 @@ var ErrNoCompanion = errors.New(CompanionName + " not found")
 // forward replaces this process with the companion, same arguments and
 // environment; it returns only on failure.
 func (a *App) forward() error {
-	if a.getenv(envForwarded) != "" {
-		return fmt.Errorf("%s forwarded to itself: %s is gpunode, not the companion (build it with 'go build -o %s ./cmd/%s')", CompanionName, a.getenv(envForwarded), CompanionName, CompanionName)
-	}
 	path, err := a.companionPath()
 	if err != nil {
 		return err
 	}
+	// A "companion" that is this very executable would exec itself forever.
+	if self, err := os.Executable(); err == nil && sameFile(self, path) {
+		return fmt.Errorf("%s at %s is gpunode itself, not the companion (build it with 'go build -o %s ./cmd/%s')", CompanionName, path, CompanionName, CompanionName)
+	}
 	if a.Exec == nil {
 		return fmt.Errorf("run %s: no exec in this environment", path)
 	}
-	env := append(a.environ(), envForwarded+"="+path)
-	if err := a.Exec(path, append([]string{path}, a.Args...), env); err != nil {
+	if err := a.Exec(path, append([]string{path}, a.Args...), a.environ()); err != nil {
 		return fmt.Errorf("run %s: %w", path, err)
 	}
 	return nil
+}
+
+func sameFile(a, b string) bool {
+	fa, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	fb, err := os.Stat(b)
+	return err == nil && os.SameFile(fa, fb)
 }
 
 // companionPath finds the companion: $GPUNODE_FULL, then beside this
