@@ -9,6 +9,7 @@ import (
 
 	"github.com/gpunode/gpunode/internal/check"
 	"github.com/gpunode/gpunode/internal/hostfs"
+	"github.com/gpunode/gpunode/internal/topo"
 )
 
 // fabricManagerComm is the process name of NVIDIA's fabric manager daemon
@@ -36,12 +37,8 @@ func NVSwitches(host *hostfs.FS) []string {
 	}
 	var out []string
 	for _, n := range names {
-		v, err := host.ReadString(path.Join(dir, n, "vendor"))
-		if err != nil || strings.TrimSpace(v) != "0x10de" {
-			continue
-		}
-		cl, err := host.ReadString(path.Join(dir, n, "class"))
-		if err == nil && strings.HasPrefix(strings.TrimSpace(cl), "0x0680") {
+		ids, err := topo.ReadPCIIDs(host, path.Join(dir, n))
+		if err == nil && ids.Vendor == nvidiaVendor && strings.HasPrefix(ids.Class, "0x0680") {
 			out = append(out, n)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gpunode/gpunode/internal/check"
 	"github.com/gpunode/gpunode/internal/hostfs"
+	"github.com/gpunode/gpunode/internal/topo"
 )
 
 // Source is the GPU layer's check.Source for 'gpunode audit': the checks
@@ -104,12 +105,8 @@ func NVIDIAFunctions(host *hostfs.FS) ([]PCIFunction, error) {
 	}
 	var out []PCIFunction
 	for _, n := range names {
-		v, err := host.ReadString(path.Join(dir, n, "vendor"))
-		if err != nil || strings.TrimSpace(v) != "0x10de" {
-			continue
-		}
-		cl, err := host.ReadString(path.Join(dir, n, "class"))
-		if err != nil || !strings.HasPrefix(strings.TrimSpace(cl), "0x03") {
+		ids, err := topo.ReadPCIIDs(host, path.Join(dir, n))
+		if err != nil || ids.Vendor != nvidiaVendor || !strings.HasPrefix(ids.Class, "0x03") {
 			continue
 		}
 		f := PCIFunction{BDF: n}
@@ -180,3 +177,6 @@ func orDash(s string) string {
 	}
 	return s
 }
+
+// nvidiaVendor is NVIDIA's PCI vendor id as sysfs prints it.
+const nvidiaVendor = "0x10de"

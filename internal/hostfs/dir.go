@@ -166,7 +166,18 @@ func (d *Dir) Readlink(name string) (string, error) {
 	}
 }
 
-// ReadDirNames lists the names in subdirectory name, sorted.
+// ReadDirNames lists the names in subdirectory name ("." for the
+// directory itself), sorted.
 func (d *Dir) ReadDirNames(name string) ([]string, error) {
-	return d.f.ReadDirNames(d.join(name))
+	p := d.join(name)
+	fd, ok, err := d.openBeneath(name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NONBLOCK)
+	if !ok {
+		return d.f.ReadDirNames(p)
+	}
+	d.f.note(p, AccessDir)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(fd)
+	return readNames(fd, p)
 }

@@ -6,6 +6,7 @@ import (
 	"path"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
 	"k8s.io/utils/cpuset"
@@ -319,6 +320,7 @@ func buildPCI(s Spec, t *tree, nodeCPUs [][]int, all cpuset.CPUSet) error {
 			t.file(dir+"/class", "0x060400\n")
 			t.file(dir+"/vendor", "0x8086\n")
 			t.file(dir+"/device", "0x352a\n")
+			t.file(dir+"/modalias", modalias("0x8086", "0x352a", "0x060400"))
 			t.file(dir+"/numa_node", fmt.Sprintf("%d\n", numa))
 			t.file(dir+"/local_cpulist", local+"\n")
 			t.link("/sys/bus/pci/devices/"+b, dir)
@@ -345,6 +347,7 @@ func buildPCI(s Spec, t *tree, nodeCPUs [][]int, all cpuset.CPUSet) error {
 		t.file(dir+"/class", d.Class+"\n")
 		t.file(dir+"/vendor", d.Vendor+"\n")
 		t.file(dir+"/device", d.DeviceID+"\n")
+		t.file(dir+"/modalias", modalias(d.Vendor, d.DeviceID, d.Class))
 		t.file(dir+"/numa_node", fmt.Sprintf("%d\n", d.NUMANode))
 		t.file(dir+"/local_cpulist", local+"\n")
 		if d.Speed != "" {
@@ -390,6 +393,18 @@ func buildPCI(s Spec, t *tree, nodeCPUs [][]int, all cpuset.CPUSet) error {
 	t.file("/sys/devices/virtual/net/lo/type", "772\n")
 	t.link("/sys/class/net/lo", "/sys/devices/virtual/net/lo")
 	return nil
+}
+
+// modalias is a PCI function's modalias attribute as the kernel prints it
+// (pci:v%08Xd%08Xsv%08Xsd%08Xbc%02Xsc%02Xi%02X), from its vendor, device and
+// class attributes; the synthetic functions' subsystem ids are their own.
+func modalias(vendor, device, class string) string {
+	hex := func(s string) uint64 {
+		n, _ := strconv.ParseUint(strings.TrimPrefix(s, "0x"), 16, 32)
+		return n
+	}
+	v, d, c := hex(vendor), hex(device), hex(class)
+	return fmt.Sprintf("pci:v%08Xd%08Xsv%08Xsd%08Xbc%02Xsc%02Xi%02X\n", v, d, v, d, c>>16, c>>8&0xff, c&0xff)
 }
 
 func seq(n int) []int {

@@ -37,7 +37,33 @@ type discoverer struct {
 	singleNodeFallback bool
 	// o narrows what is read (see Options).
 	o Options
+	// lists caches parsed CPU lists by their text: the devices of one
+	// NUMA node share one local_cpulist, which is also the node's cpulist,
+	// and a CPUSet is immutable, so each distinct list is parsed once.
+	// Only one goroutine uses a discoverer's cache.
+	lists map[string]cpuset.CPUSet
 }
+
+// parseList parses a cpulist through d's cache.
+func (d *discoverer) parseList(s string) (cpuset.CPUSet, error) {
+	if set, ok := d.lists[s]; ok {
+		return set, nil
+	}
+	set, err := hostfs.ParseCPUList(s)
+	if err != nil {
+		return set, err
+	}
+	if d.lists == nil {
+		d.lists = map[string]cpuset.CPUSet{}
+	}
+	if len(d.lists) < maxCachedLists {
+		d.lists[s] = set
+	}
+	return set, nil
+}
+
+// maxCachedLists bounds a discoverer's cache of parsed CPU lists.
+const maxCachedLists = 1024
 
 func (d *discoverer) warn(path, format string, args ...any) {
 	d.warnings = append(d.warnings, Warning{Path: path, Message: fmt.Sprintf(format, args...)})
@@ -195,7 +221,7 @@ func (d *discoverer) cpuList(p string, optional bool) (cpuset.CPUSet, bool) {
 		d.warnErr(p, err, optional)
 		return cpuset.New(), false
 	}
-	set, err := hostfs.ParseCPUList(s)
+	set, err := d.parseList(s)
 	if err != nil {
 		d.warn(p, "%v", err)
 		return cpuset.New(), false

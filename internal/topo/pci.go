@@ -3,6 +3,7 @@ package topo
 import (
 	"context"
 	"fmt"
+	"maps"
 	"path"
 	"sort"
 	"strconv"
@@ -68,17 +69,104 @@ func classify(class, vendor string) string {
 	return ""
 }
 
+// PCIIDs are a PCI function's ids, lower case: class ("0x030200"), vendor
+// ("0x10de") and, when the modalias gave it, device ("0x2330").
+type PCIIDs struct {
+	Class, Vendor, Device string
+	// FromModalias says the ids came from the modalias attribute (Device
+	// is then set).
+	FromModalias bool
+}
+
+// ReadPCIIDs reads the ids of the PCI function in sysfs directory dir
+// (/sys/bus/pci/devices/<bdf>). The kernel's modalias attribute holds
+// vendor, device and class in one file
+// ("pci:v000010DEd00002330sv000010DEsd000016C1bc03sc02i00"), printed from
+// the same fields as the vendor, device and class attributes, so one read
+// replaces three for every function a scan of the bus looks at. A tree
+// without modalias (an older capture), or one the parser does not
+// recognise, is read from class and, for the classes gpunode looks at
+// (display, network, NVMe, other bridge), vendor; the error is theirs.
+// Vendor is empty for other classes then.
+func ReadPCIIDs(fsys *hostfs.FS, dir string) (PCIIDs, error) {
+	if s, err := fsys.ReadString(dir + "/modalias"); err == nil {
+		if ids, ok := parseModalias(s); ok {
+			return ids, nil
+		}
+	}
+	class, err := fsys.ReadString(dir + "/class")
+	if err != nil {
+		return PCIIDs{}, err
+	}
+	class = strings.ToLower(class)
+	if c := strings.TrimPrefix(class, "0x"); !(strings.HasPrefix(c, "03") || strings.HasPrefix(c, "0680") || strings.HasPrefix(c, "02") || strings.HasPrefix(c, "0108")) {
+		return PCIIDs{Class: class}, nil
+	}
+	vendor, err := fsys.ReadString(dir + "/vendor")
+	if err != nil {
+		return PCIIDs{}, err
+	}
+	return PCIIDs{Class: class, Vendor: strings.ToLower(vendor)}, nil
+}
+
+// parseModalias reads a PCI modalias as the kernel prints it:
+// "pci:v%08Xd%08Xsv%08Xsd%08Xbc%02Xsc%02Xi%02X". Vendor and device ids are
+// 16-bit, so their first four digits must be 0.
+func parseModalias(s string) (PCIIDs, bool) {
+	// Field markers and the offset of the hex digits after each.
+	const want = len("pci:v00000000d00000000sv00000000sd00000000bc00sc00i00")
+	if len(s) != want || !strings.HasPrefix(s, "pci:v") {
+		return PCIIDs{}, false
+	}
+	fields := []struct {
+		mark   string
+		at, n  int
+		keepLo bool // a 16-bit id in 8 digits: keep the last 4
+	}{
+		{"v", 4, 8, true}, {"d", 13, 8, true}, {"sv", 22, 8, false}, {"sd", 32, 8, false},
+		{"bc", 42, 2, false}, {"sc", 46, 2, false}, {"i", 50, 2, false},
+	}
+	var hex [7]string
+	for i, f := range fields {
+		if s[f.at:f.at+len(f.mark)] != f.mark {
+			return PCIIDs{}, false
+		}
+		h := s[f.at+len(f.mark) : f.at+len(f.mark)+f.n]
+		for _, r := range h {
+			if !(r >= '0' && r <= '9' || r >= 'A' && r <= 'F' || r >= 'a' && r <= 'f') {
+				return PCIIDs{}, false
+			}
+		}
+		if f.keepLo {
+			if h[:4] != "0000" {
+				return PCIIDs{}, false
+			}
+			h = h[4:]
+		}
+		hex[i] = h
+	}
+	return PCIIDs{
+		Vendor:       "0x" + strings.ToLower(hex[0]),
+		Device:       "0x" + strings.ToLower(hex[1]),
+		Class:        "0x" + strings.ToLower(hex[4]+hex[5]+hex[6]),
+		FromModalias: true,
+	}, true
+}
+
 // classNames maps PCI addresses to the class device names linked to them
 // (network interfaces or InfiniBand devices).
 func (d *discoverer) classNames(dir string) map[string][]string {
 	out := map[string][]string{}
-	names, err := d.fs.ReadDirNames(dir)
+	// One descriptor for the listing and every link read beneath it.
+	cd := d.fs.Dir(dir)
+	defer cd.Close()
+	names, err := cd.ReadDirNames(".")
 	if err != nil {
 		d.warnErr(dir, err, true)
 		return out
 	}
 	for _, n := range names {
-		target, err := d.fs.Readlink(dir + "/" + n)
+		target, err := cd.Readlink(n)
 		if err != nil {
 			d.warnErr(dir+"/"+n, err, false)
 			continue
@@ -102,29 +190,23 @@ func (d *discoverer) pci(ctx context.Context) error {
 	}
 	netdevs := d.classNames(sysNet)
 	ibdevs := d.classNames(sysInfiniband)
-	type candidate struct{ bdf, kind, class, vendor string }
+	type candidate struct {
+		bdf, kind string
+		ids       PCIIDs
+	}
 	var cands []candidate
 	for _, bdf := range names {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		dir := sysPCI + "/" + bdf
-		class, err := d.fs.ReadString(dir + "/class")
+		ids, err := ReadPCIIDs(d.fs, dir)
 		if err != nil {
-			d.warnErr(dir+"/class", err, false)
+			d.warnErr(dir, err, false)
 			continue
 		}
-		c := strings.ToLower(strings.TrimPrefix(class, "0x"))
-		if !(strings.HasPrefix(c, "03") || strings.HasPrefix(c, "0680") || strings.HasPrefix(c, "020") || strings.HasPrefix(c, "0108")) {
-			continue
-		}
-		vendor, err := d.fs.ReadString(dir + "/vendor")
-		if err != nil {
-			d.warnErr(dir+"/vendor", err, false)
-			continue
-		}
-		if kind := classify(class, strings.ToLower(vendor)); kind != "" {
-			cands = append(cands, candidate{bdf, kind, class, strings.ToLower(vendor)})
+		if kind := classify(ids.Class, ids.Vendor); kind != "" {
+			cands = append(cands, candidate{bdf, kind, ids})
 		}
 	}
 	// Reading a device is a dozen independent system calls: spread the
@@ -138,7 +220,19 @@ func (d *discoverer) pci(ctx context.Context) error {
 	}
 	close(next)
 	var wg sync.WaitGroup
-	for w := 0; w < min(fanOut(), len(cands)); w++ {
+	// Each worker has its own cache of parsed CPU lists, seeded with the
+	// NUMA nodes' lists d parsed; the first uses d's (d waits for them).
+	if d.lists == nil {
+		d.lists = map[string]cpuset.CPUSet{}
+	}
+	caches := make([]map[string]cpuset.CPUSet, min(fanOut(), len(cands)))
+	for w := range caches {
+		caches[w] = d.lists
+		if w > 0 {
+			caches[w] = maps.Clone(d.lists)
+		}
+	}
+	for _, lists := range caches {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -147,12 +241,12 @@ func (d *discoverer) pci(ctx context.Context) error {
 					return // pci returns the context's error
 				}
 				c := cands[i]
-				wd := &discoverer{ctx: ctx, fs: d.fs, t: t}
-				dev := wd.device(c.bdf, c.kind, c.class, c.vendor)
+				wd := &discoverer{ctx: ctx, fs: d.fs, t: t, lists: lists}
+				dev := wd.device(c.bdf, c.kind, c.ids)
 				switch c.kind {
 				case KindNIC:
 					dev.NetDevs, dev.IBDevs = netdevs[c.bdf], ibdevs[c.bdf]
-					dev.LinkLayer = wd.linkLayer(c.class, dev.IBDevs)
+					dev.LinkLayer = wd.linkLayer(c.ids.Class, dev.IBDevs)
 				case KindNVMe:
 					if ctrls, err := wd.fs.ReadDirNames(sysPCI + "/" + c.bdf + "/nvme"); err == nil && len(ctrls) > 0 {
 						dev.Name = ctrls[0]
@@ -219,12 +313,14 @@ func (d *discoverer) linkLayer(class string, ibdevs []string) string {
 	return "ethernet"
 }
 
-func (d *discoverer) device(bdf, kind, class, vendor string) PCIDevice {
+func (d *discoverer) device(bdf, kind string, ids PCIIDs) PCIDevice {
 	dir := sysPCI + "/" + bdf
 	a := d.fs.Dir(dir)
 	defer a.Close()
-	dev := PCIDevice{Kind: kind, BDF: bdf, VendorID: vendor, Class: strings.ToLower(class), NUMANode: -1, NUMASource: NUMAUnknown}
-	dev.DeviceID = strings.ToLower(d.optAttr(a, "device"))
+	dev := PCIDevice{Kind: kind, BDF: bdf, VendorID: ids.Vendor, Class: ids.Class, DeviceID: ids.Device, NUMANode: -1, NUMASource: NUMAUnknown}
+	if !ids.FromModalias {
+		dev.DeviceID = strings.ToLower(d.optAttr(a, "device"))
+	}
 	if drv, err := a.Readlink("driver"); err == nil {
 		dev.Driver = path.Base(drv)
 	}
@@ -238,7 +334,7 @@ func (d *discoverer) device(bdf, kind, class, vendor string) PCIDevice {
 	ok := false
 	if s, err := a.ReadString("local_cpulist"); err != nil {
 		d.warnErr(dir+"/local_cpulist", err, true)
-	} else if set, err := hostfs.ParseCPUList(s); err != nil {
+	} else if set, err := d.parseList(s); err != nil {
 		d.warn(dir+"/local_cpulist", "%v", err)
 	} else {
 		local, ok = set, true
