@@ -25,6 +25,9 @@ echo "== build"
 # for NVML), as a user's 'go build' gives.
 go build -o "$work/gpunode" ./cmd/gpunode
 go build -o "$work/gpunode-full" ./cmd/gpunode-full
+# As the image ships it (deploy/Dockerfile): no cgo, so no dynamic loader or
+# libc start-up, and GPU queries through nvidia-smi instead of NVML.
+CGO_ENABLED=0 go build -o "$work/gpunode-static" ./cmd/gpunode
 mkdir -p "$work/hello"
 cat >"$work/hello/main.go" <<'GO'
 package main
@@ -34,6 +37,36 @@ import "os"
 func main() { os.Stdout.WriteString("hello\n") }
 GO
 (cd "$work/hello" && GOFLAGS= go mod init hello >/dev/null 2>&1 && CGO_ENABLED=0 go build -o "$work/hello-bin" .)
+# The floor of a Go launcher: a Go program that only execs true, without cgo
+# and with cgo (which gpunode has, for NVML: the dynamic loader, libc's
+# start-up and pthread-created threads).
+mkdir -p "$work/hexec" "$work/hexec-cgo"
+cat >"$work/hexec/main.go" <<'GO'
+package main
+
+import (
+	"os"
+	"syscall"
+)
+
+func main() { _ = syscall.Exec("/bin/true", []string{"true"}, os.Environ()) }
+GO
+cat >"$work/hexec-cgo/main.go" <<'GO'
+package main
+
+// static int one(void) { return 1; }
+import "C"
+
+import (
+	"os"
+	"syscall"
+)
+
+func main() { _ = C.one(); _ = syscall.Exec("/bin/true", []string{"true"}, os.Environ()) }
+GO
+(cd "$work/hexec" && GOFLAGS= go mod init hexec >/dev/null 2>&1 && CGO_ENABLED=0 go build -o "$work/hexec-bin" .)
+have_cgo_floor=0
+(cd "$work/hexec-cgo" && GOFLAGS= go mod init hexeccgo >/dev/null 2>&1 && CGO_ENABLED=1 go build -o "$work/hexec-cgo-bin" . 2>/dev/null) && have_cgo_floor=1
 for b in gpunode gpunode-full; do
   size=$(stat -c %s "$work/$b")
   pkgs=$(go list -deps ./cmd/$b | wc -l)
@@ -66,7 +99,9 @@ verdict() { # a figure that was not measured (a failed benchmark) is n/a, never 
 }
 
 echo "== whole process (median of $runs round-robin runs, ms)"
-cmds=(true "$work/hello-bin" "$work/gpunode version" "$work/gpunode bind --node 0 --quiet -- true" "$work/gpunode-full version")
+cmds=(true "$work/hello-bin" "$work/hexec-bin" "$work/gpunode version" "$work/gpunode bind --node 0 --quiet -- true" "$work/gpunode-full version")
+[ "$have_cgo_floor" = 1 ] && cmds+=("$work/hexec-cgo-bin")
+cmds+=("$work/gpunode-static bind --node 0 --quiet -- true")
 have_numactl=0
 if command -v numactl >/dev/null; then cmds+=("numactl --cpunodebind=0 --membind=0 true"); have_numactl=1; fi
 command -v taskset >/dev/null && cmds+=("taskset -c 0 true")
@@ -96,6 +131,13 @@ t_ver=$(med "$work/gpunode version")
 t_hello=$(med "$work/hello-bin")
 bind_over=$(echo "$t_bind - $t_true" | bc -l)
 add "gpunode bind -- true, over true" "$(printf %.2f "$bind_over") ms" "<= 3 ms" "$(verdict "$bind_over" 3)"
+t_bind_static=$(med "$work/gpunode-static bind --node 0 --quiet -- true")
+bind_static_over=$(echo "$t_bind_static - $t_true" | bc -l)
+add "gpunode bind -- true, CGO_ENABLED=0 build (the image's), over true" "$(printf %.2f "$bind_static_over") ms" "<= 3 ms" "$(verdict "$bind_static_over" 3)"
+add "  floor: a Go program that only execs true, over true" "$(printf %.2f "$(echo "$(med "$work/hexec-bin") - $t_true" | bc -l)") ms" "-" "-"
+if [ "$have_cgo_floor" = 1 ]; then
+  add "  floor: the same with cgo (as gpunode, for NVML), over true" "$(printf %.2f "$(echo "$(med "$work/hexec-cgo-bin") - $t_true" | bc -l)") ms" "-" "-"
+fi
 if [ "$have_numactl" = 1 ]; then
   t_numa=$(med "numactl --cpunodebind=0 --membind=0 true")
   add "  anchor: numactl --cpunodebind=0 --membind=0 true, over true" "$(printf %.2f "$(echo "$t_numa - $t_true" | bc -l)") ms" "-" "-"

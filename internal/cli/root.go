@@ -153,6 +153,10 @@ Exit codes:
 		// Add cobra's completion command now, so that its argument checks
 		// are marked too ('completion tcsh' printed help and exited 0).
 		root.InitDefaultCompletionCmd()
+	} else {
+		// A run of one known command needs no completion command (cobra
+		// would build it, with its help texts, at every start).
+		root.CompletionOptions.DisableDefaultCmd = true
 	}
 	markUsageErrors(root)
 	return root

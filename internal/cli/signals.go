@@ -31,9 +31,11 @@ const SignalGrace = 750 * time.Millisecond
 // and execs the rank, so a SIGINT or SIGTERM before the exec ends it at once
 // (status 128+signal, nothing to clean up), and after the exec the signal is
 // the rank's. Asking for signals costs a dedicated signal thread, about 0.3
-// ms of a start-up that is on every rank's launch path.
+// ms of a start-up that is on every rank's launch path. So do 'version',
+// which only prints, and gpunode's stand-ins of the forwarded commands,
+// which exec the companion at once (it then asks for signals itself).
 func MainWithSignals(env Env, extra ...Command) int {
-	if defaultSignals(env.Args) {
+	if defaultSignals(env.Args, extra) {
 		return Main(context.Background(), env, extra...)
 	}
 	sigs := make(chan os.Signal, 2)
@@ -74,7 +76,23 @@ func signalExit(sig os.Signal) int {
 }
 
 // defaultSignals reports whether args run a command that keeps the default
-// signal disposition (see MainWithSignals).
-func defaultSignals(args []string) bool {
-	return runTarget(args) == "bind"
+// signal disposition (see MainWithSignals). The forwarded commands are
+// stand-ins only in gpunode, which passes no extra commands.
+func defaultSignals(args []string, extra []Command) bool {
+	switch t := runTarget(args); t {
+	case "bind", "version":
+		return true
+	case "":
+		return false
+	default:
+		if len(extra) > 0 {
+			return false // the companion: these are the real commands
+		}
+		for _, f := range forwardedCommands() {
+			if f.name == t {
+				return true
+			}
+		}
+		return false
+	}
 }

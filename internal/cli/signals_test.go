@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/spf13/cobra"
 )
 
 // TestSignalHelperProcess is the gpunode process of TestSignalStopsBlockedCommand
@@ -90,20 +92,32 @@ func TestSignalStopsBlockedCommand(t *testing.T) {
 	}
 }
 
-// Only bind keeps the default signal disposition; every other command gets
-// the cancelling context.
-func TestDefaultSignalsOnlyForBind(t *testing.T) {
-	for args, want := range map[string]bool{
-		"bind --node 0 -- true":     true,
-		"--root / bind -- true":     true,
-		"mig validate -f -":         false,
-		"k8s merge -f -":            false,
-		"tune apply --profile base": false,
-		"help bind":                 false,
-		"audit":                     false,
+// bind, version and gpunode's stand-ins of the forwarded commands keep the
+// default signal disposition; every other command, and the forwarded
+// commands in the companion, get the cancelling context.
+func TestDefaultSignals(t *testing.T) {
+	full := []Command{func(*App) *cobra.Command { return &cobra.Command{Use: "k8s"} }}
+	for _, tc := range []struct {
+		args  string
+		extra []Command
+		want  bool
+	}{
+		{"bind --node 0 -- true", nil, true},
+		{"--root / bind -- true", nil, true},
+		{"version", nil, true},
+		{"version", full, true},
+		{"k8s merge -f -", nil, true},      // gpunode: execs gpunode-full at once
+		{"k8s merge -f -", full, false},    // gpunode-full: the real merge reads stdin
+		{"agent --listen :0", full, false}, // a long-running command
+		{"mig validate -f -", nil, false},
+		{"tune apply --profile base", nil, false},
+		{"help bind", nil, false},
+		{"help k8s", nil, false},
+		{"audit", nil, false},
+		{"", nil, false},
 	} {
-		if got := defaultSignals(strings.Fields(args)); got != want {
-			t.Errorf("defaultSignals(%q) = %v, want %v", args, got, want)
+		if got := defaultSignals(strings.Fields(tc.args), tc.extra); got != tc.want {
+			t.Errorf("defaultSignals(%q, %d extra) = %v, want %v", tc.args, len(tc.extra), got, tc.want)
 		}
 	}
 }
