@@ -3,7 +3,6 @@ package gpu
 import (
 	"fmt"
 	"path"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -31,7 +30,6 @@ func NVSwitches(host *hostfs.FS) []string {
 	if err != nil {
 		return nil
 	}
-	sort.Strings(names)
 	if len(names) > maxPCIDevices {
 		names = names[:maxPCIDevices]
 	}

@@ -99,7 +99,6 @@ func NVIDIAFunctions(host *hostfs.FS) ([]PCIFunction, error) {
 		}
 		return nil, err
 	}
-	sort.Strings(names)
 	if len(names) > maxPCIDevices {
 		names = names[:maxPCIDevices]
 	}

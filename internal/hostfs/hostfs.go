@@ -12,6 +12,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -567,9 +568,21 @@ func (f *FS) ReadDir(p string) ([]fs.DirEntry, error) {
 		return nil, err
 	}
 	defer fh.Close()
-	ents, err := fh.ReadDir(-1)
-	if err != nil {
-		return nil, &fs.PathError{Op: "readdir", Path: p, Err: unwrapPath(err)}
+	// In batches, so that a directory of more than MaxDirEntries is
+	// refused before it is all in memory.
+	var ents []fs.DirEntry
+	for {
+		batch, err := fh.ReadDir(4096)
+		ents = append(ents, batch...)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, &fs.PathError{Op: "readdir", Path: p, Err: unwrapPath(err)}
+		}
+		if len(ents) > MaxDirEntries {
+			return nil, &fs.PathError{Op: "readdir", Path: p, Err: fmt.Errorf("more than %d entries", MaxDirEntries)}
+		}
 	}
 	sort.Slice(ents, func(i, j int) bool { return ents[i].Name() < ents[j].Name() })
 	return ents, nil

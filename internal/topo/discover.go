@@ -217,6 +217,11 @@ func (d *discoverer) cpuModel() string {
 // cpuList reads a cpulist file; missing optional files give the empty set.
 func (d *discoverer) cpuList(p string, optional bool) (cpuset.CPUSet, bool) {
 	s, err := d.fs.ReadString(p)
+	return d.parsedList(p, s, err, optional)
+}
+
+// parsedList is cpuList for a read already made (s, err of file p).
+func (d *discoverer) parsedList(p, s string, err error, optional bool) (cpuset.CPUSet, bool) {
 	if err != nil {
 		d.warnErr(p, err, optional)
 		return cpuset.New(), false

@@ -330,17 +330,9 @@ func (d *discoverer) device(bdf, kind string, ids PCIIDs) PCIDevice {
 		dev.SysfsPath = real
 		dev.PCIePath = pciePath(real)
 	}
-	var local cpuset.CPUSet
-	ok := false
-	if s, err := a.ReadString("local_cpulist"); err != nil {
-		d.warnErr(dir+"/local_cpulist", err, true)
-	} else if set, err := d.parseList(s); err != nil {
-		d.warn(dir+"/local_cpulist", "%v", err)
-	} else {
-		local, ok = set, true
-	}
+	s, err := a.ReadString("local_cpulist")
+	local, ok := d.parsedList(dir+"/local_cpulist", s, err, true)
 	if !ok {
-		local = cpuset.New()
 		if s, err := a.ReadString("local_cpus"); err == nil {
 			if set, err := hostfs.ParseCPUMask(s); err == nil {
 				local = set
@@ -395,15 +387,6 @@ func (d *discoverer) optIntAttr(a *hostfs.Dir, name string) int {
 	n, err := a.ReadInt(name)
 	if err != nil {
 		d.warnErr(a.Path()+"/"+name, err, true)
-		return 0
-	}
-	return int(n)
-}
-
-func (d *discoverer) optInt(p string) int {
-	n, err := d.fs.ReadInt(p)
-	if err != nil {
-		d.warnErr(p, err, true)
 		return 0
 	}
 	return int(n)
