@@ -31,6 +31,8 @@ func TestNodeRequestsNeedNoDevices(t *testing.T) {
 				{Node: &node, CPUsPerRank: 1, Command: []string{"true"}},
 				{Node: &node, IncludeIsolated: true, Mem: "preferred", Command: []string{"true"}},
 				{Node: &node, LocalRank: &one, Command: []string{"true"}},
+				{Node: &node, LocalRank: &one, LocalWorldSize: 4, Command: []string{"true"}},
+				{Node: &node, NIC: "mlx5_0", Command: []string{"true"}}, // refused either way
 			} {
 				if NeedsDevices(req) {
 					t.Fatalf("%+v: NeedsDevices", req)
@@ -46,8 +48,7 @@ func TestNodeRequestsNeedNoDevices(t *testing.T) {
 		}
 	}
 	// Rank requests need the devices and never the host's description.
-	node := 0
-	for _, req := range []Request{{}, {Node: &node, NIC: "mlx5_0"}, {GPU: "0"}, {Node: &node, LocalRank: &one, LocalWorldSize: 4}} {
+	for _, req := range []Request{{}, {NIC: "mlx5_0"}, {GPU: "0"}, {LocalRank: &one, LocalWorldSize: 4}} {
 		if !NeedsDevices(req) || DiscoverOptions(req).NoDevices {
 			t.Errorf("%+v: needs devices", req)
 		}

@@ -291,13 +291,14 @@ func Resolve(ctx context.Context, t *topo.Topology, req Request, src Sources) (*
 		return nil, err
 	}
 	p.Target, p.NUMANode, p.NUMASource = tgt, node, source
-	usable, err := r.usable(p)
+	ranks := r.peers(node)
+	usable, err := r.usable(p, len(ranks))
 	if err != nil {
 		return nil, err
 	}
 	cores := t.CoreGroups(usable)
 	chosen := cores
-	if ranks := r.peers(node); len(ranks) > 1 || req.CPUsPerRank > 0 {
+	if len(ranks) > 1 || req.CPUsPerRank > 0 {
 		pos := sort.SearchInts(ranks, rank)
 		if len(ranks) <= 1 {
 			ranks, pos = []int{rank}, 0
@@ -655,7 +656,7 @@ func (r *resolver) peers(node int) []int {
 // pinned threads and steers IRQs to the housekeeping rest); otherwise the
 // node's online CPUs minus isolated and nohz_full CPUs (unless
 // --include-isolated) and --exclude-cpus.
-func (r *resolver) usable(p *Plan) (cpuset.CPUSet, error) {
+func (r *resolver) usable(p *Plan, peers int) (cpuset.CPUSet, error) {
 	n := r.t.NodeByID(p.NUMANode)
 	if n == nil {
 		return cpuset.New(), inputf("NUMA node %d does not exist", p.NUMANode)
@@ -666,14 +667,32 @@ func (r *resolver) usable(p *Plan) (cpuset.CPUSet, error) {
 	none := topo.NewCPUList(cpuset.New())
 	p.Excluded = Exclusions{Isolated: none, NohzFull: none, Housekeeping: none, User: topo.NewCPUList(node.Intersection(r.req.ExcludeCPUs))}
 	isolated := node.Intersection(r.t.IsolatedCPUs.CPUSet.Union(r.t.NohzFullCPUs.CPUSet))
+	if !isolated.IsEmpty() {
+		set = r.isolation(p, node, isolated, peers)
+	}
+	set = set.Difference(r.req.ExcludeCPUs)
+	if set.IsEmpty() {
+		return set, inputf("empty CPU set: NUMA node %d has CPUs %s; minus isolated %s, nohz_full %s, housekeeping %s and --exclude-cpus %s nothing is left",
+			p.NUMANode, orNone(node.String()), orNone(p.Excluded.Isolated.String()), orNone(p.Excluded.NohzFull.String()), orNone(p.Excluded.Housekeeping.String()), orNone(r.req.ExcludeCPUs.String()))
+	}
+	return set, nil
+}
+
+// isolation applies the host's isolation to the node's CPUs for the rank
+// (isolated, the node's isolated and nohz_full CPUs, is not empty): the
+// pipeline CPUs of gpunode's inference-isolated split, the whole node
+// (--include-isolated, or too few pipeline cores for the node's peers
+// local ranks), or the node without them. It fills p.Isolation and
+// p.Excluded and returns the CPUs left.
+func (r *resolver) isolation(p *Plan, node, isolated cpuset.CPUSet, peers int) cpuset.CPUSet {
+	set := node
 	pipe, ours := r.t.PipelineIsolation()
 	nodePipe := node.Intersection(pipe)
 	switch {
-	case isolated.IsEmpty():
 	case r.req.IncludeIsolated:
 		p.Isolation = &Isolation{Mode: IsolationInclude, Reason: fmt.Sprintf("--include-isolated: the whole node, isolated CPUs %s included", isolated)}
 	case ours && !r.req.SkipIsolated && !nodePipe.IsEmpty():
-		ranks := max(1, len(r.peers(p.NUMANode)))
+		ranks := max(1, peers)
 		hk := node.Difference(pipe)
 		if cores := len(r.t.CoreGroups(nodePipe.Difference(r.req.ExcludeCPUs))); cores < ranks {
 			p.Isolation = &Isolation{Mode: IsolationWholeNode, Reason: fmt.Sprintf("the node's pipeline CPUs %s (gpunode's inference-isolated split) have %d cores for %d local ranks: the ranks share the whole node", nodePipe, cores, ranks)}
@@ -683,10 +702,14 @@ func (r *resolver) usable(p *Plan) (cpuset.CPUSet, error) {
 		}
 		set = nodePipe
 		p.Excluded.Housekeeping = topo.NewCPUList(hk)
+		nohz := ""
+		if r.t.NohzFullCPUs.Size() > 0 {
+			nohz = ", nohz_full"
+		}
 		p.Isolation = &Isolation{Mode: IsolationPipeline, Reason: fmt.Sprintf(
 			"the host's isolation (isolcpus%s) is the pipeline split of gpunode's inference-isolated profile: the rank runs on the node's pipeline CPUs %s, off the housekeeping CPUs %s that take IRQs and system threads; "+
 				"the kernel does not spread threads over isolated CPUs, so each thread should pin itself (%s and %s are exported for OpenMP)",
-			map[bool]string{true: ", nohz_full", false: ""}[r.t.NohzFullCPUs.Size() > 0], nodePipe, hk, EnvOMPBind+"="+ompBind, EnvOMPPlaces+"="+ompPlaces)}
+			nohz, nodePipe, hk, EnvOMPBind+"="+ompBind, EnvOMPPlaces+"="+ompPlaces)}
 	default:
 		p.Excluded.Isolated = topo.NewCPUList(node.Intersection(r.t.IsolatedCPUs.CPUSet))
 		p.Excluded.NohzFull = topo.NewCPUList(node.Intersection(r.t.NohzFullCPUs.CPUSet))
@@ -702,16 +725,11 @@ func (r *resolver) usable(p *Plan) (cpuset.CPUSet, error) {
 			// gpunode's profile: skipping leaves ranks the housekeeping
 			// CPUs, which is where irqaffinity steers every IRQ.
 			r.warn = append(r.warn, fmt.Sprintf("NUMA node %d: %d of its %d CPUs are isolated (isolcpus/nohz_full %s) and skipped, so the rank gets the %d housekeeping CPUs that IRQs and system threads use; "+
-				"this isolation is %s, so bind does not assume those CPUs are meant for ranks: pass --include-isolated to bind the rank there, or isolate with 'gpunode tune apply --profile inference-isolated', whose pipeline CPUs bind uses by itself",
+				"this isolation is %s, so bind does not assume those CPUs are meant for ranks: pass --include-isolated to bind the rank there, or isolate with 'gpunode tune apply --profile inference-isolated --bootloader' and a reboot (isolcpus is a kernel parameter), whose pipeline CPUs bind uses by itself",
 				p.NUMANode, isolated.Size(), node.Size(), isolated.String(), node.Difference(isolated).Size(), why))
 		}
 	}
-	set = set.Difference(r.req.ExcludeCPUs)
-	if set.IsEmpty() {
-		return set, inputf("empty CPU set: NUMA node %d has CPUs %s; minus isolated %s, nohz_full %s, housekeeping %s and --exclude-cpus %s nothing is left",
-			p.NUMANode, orNone(node.String()), orNone(p.Excluded.Isolated.String()), orNone(p.Excluded.NohzFull.String()), orNone(p.Excluded.Housekeeping.String()), orNone(r.req.ExcludeCPUs.String()))
-	}
-	return set, nil
+	return set
 }
 
 // memPolicy fills p.Mem from the request.

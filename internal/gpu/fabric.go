@@ -36,7 +36,7 @@ func NVSwitches(host *hostfs.FS) []string {
 	var out []string
 	for _, n := range names {
 		ids, err := topo.ReadPCIIDs(host, path.Join(dir, n))
-		if err == nil && ids.Vendor == nvidiaVendor && strings.HasPrefix(ids.Class, "0x0680") {
+		if err == nil && ids.Kind() == topo.KindNVSwitch {
 			out = append(out, n)
 		}
 	}

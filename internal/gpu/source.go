@@ -105,7 +105,7 @@ func NVIDIAFunctions(host *hostfs.FS) ([]PCIFunction, error) {
 	var out []PCIFunction
 	for _, n := range names {
 		ids, err := topo.ReadPCIIDs(host, path.Join(dir, n))
-		if err != nil || ids.Vendor != nvidiaVendor || !strings.HasPrefix(ids.Class, "0x03") {
+		if err != nil || ids.Vendor != topo.VendorNVIDIA || !strings.HasPrefix(ids.Class, "0x03") {
 			continue
 		}
 		f := PCIFunction{BDF: n}
@@ -176,6 +176,3 @@ func orDash(s string) string {
 	}
 	return s
 }
-
-// nvidiaVendor is NVIDIA's PCI vendor id as sysfs prints it.
-const nvidiaVendor = "0x10de"

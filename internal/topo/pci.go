@@ -19,7 +19,8 @@ const (
 	sysPCI        = "/sys/bus/pci/devices"
 	sysNet        = "/sys/class/net"
 	sysInfiniband = "/sys/class/infiniband"
-	vendorNVIDIA  = "0x10de"
+	// VendorNVIDIA is NVIDIA's PCI vendor id as sysfs prints it.
+	VendorNVIDIA = "0x10de"
 )
 
 // isBDF reports whether s is a PCI address in sysfs form (0000:c1:00.0).
@@ -57,9 +58,9 @@ func classify(class, vendor string) string {
 		return ""
 	}
 	switch {
-	case vendor == vendorNVIDIA && (strings.HasPrefix(class, "0300") || strings.HasPrefix(class, "0302")):
+	case vendor == VendorNVIDIA && (strings.HasPrefix(class, "0300") || strings.HasPrefix(class, "0302")):
 		return KindGPU
-	case vendor == vendorNVIDIA && strings.HasPrefix(class, "0680"):
+	case vendor == VendorNVIDIA && strings.HasPrefix(class, "0680"):
 		return KindNVSwitch
 	case strings.HasPrefix(class, "0200") || strings.HasPrefix(class, "0207"):
 		return KindNIC
@@ -77,6 +78,10 @@ type PCIIDs struct {
 	// is then set).
 	FromModalias bool
 }
+
+// Kind is the device kind discovery gives a function with these ids
+// (KindGPU, KindNIC, KindNVMe, KindNVSwitch), or "".
+func (ids PCIIDs) Kind() string { return classify(ids.Class, ids.Vendor) }
 
 // ReadPCIIDs reads the ids of the PCI function in sysfs directory dir
 // (/sys/bus/pci/devices/<bdf>). The kernel's modalias attribute holds
@@ -205,7 +210,7 @@ func (d *discoverer) pci(ctx context.Context) error {
 			d.warnErr(dir, err, false)
 			continue
 		}
-		if kind := classify(ids.Class, ids.Vendor); kind != "" {
+		if kind := ids.Kind(); kind != "" {
 			cands = append(cands, candidate{bdf, kind, ids})
 		}
 	}
