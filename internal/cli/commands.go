@@ -34,8 +34,8 @@ type namedCommand struct {
 }
 
 // topLevel builds the top-level commands: gpunode's own, then the forwarded
-// ones, each replaced by the command of the same name in extra (the
-// companion passes its real ones). With only set, it builds just that
+// ones, which are the stand-ins (forwarders) or, in the companion, extra:
+// its real commands of the same names. With only set, it builds just that
 // command (false when there is none of that name).
 func (a *App) topLevel(extra []Command, only string) ([]*cobra.Command, bool) {
 	var cmds []*cobra.Command
@@ -47,26 +47,13 @@ func (a *App) topLevel(extra []Command, only string) ([]*cobra.Command, bool) {
 	if only != "" && len(cmds) == 1 {
 		return cmds, true
 	}
-	real := map[string]*cobra.Command{}
-	var order []string
-	for _, c := range extra {
-		cmd := c(a)
-		real[cmd.Name()] = cmd
-		order = append(order, cmd.Name())
+	forwarded := forwarders()
+	if len(extra) > 0 {
+		forwarded = extra
 	}
-	for _, f := range forwarders() {
-		cmd := f(a)
-		if r, ok := real[cmd.Name()]; ok {
-			cmd = r
-			delete(real, cmd.Name())
-		}
-		if only == "" || cmd.Name() == only {
+	for _, c := range forwarded {
+		if cmd := c(a); only == "" || cmd.Name() == only {
 			cmds = append(cmds, cmd)
-		}
-	}
-	for _, name := range order {
-		if r, ok := real[name]; ok && (only == "" || name == only) {
-			cmds = append(cmds, r)
 		}
 	}
 	return cmds, len(cmds) > 0

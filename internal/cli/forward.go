@@ -116,15 +116,17 @@ func (a *App) companionPath() (string, error) {
 		return p, nil
 	}
 	var tried []string
+	beside := "DIR" // where gpunode is installed, when the kernel says
 	if self, err := os.Executable(); err == nil {
 		if r, err := filepath.EvalSymlinks(self); err == nil {
 			self = r
 		}
-		p := filepath.Join(filepath.Dir(self), CompanionName)
+		beside = filepath.Dir(self)
+		p := filepath.Join(beside, CompanionName)
 		if isExecutable(p) {
 			return p, nil
 		}
-		tried = append(tried, filepath.Dir(self))
+		tried = append(tried, beside)
 	}
 	for _, dir := range filepath.SplitList(a.getenv("PATH")) {
 		if dir == "" || !filepath.IsAbs(dir) {
@@ -136,10 +138,15 @@ func (a *App) companionPath() (string, error) {
 		}
 	}
 	tried = append(tried, "$PATH")
-	return "", fmt.Errorf("%w (looked in %s): the k8s, bench, agent and report commands live in the companion executable %s, "+
+	var names []string
+	for _, f := range forwardedCommands() {
+		names = append(names, f.name)
+	}
+	return "", fmt.Errorf("%w (looked in %s): the %s commands live in the companion executable %s, "+
 		"which links the Kubernetes, Prometheus and plotting libraries the node commands do not load; "+
-		"install it beside gpunode (go build -o DIR/%s ./cmd/%s) or set %s to its path",
-		ErrNoCompanion, strings.Join(tried, ", "), CompanionName, CompanionName, CompanionName, EnvCompanion)
+		"install it beside gpunode (from a checkout of gpunode: go build -o %s ./cmd/%s) or set %s to its path",
+		ErrNoCompanion, strings.Join(tried, ", "), strings.Join(names, ", "), CompanionName,
+		filepath.Join(beside, CompanionName), CompanionName, EnvCompanion)
 }
 
 func isExecutable(p string) bool {

@@ -101,6 +101,10 @@ func TestForwardFailures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	realSelf, err := filepath.EvalSymlinks(self)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name   string
 		getenv map[string]string
@@ -109,6 +113,8 @@ func TestForwardFailures(t *testing.T) {
 		stderr string
 	}{
 		{"not found", map[string]string{"PATH": dir}, ExitFailure, "", "gpunode-full not found (looked in "},
+		// The printed install command names where gpunode is installed.
+		{"not found, the fix", map[string]string{"PATH": dir}, ExitFailure, "", "go build -o " + filepath.Join(filepath.Dir(realSelf), "gpunode-full") + " ./cmd/gpunode-full"},
 		{"GPUNODE_FULL not executable", map[string]string{EnvCompanion: notExec}, ExitFailure, "", "GPUNODE_FULL=" + notExec + ": not an executable file"},
 		{"found on PATH", map[string]string{"PATH": "relative:" + dir + ":" + filepath.Dir(onPath)}, ExitOK, onPath, ""},
 		{"loop", map[string]string{EnvCompanion: self}, ExitFailure, "", "is gpunode itself"},

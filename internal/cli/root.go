@@ -94,10 +94,6 @@ func Main(ctx context.Context, env Env, extra ...Command) int {
 	return ExitCode(err)
 }
 
-// NewRootCommand builds the command tree; extra are the companion's
-// commands (see Main).
-func (a *App) NewRootCommand(extra ...Command) *cobra.Command { return a.newRoot(extra, "") }
-
 // newRoot builds the root command with every top-level command, or with
 // only the one named target when there is one of that name: a run needs
 // only its own command, and building all of them (flags, help texts) is a
