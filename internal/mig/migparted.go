@@ -216,31 +216,28 @@ func (s *MigPartedSpec) UnmarshalJSON(b []byte) error {
 	return err
 }
 
-// step is one element of a field path: a map key, or a list index when
-// key is "" and index >= 0.
-type step struct {
-	key   string
-	index int
+// fieldPath is a field's path: map keys, and list indexes (a step with
+// Index >= 0).
+type fieldPath []yamlpos.Step
+
+func (p fieldPath) key(k string) fieldPath {
+	return append(p[:len(p):len(p)], yamlpos.Step{Key: k, Index: -1})
 }
-
-type fieldPath []step
-
-func (p fieldPath) key(k string) fieldPath { return append(p[:len(p):len(p)], step{key: k, index: -1}) }
-func (p fieldPath) at(i int) fieldPath     { return append(p[:len(p):len(p)], step{index: i}) }
+func (p fieldPath) at(i int) fieldPath { return append(p[:len(p):len(p)], yamlpos.Step{Index: i}) }
 
 func (p fieldPath) String() string {
 	var b strings.Builder
 	for _, s := range p {
 		switch {
-		case s.index >= 0:
-			fmt.Fprintf(&b, "[%d]", s.index)
-		case plainKey(s.key):
+		case s.Index >= 0:
+			fmt.Fprintf(&b, "[%d]", s.Index)
+		case plainKey(s.Key):
 			if b.Len() > 0 {
 				b.WriteByte('.')
 			}
-			b.WriteString(s.key)
+			b.WriteString(s.Key)
 		default:
-			b.WriteString("[" + strconv.Quote(s.key) + "]")
+			b.WriteString("[" + strconv.Quote(s.Key) + "]")
 		}
 	}
 	return b.String()
@@ -509,10 +506,4 @@ func (m MigConfig) AssertValid() error {
 // field found. The YAML is parsed again for this (yaml.v3 keeps positions);
 // when it does not parse or the path leads through merge keys the answer is
 // the last line found, possibly 0.
-func (r *specReader) line(p fieldPath) int {
-	steps := make([]yamlpos.Step, len(p))
-	for i, s := range p {
-		steps[i] = yamlpos.Step{Key: s.key, Index: s.index}
-	}
-	return yamlpos.LineIn(r.src, steps)
-}
+func (r *specReader) line(p fieldPath) int { return yamlpos.LineIn(r.src, p) }

@@ -189,12 +189,14 @@ func lineOf(n *yamlnode.Node, path []Step) int {
 	return line
 }
 
-// child returns the value of key in mapping n and the key's line.
+// child returns the value of key in mapping n and the key's line. A key
+// given twice is the last one: the value a non-strict decoder keeps.
 func child(n *yamlnode.Node, key string, line int) (*yamlnode.Node, int) {
+	var v *yamlnode.Node
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		if n.Content[i].Value == key {
-			return n.Content[i+1], n.Content[i].Line
+			v, line = n.Content[i+1], n.Content[i].Line
 		}
 	}
-	return nil, line
+	return v, line
 }

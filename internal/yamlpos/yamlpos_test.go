@@ -49,6 +49,15 @@ func TestLine(t *testing.T) {
 	}
 }
 
+// A key given twice is found at its last line, the value a non-strict
+// decoder keeps.
+func TestLineOfRepeatedKey(t *testing.T) {
+	src := "devices: 1\nother: x\ndevices: 2\n"
+	if got := Line([]byte(src), "devices"); got != 3 {
+		t.Errorf("Line(devices) = %d, want 3 (the second devices:)", got)
+	}
+}
+
 func TestParsePath(t *testing.T) {
 	got := ParsePath(`spec.containers[0].resources.requests["nvidia.com/gpu"]`)
 	want := []Step{{Key: "spec", Index: -1}, {Key: "containers", Index: -1}, {Index: 0}, {Key: "resources", Index: -1}, {Key: "requests", Index: -1}, {Key: "nvidia.com/gpu", Index: -1}}

@@ -157,7 +157,7 @@ func (a *app) loadLintInput(paths []string) (*lint.Input, map[string][]int, erro
 				return nil, nil, fmt.Errorf("-f -: stdin given twice")
 			}
 			stdinRead = true
-			if b, err = lint.ReadAll(a.Stdin, "stdin"); err != nil {
+			if b, err = objects.ReadAll(a.Stdin, "stdin"); err != nil {
 				return nil, nil, err
 			}
 		} else if b, err = objects.ReadFile(s); err != nil {

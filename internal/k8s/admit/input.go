@@ -26,12 +26,9 @@ import (
 // and reason, and the file's line (an *objects.Error), and no pod is
 // returned when any document is bad.
 func ParsePods(r io.Reader, name string) ([]*v1.Pod, error) {
-	data, err := io.ReadAll(io.LimitReader(r, objects.MaxFileBytes+1))
+	data, err := objects.ReadAll(r, name)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	if len(data) > objects.MaxFileBytes {
-		return nil, fmt.Errorf("%s: larger than %d bytes", name, objects.MaxFileBytes)
+		return nil, err
 	}
 	pods, err := parsePods(data, name)
 	return pods, objects.Locate(err, data)

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -232,18 +231,6 @@ func NewLoader() *Loader {
 
 // Input returns what was loaded.
 func (l *Loader) Input() *Input { return l.in }
-
-// ReadAll reads r bounded like objects.ReadFile.
-func ReadAll(r io.Reader, name string) ([]byte, error) {
-	b, err := io.ReadAll(io.LimitReader(r, objects.MaxFileBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	if len(b) > objects.MaxFileBytes {
-		return nil, fmt.Errorf("%s: larger than %d bytes", name, objects.MaxFileBytes)
-	}
-	return b, nil
-}
 
 // Add decodes every document of one file. Errors are *objects.Error
 // naming the file, document, item and field.

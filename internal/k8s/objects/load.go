@@ -24,12 +24,18 @@ func ReadFile(path string) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	return ReadAll(f, path)
+}
+
+// ReadAll reads r (name labels errors: a file, "stdin") to its end, at
+// most MaxFileBytes.
+func ReadAll(r io.Reader, name string) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, MaxFileBytes+1))
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	if len(b) > MaxFileBytes {
-		return nil, fmt.Errorf("%s: larger than %d bytes", path, MaxFileBytes)
+		return nil, fmt.Errorf("%s: larger than %d bytes", name, MaxFileBytes)
 	}
 	return b, nil
 }

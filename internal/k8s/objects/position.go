@@ -82,7 +82,7 @@ func Locate(err error, data []byte) error {
 		path = append([]yamlpos.Step{{Key: "items", Index: -1}, {Index: e.Item}}, path...)
 	}
 	e.Line = s.line
-	if l := yamlpos.LineIn(s.src, path); l > 0 && len(path) > 0 {
+	if l := yamlpos.LineIn(s.src, path); l > 0 {
 		e.Line = s.line + l - 1
 	} else if l := yamlpos.SyntaxLine(e.Reason); l > 0 {
 		// No field, but the YAML decoder named a line (a syntax error or
