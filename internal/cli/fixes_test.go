@@ -2,11 +2,14 @@ package cli
 
 import (
 	"encoding/json"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/gpunode/gpunode/internal/container"
 	"github.com/gpunode/gpunode/internal/testhost"
 	"github.com/gpunode/gpunode/internal/tune/tunetest"
 )
@@ -39,40 +42,72 @@ func TestEveryFixIsACommand(t *testing.T) {
 	if err != nil {
 		t.Skip("no bash")
 	}
+	// checkFixes runs gpunode with args (JSON output) and checks every
+	// fix; it returns how many fixes checks with id printed.
+	checkFixes := func(what, id string, args ...string) int {
+		t.Helper()
+		code, out, errs := run(t, append(args, "-o", "json")...)
+		if code > ExitFindings {
+			t.Fatalf("%v: exit %d: %s", args, code, errs)
+		}
+		var rep struct {
+			Checks []struct {
+				ID, Subject, Layer string
+				Fix                []string
+			}
+		}
+		if err := json.Unmarshal([]byte(out), &rep); err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		n := 0
+		for _, c := range rep.Checks {
+			if c.ID == id {
+				n += len(c.Fix)
+			}
+			if fixExempt[c.Layer] {
+				continue
+			}
+			for _, f := range c.Fix {
+				if msg := badFix(bash, f); msg != "" {
+					t.Errorf("%s %s/%s: fix %q: %s", what, c.ID, c.Subject, f, msg)
+				}
+			}
+		}
+		return n
+	}
 	for _, host := range []string{"dgx-h100", "gh200", "amd-8numa", "downgraded", "mixed-pcie"} {
 		root := testhost.Copy(t, host)
 		if err := tunetest.Overlay(root, tunetest.Options{Process: host == "dgx-h100", Tuners: host == "downgraded"}); err != nil {
 			t.Fatal(err)
 		}
 		for _, profile := range []string{"base", "inference-isolated", "training"} {
-			args := []string{"--root", root, "audit", "--profile", profile, "-o", "json"}
+			args := []string{"--root", root, "audit", "--profile", profile}
 			if host == "dgx-h100" {
 				args = append(args, "--pid", "4242")
 			}
-			code, out, errs := run(t, args...)
-			if code > ExitFindings {
-				t.Fatalf("%v: exit %d: %s", args, code, errs)
-			}
-			var rep struct {
-				Checks []struct {
-					ID, Subject, Layer string
-					Fix                []string
-				}
-			}
-			if err := json.Unmarshal([]byte(out), &rep); err != nil {
-				t.Fatalf("%v: %v", args, err)
-			}
-			for _, c := range rep.Checks {
-				if fixExempt[c.Layer] {
-					continue
-				}
-				for _, f := range c.Fix {
-					if msg := badFix(bash, f); msg != "" {
-						t.Errorf("%s/%s %s/%s: fix %q: %s", host, profile, c.ID, c.Subject, f, msg)
-					}
-				}
-			}
+			checkFixes(host+"/"+profile, "", args...)
 		}
+	}
+	// The overlay checks run only for given data paths or container
+	// specs, which audit does not take: 'container check' with paths on
+	// a container's overlay root (dgx-h100's mount table is a
+	// container's) and with a Pod whose hostPath lies in an overlay
+	// mount of the host (downgraded).
+	dgx := testhost.Path(t, "dgx-h100")
+	n := checkFixes("dgx-h100 container check", container.CheckOverlay, "--root", dgx, "container", "check",
+		"--image-config", "/root/image-pytorch.json", "--container-spec", "/root/inspect-train.json", "--data", "/data,/workspace")
+	dg := testhost.Copy(t, "downgraded")
+	if err := os.MkdirAll(filepath.Join(dg, "root"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	pod := "kind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n    volumeMounts:\n    - {name: d, mountPath: /data}\n  volumes:\n  - name: d\n    hostPath: {path: /var/lib/docker/overlay2/77c4/merged/data}\n"
+	if err := os.WriteFile(filepath.Join(dg, "root", "pod.yaml"), []byte(pod), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	n += checkFixes("downgraded container check", container.CheckOverlay, "--root", dg, "container", "check",
+		"--container-spec", "/root/pod.yaml", "--data", "/data,/scratch")
+	if n < 3 {
+		t.Errorf("the container checks printed %d overlay fixes, want one for each of /workspace, the hostPath on overlay and /scratch", n)
 	}
 }
 

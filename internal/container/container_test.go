@@ -148,6 +148,46 @@ func TestContainerSpecs(t *testing.T) {
 	}
 }
 
+// overlayHostPod is a Pod whose /data volume is a hostPath inside the
+// downgraded host's container overlay (its ext4 root holds a Docker
+// container's overlay mount).
+const overlayHostPod = "kind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n    volumeMounts:\n    - {name: d, mountPath: /data}\n  volumes:\n  - name: d\n    hostPath: {path: /var/lib/docker/overlay2/77c4/merged/data}\n"
+
+// TestContainerSpecHostOnOverlay: a bind whose host side is itself on
+// overlayfs is drift, and its fix is advice (a "# ..." comment naming the
+// host path), as every overlay fix is.
+func TestContainerSpecHostOnOverlay(t *testing.T) {
+	root := testhost.Copy(t, "downgraded")
+	if err := os.MkdirAll(filepath.Join(root, "root"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "root", "pod.yaml"), []byte(overlayHostPod), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fs, err := hostfs.New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := gpu.Open(context.Background(), gpu.Options{Kind: gpu.KindAuto, Host: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := container.Source{FS: fs, Backend: b, Options: container.Options{ContainerSpec: "/root/pod.yaml", Data: []string{"/data", "/scratch"}}}.Checks(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := byKey(cs)
+	c := m["container.overlay/p/c:/data"]
+	want := "# bind-mount a path from a real filesystem (ext4, xfs, NFS, Lustre) instead of /var/lib/docker/overlay2/77c4/merged/data"
+	if c.Status != check.Drift || !strings.Contains(c.Current, "(overlay)") || len(c.Fix) != 1 || c.Fix[0] != want {
+		t.Errorf("/data from a hostPath on overlay: %s %q fix %q, want drift with %q", c.Status, c.Current, c.Fix, want)
+	}
+	c = m["container.overlay/p/c:/scratch"]
+	if c.Status != check.Drift || len(c.Fix) != 1 || !strings.HasPrefix(c.Fix[0], "# mount the data instead of copying it into the image") {
+		t.Errorf("/scratch on the container's root: %s %q fix %q, want drift with advice as a comment", c.Status, c.Current, c.Fix)
+	}
+}
+
 func TestImageCUDA(t *testing.T) {
 	for in, want := range map[string]string{
 		`[{"Config":{"Env":["CUDA_VERSION=12.8.0.038"]}}]`:                              "12.8.0",

@@ -236,7 +236,13 @@ func (p pod) specs() []ContainerSpec {
 	return out
 }
 
-const fixBindData = "mount the data instead of copying it into the image: docker run -v /host/data:%s (or --mount type=bind), a Kubernetes hostPath / PVC volume at %s"
+// The overlay fixes are advice (how a container is started is not the
+// host's to change), printed as "# ..." comments like the other advice so
+// that a pasted fix list runs nothing.
+const (
+	fixBindData = "# mount the data instead of copying it into the image: docker run -v /host/data:%s (or --mount type=bind), a Kubernetes hostPath / PVC volume at %s"
+	fixBindHost = "# bind-mount a path from a real filesystem (ext4, xfs, NFS, Lustre) instead of %s"
+)
 
 func overlayChecks(h *host, o Options) []check.Check {
 	base := check.Check{ID: CheckOverlay, Section: "4.2"}
@@ -349,7 +355,7 @@ func specPathCheck(ms []Mount, s ContainerSpec, p string) check.Check {
 				c.Current += " (overlay)"
 				c.Status = check.Drift
 				c.Detail = "the host side of the mount is itself on overlayfs"
-				c.Fix = []string{"bind-mount a path from a real filesystem (ext4, xfs, NFS, Lustre) instead of " + m.Source}
+				c.Fix = []string{fmt.Sprintf(fixBindHost, m.Source)}
 			default:
 				c.Current += " (" + hm.FSType + ")"
 			}

@@ -88,7 +88,7 @@ type PlanItem struct {
 	Actions       []string    `json:"actions"`
 }
 
-// check returns the item's values as a check, for display.
+// asCheck returns the item's values as a check, for display.
 func (it PlanItem) asCheck() check.Check {
 	return check.Check{Current: it.Current, Expected: it.Expected, CurrentBytes: it.CurrentBytes, ExpectedBytes: it.ExpectedBytes, Bound: it.Bound}
 }

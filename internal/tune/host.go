@@ -595,7 +595,7 @@ func commentFstabSwaps(b []byte) []byte {
 	for i, line := range lines {
 		f := strings.Fields(line)
 		if len(f) >= 3 && !strings.HasPrefix(f[0], "#") && f[2] == "swap" {
-			lines[i] = "#gpunode# " + line
+			lines[i] = overrideMark + line
 		}
 	}
 	return []byte(strings.Join(lines, ""))

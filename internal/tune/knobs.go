@@ -253,7 +253,7 @@ func (k sysctlKnob) resolve(_ *Host, v string) (string, error) { return k.spec.c
 func (k sysctlKnob) equal(c, w string) bool                    { return c == w }
 func (k sysctlKnob) fix(h *Host, w string) []string {
 	if f, _, ok := h.sysctlOverride(k.key, w); ok {
-		return []string{overrideFix(f, k.key, false), fixEcho(sysctlPath(k.key), w), fixWrite(fileSysctl)}
+		return []string{overrideFix(h, f, k.key, false), fixEcho(sysctlPath(k.key), w), fixWrite(fileSysctl)}
 	}
 	return []string{fixEcho(sysctlPath(k.key), w), fixWrite(fileSysctl)}
 }
@@ -817,7 +817,7 @@ func (k limitsKnob) resolve(_ *Host, v string) (string, error) { return k.spec.c
 func (k limitsKnob) equal(c, w string) bool                    { return c == w }
 func (k limitsKnob) fix(h *Host, w string) []string {
 	if f, _, ok := h.limitsOverride(k.item, w); ok {
-		return []string{overrideFix(f, k.item, true), fixWrite(fileLimits)}
+		return []string{overrideFix(h, f, k.item, true), fixWrite(fileLimits)}
 	}
 	return []string{fixWrite(fileLimits)}
 }
@@ -902,7 +902,7 @@ func (swapKnob) resolve(_ *Host, v string) (string, error) { return v, nil }
 func (swapKnob) equal(c, w string) bool                    { return c == w }
 func (swapKnob) fix(*Host, string) []string {
 	// The sed comments out the same lines as commentFstabSwaps.
-	return []string{"swapoff -a", `sed -i -E 's/^([[:space:]]*[^#[:space:]][^[:space:]]*[[:space:]]+[^[:space:]]+[[:space:]]+swap([[:space:]]|$))/#gpunode# \1/' ` + fixPath(fileFstab)}
+	return []string{"swapoff -a", `sed -i -E 's/^([[:space:]]*[^#[:space:]][^[:space:]]*[[:space:]]+[^[:space:]]+[[:space:]]+swap([[:space:]]|$))/` + overrideMark + `\1/' ` + fixPath(fileFstab)}
 }
 func (swapKnob) changes(_ *Host, o observation, _ string) ([]change, persist, error) {
 	p := persist{swapOff: true}

@@ -53,19 +53,32 @@ func (h *Host) limitsOverride(item, want string) (file, value string, ok bool) {
 	return l.source, "soft " + orUnset(l.soft) + ", hard " + orUnset(l.hard), true
 }
 
-// overrideDetail explains an override for audit.
-func overrideDetail(file, value, ours string) string {
-	return fmt.Sprintf("overridden at boot: %s sets %s and is read after %s, so it wins whatever gpunode writes", file, value, ours)
-}
-
 // overrideFix comments out the lines of file that set key (a sysctl key,
-// or a limits item of the "*" domain), keeping them for reference.
-func overrideFix(file, key string, limits bool) string {
+// or a limits item of the "*" domain), keeping them for reference, in the
+// file apply edits (overrideTarget): file itself or its link target, edited
+// in place, or, for a vendor sysctl file, a copy of the same name in
+// /etc/sysctl.d that masks it (written from the vendor file, so running
+// the fix again writes the same copy). Where apply refuses the edit, the
+// fix edits file in place, as the refusal note asks.
+func overrideFix(h *Host, file, key string, limits bool) string {
 	pat := `^[[:space:]]*` + strings.ReplaceAll(regexpQuote(key), "/", `\/`) + `[[:space:]]*=`
 	if limits {
 		pat = `^[[:space:]]*\*[[:space:]]+[a-z-]+[[:space:]]+` + regexpQuote(key) + `[[:space:]]`
 	}
-	return fmt.Sprintf("sed -i -E '/%s/s/^/#gpunode# /' %s", pat, file)
+	script := "/" + pat + "/s/^/" + overrideMark + "/"
+	dst, from, err := overrideTarget(h, file)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("sed -i -E '%s' %s", script, fixPath(file))
+	case dst == from:
+		return fmt.Sprintf("sed -i -E '%s' %s", script, fixPath(dst))
+	case dst == file:
+		// The masking name is a link to the vendor file: replace the
+		// link, never write through it.
+		return fmt.Sprintf("rm -f %s && sed -E '%s' %s > %s", fixPath(dst), script, fixPath(from), fixPath(dst))
+	default:
+		return fmt.Sprintf("mkdir -p %s && sed -E '%s' %s > %s", fixPath(path.Dir(dst)), script, fixPath(from), fixPath(dst))
+	}
 }
 
 func regexpQuote(s string) string {
@@ -79,14 +92,14 @@ func regexpQuote(s string) string {
 	return b.String()
 }
 
-// overrideMark prefixes a line apply commented out in a file that would
-// override gpunode's (the printed sed fix uses the same mark).
+// overrideMark prefixes a line apply comments out in a file gpunode does
+// not own: a line of a file that would override gpunode's, an fstab swap
+// entry (the printed sed fixes use the same mark).
 const overrideMark = "#gpunode# "
 
 // override is one line of a file read after gpunode's that sets a value
 // gpunode persists to another one.
 type override struct {
-	src  string // the file read at boot
 	what string // "vm.swappiness = 0", "limits memlock unlimited"
 	was  string // what the line sets: "60", "soft 65536"
 }
@@ -102,22 +115,31 @@ type override struct {
 // immutable) is refused: a note names it with the reason and the value
 // stays overridden. The notes say what is edited or refused.
 func overrideEdits(h *Host, all persist) (ops []fileOp, notes []string) {
+	// Only the values that the file winning at boot sets to another value
+	// are edited: a later line that loses to the winning file is left
+	// alone when the winner sets the wanted value. When the winner is
+	// wrong, every wrong line read after gpunode's file is commented out,
+	// so that none takes its place.
 	sysctlWant := map[string]string{}
 	for _, kv := range all.sysctl {
-		sysctlWant[kv[0]] = kv[1]
+		if _, _, ok := h.sysctlOverride(kv[0], kv[1]); ok {
+			sysctlWant[kv[0]] = kv[1]
+		}
 	}
 	limitsWant := map[string]string{}
 	for _, l := range all.limits {
 		if fs := strings.Fields(l); len(fs) == 4 {
-			limitsWant[fs[2]] = fs[3]
+			if _, _, ok := h.limitsOverride(fs[2], fs[3]); ok {
+				limitsWant[fs[2]] = fs[3]
+			}
 		}
 	}
 	// match reports whether a line of src overrides.
 	match := func(src, line string) (override, bool) {
 		if strings.HasPrefix(src, "/etc/security/") {
-			return limitsOverrides(src, line, limitsWant)
+			return limitsOverrides(line, limitsWant)
 		}
-		return sysctlOverrides(src, line, sysctlWant)
+		return sysctlOverrides(line, sysctlWant)
 	}
 	var files []string
 	if len(sysctlWant) > 0 {
@@ -150,7 +172,7 @@ func overrideEdits(h *Host, all persist) (ops []fileOp, notes []string) {
 		if len(found) == 0 {
 			continue
 		}
-		dst, err := overrideTarget(h, src)
+		dst, _, err := overrideTarget(h, src)
 		switch {
 		case err == nil && done[dst]:
 			continue // a link to a file already edited
@@ -194,7 +216,7 @@ func overrideEdits(h *Host, all persist) (ops []fileOp, notes []string) {
 
 // sysctlOverrides reports whether a sysctl.conf line sets one of want's
 // keys to another value.
-func sysctlOverrides(src, line string, want map[string]string) (override, bool) {
+func sysctlOverrides(line string, want map[string]string) (override, bool) {
 	kv := parseSysctlConfOrdered([]byte(line))
 	if len(kv) != 1 {
 		return override{}, false
@@ -203,12 +225,12 @@ func sysctlOverrides(src, line string, want map[string]string) (override, bool) 
 	if !ok || normSpace(kv[0][1]) == normSpace(w) {
 		return override{}, false
 	}
-	return override{src: src, what: kv[0][0] + " = " + w, was: kv[0][1]}, true
+	return override{what: kv[0][0] + " = " + w, was: kv[0][1]}, true
 }
 
 // limitsOverrides is sysctlOverrides for a limits.conf line of the "*"
 // domain.
-func limitsOverrides(src, line string, want map[string]string) (override, bool) {
+func limitsOverrides(line string, want map[string]string) (override, bool) {
 	ls := parseLimits([]byte(line))
 	if len(ls) != 1 || ls[0].domain != "*" {
 		return override{}, false
@@ -217,51 +239,53 @@ func limitsOverrides(src, line string, want map[string]string) (override, bool) 
 	if !ok || ls[0].value == w {
 		return override{}, false
 	}
-	return override{src: src, what: "limits " + ls[0].item + " " + w, was: ls[0].typ + " " + ls[0].value}, true
+	return override{what: "limits " + ls[0].item + " " + w, was: ls[0].typ + " " + ls[0].value}, true
 }
 
 // overrideTarget is the host path apply writes to make src lose: src
 // itself, the target of a link (inside the root), or an /etc/sysctl.d copy
-// masking a vendor file. The error says why src cannot be edited.
-func overrideTarget(h *Host, src string) (string, error) {
+// masking a vendor file; from is the file holding src's lines (src, or
+// its link target): dst, unless dst is a masking copy. The error says why
+// src cannot be edited.
+func overrideTarget(h *Host, src string) (dst, from string, err error) {
 	fi, err := h.FS.Lstat(src)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
-	dst := src
+	from = src
 	if fi.Mode()&fs.ModeSymlink != 0 {
 		r, err := h.FS.Resolve(src)
 		if err != nil {
-			return "", fmt.Errorf("%s is a link that does not resolve inside the root: %w", src, err)
+			return "", "", fmt.Errorf("%s is a link that does not resolve inside the root: %w", src, err)
 		}
 		if fi, err = h.FS.Lstat(r); err != nil {
-			return "", fmt.Errorf("%s is a link to %s: %w", src, r, err)
+			return "", "", fmt.Errorf("%s is a link to %s: %w", src, r, err)
 		}
-		dst = r
+		from = r
 	}
 	if !fi.Mode().IsRegular() {
-		return "", fmt.Errorf("%s is not a regular file (%s)", dst, fi.Mode().Type())
+		return "", "", fmt.Errorf("%s is not a regular file (%s)", from, fi.Mode().Type())
 	}
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 {
-		return "", fmt.Errorf("%s has %d hard links: replacing it would leave the other names with the old lines", dst, st.Nlink)
+		return "", "", fmt.Errorf("%s has %d hard links: replacing it would leave the other names with the old lines", from, st.Nlink)
 	}
-	if !strings.HasPrefix(dst, "/etc/") {
+	if !strings.HasPrefix(from, "/etc/") {
 		if !strings.Contains(src, "sysctl.d/") {
-			return "", fmt.Errorf("%s is outside /etc (a vendor file a package update rewrites)", dst)
+			return "", "", fmt.Errorf("%s is outside /etc (a vendor file a package update rewrites)", from)
 		}
 		// Mask the vendor file: systemd-sysctl reads /etc/sysctl.d/NAME
 		// instead of any other NAME.
 		dst = path.Join("/etc/sysctl.d", path.Base(src))
 		if st, err := journal.Snapshot(h.FS, dst); err == nil && st.Type != journal.FileAbsent && st.Type != journal.FileSymlink {
-			return "", fmt.Errorf("%s masks %s but is not a link to it", dst, src)
+			return "", "", fmt.Errorf("%s masks %s but is not a link to it", dst, src)
 		}
 		if err := h.FS.Writable(dst); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return "", err
+			return "", "", err
 		}
-		return dst, nil
+		return dst, from, nil
 	}
-	if err := h.FS.Writable(dst); err != nil {
-		return "", err
+	if err := h.FS.Writable(from); err != nil {
+		return "", "", err
 	}
-	return dst, nil
+	return from, from, nil
 }

@@ -303,3 +303,171 @@ func TestOverrideKillSweep(t *testing.T) {
 	}
 	t.Logf("SIGKILL: tune apply killed at %d points (every operation on the edited files and %d others); all byte-identical after recovery", len(points), len(points)-len(seen))
 }
+
+// TestOverrideLosingLineLeftAlone: a line read after gpunode's file that
+// sets another value but loses to a file read later still (which sets the
+// wanted value) does not override anything. 95-site.conf sets
+// vm.swappiness 60, /etc/sysctl.conf (read last, it wins) sets 0, the
+// training value; a limits.d file sets memlock 65536 and a later one
+// unlimited. Plan and apply leave 95-site.conf and 95-site-limits.conf
+// alone and have nothing to change. Before, every later wrong line was
+// commented out, the note said it "would win at boot", and apply reported
+// a change.
+func TestOverrideLosingLineLeftAlone(t *testing.T) {
+	ctx := context.Background()
+	cat := NewCatalogue()
+	root, fsys := stockHost(t, "gh200")
+	writeUnder(t, root, "etc/sysctl.conf", "# local\nvm.swappiness = 0\n")
+	p := mustLoad(t, cat, fsys, ProfileTraining)
+	if p.Settings["vm.swappiness"] != "0" || p.Settings["limits.memlock"] != "unlimited" {
+		t.Fatalf("training sets vm.swappiness %q, limits.memlock %q; the test needs 0 and unlimited", p.Settings["vm.swappiness"], p.Settings["limits.memlock"])
+	}
+	if _, err := Apply(ctx, newHost(t, fsys), cat, applyReq(p)); err != nil {
+		t.Fatal(err)
+	}
+	site := map[string]string{
+		"etc/sysctl.d/95-site.conf":                 "vm.swappiness = 60\n",
+		"etc/security/limits.d/95-site-limits.conf": "* soft memlock 65536\n* hard memlock 65536\n",
+		"etc/security/limits.d/99-site.conf":        "* - memlock unlimited\n",
+	}
+	for f, c := range site {
+		writeUnder(t, root, f, c)
+	}
+	r, err := Audit(ctx, newHost(t, fsys), cat, p, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"vm.swappiness", "limits.memlock"} {
+		if c := checkByID(r, id); c.Status != StatusOK {
+			t.Errorf("audit %s: %s (%s), want ok: the file read last sets the wanted value", id, c.Status, c.Detail)
+		}
+	}
+	pr, err := Plan(ctx, newHost(t, fsys), cat, ApplyRequest{Profile: p, StateDir: stateDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range pr.Files {
+		if f.Action != "unchanged" {
+			t.Errorf("plan would %s %s (%s)", f.Action, f.Path, f.Reason)
+		}
+	}
+	for _, n := range pr.Notes {
+		if strings.Contains(n, "95-site") || strings.Contains(n, "win at boot") {
+			t.Errorf("plan note %q: the losing lines override nothing", n)
+		}
+	}
+	rep, err := Apply(ctx, newHost(t, fsys), cat, applyReq(p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Changed || rep.Journal != "" {
+		t.Errorf("apply: changed %v journal %q, want nothing to change", rep.Changed, rep.Journal)
+	}
+	for f, c := range site {
+		if b, err := os.ReadFile(filepath.Join(root, f)); err != nil || string(b) != c {
+			t.Errorf("%s after apply: %q (%v), want it untouched: %q", f, b, err, c)
+		}
+	}
+}
+
+// TestOverrideFixIsApply: the fixes audit prints for the override host do
+// what apply does. The vendor file /usr/lib/sysctl.d/95-vendor.conf is
+// masked by an edited copy in /etc/sysctl.d (a package update rewrites the
+// vendor file), /etc/sysctl.conf is edited in place (Debian's
+// 99-sysctl.conf link kept) and so is the limits.d file. Pasted in order
+// (TestFixesRun's runner, twice) into one copy of the host, they leave every
+// check they fix ok and nothing for plan to do, and the three edited files
+// hold the bytes apply writes into another copy. Before, the vendor fix was
+// 'sed -i' on the vendor file itself, which apply never touches.
+func TestOverrideFixIsApply(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash")
+	}
+	ctx := context.Background()
+	cat := NewCatalogue()
+	fixRoot, fixFS := overrideHost(t)
+	p := mustLoad(t, cat, fixFS, ProfileTraining)
+	r, err := Audit(ctx, newHost(t, fixFS), cat, p, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[string]string{
+		"net.core.rmem_max": `mkdir -p /etc/sysctl.d && sed -E '/^[[:space:]]*net\.core\.rmem_max[[:space:]]*=/s/^/#gpunode# /' /usr/lib/sysctl.d/95-vendor.conf > /etc/sysctl.d/95-vendor.conf`,
+		"vm.swappiness":     `sed -i -E '/^[[:space:]]*vm\.swappiness[[:space:]]*=/s/^/#gpunode# /' /etc/sysctl.conf`,
+		"limits.memlock":    `sed -i -E '/^[[:space:]]*\*[[:space:]]+[a-z-]+[[:space:]]+memlock[[:space:]]/s/^/#gpunode# /' /etc/security/limits.d/99-site.conf`,
+	} {
+		if c := checkByID(r, id); len(c.Fix) == 0 || c.Fix[0] != want {
+			t.Errorf("%s: first fix %q, want %q", id, c.Fix, want)
+		}
+	}
+	runFixes(t, bash, fixStubDir(t), fixRoot, nil, ProfileTraining)
+
+	applyRoot, applyFS := overrideHost(t)
+	if _, err := Apply(ctx, newHost(t, applyFS), cat, applyReq(p)); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"etc/sysctl.d/95-vendor.conf", "etc/sysctl.conf", "etc/security/limits.d/99-site.conf", "usr/lib/sysctl.d/95-vendor.conf"} {
+		fixed, err := os.ReadFile(filepath.Join(fixRoot, f))
+		if err != nil {
+			t.Errorf("after the fixes: %v", err)
+			continue
+		}
+		applied, err := os.ReadFile(filepath.Join(applyRoot, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(fixed, applied) {
+			t.Errorf("/%s: the fixes leave\n%s\napply writes\n%s", f, fixed, applied)
+		}
+	}
+	if fi, err := os.Lstat(filepath.Join(fixRoot, "etc/sysctl.d/99-sysctl.conf")); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the fixes replaced the 99-sysctl.conf link: %v %v", fi.Mode(), err)
+	}
+}
+
+// TestOverrideFixMaskingLink: where /etc/sysctl.d/NAME is a link to the
+// vendor file it names, apply replaces the link with the edited copy, and
+// so does the printed fix: it removes the link before writing (writing
+// through it would truncate the vendor file it reads).
+func TestOverrideFixMaskingLink(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash")
+	}
+	ctx := context.Background()
+	cat := NewCatalogue()
+	root, fsys := overrideHost(t)
+	if err := os.Symlink("/usr/lib/sysctl.d/95-vendor.conf", filepath.Join(root, "etc/sysctl.d/95-vendor.conf")); err != nil {
+		t.Fatal(err)
+	}
+	p := mustLoad(t, cat, fsys, ProfileTraining)
+	h := newHost(t, fsys)
+	h.FixRoot = root
+	r, err := Audit(ctx, h, cat, p, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := checkByID(r, "net.core.rmem_max")
+	q := shellQuote
+	want := fmt.Sprintf(`rm -f %s && sed -E '/^[[:space:]]*net\.core\.rmem_max[[:space:]]*=/s/^/#gpunode# /' %s > %s`,
+		q(root+"/etc/sysctl.d/95-vendor.conf"), q(root+"/usr/lib/sysctl.d/95-vendor.conf"), q(root+"/etc/sysctl.d/95-vendor.conf"))
+	if c.Status != StatusDrift || len(c.Fix) == 0 || c.Fix[0] != want {
+		t.Fatalf("net.core.rmem_max: %s, first fix %q, want %q", c.Status, c.Fix, want)
+	}
+	for round := 1; round <= 2; round++ {
+		if out, err := exec.Command(bash, "-e", "-c", c.Fix[0]).CombinedOutput(); err != nil {
+			t.Fatalf("round %d: %v %s", round, err, out)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "usr/lib/sysctl.d/95-vendor.conf")); string(b) != "# vendor\nnet.core.rmem_max = 212992\n" {
+		t.Errorf("the vendor file after the fix: %q", b)
+	}
+	fi, err := os.Lstat(filepath.Join(root, "etc/sysctl.d/95-vendor.conf"))
+	if err != nil || !fi.Mode().IsRegular() {
+		t.Fatalf("the masking name after the fix: %v %v, want a regular file", fi, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "etc/sysctl.d/95-vendor.conf")); string(b) != "# vendor\n#gpunode# net.core.rmem_max = 212992\n" {
+		t.Errorf("the masking copy after the fix: %q", b)
+	}
+}
