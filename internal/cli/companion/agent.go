@@ -78,6 +78,8 @@ func (a *app) newAgentCommand() *cobra.Command {
 		html       bool
 		enforce    bool
 		enforceGap time.Duration
+		webConfig  string
+		noReport   bool
 	)
 	cmd := &cobra.Command{
 		Use:   "agent [--listen ADDR] [--interval 60s] [--profile NAME] [--nfd-features-dir DIR]",
@@ -120,6 +122,9 @@ see docs/FLEET.md.`,
 			if interval < time.Second {
 				return cli.Usagef("--interval %s: want at least 1s", interval)
 			}
+			if enforceGap < 0 {
+				return cli.Usagef("--enforce-min-interval %s: want 0 (no pause between re-applies) or more", enforceGap)
+			}
 			logger, err := a.agentLogger(logFormat)
 			if err != nil {
 				return err
@@ -130,6 +135,7 @@ see docs/FLEET.md.`,
 			cfg := agent.Config{
 				Audit:    func(ctx context.Context) (agent.Result, error) { return a.RunAudit(ctx, ao) },
 				Interval: interval, Profile: ao.profile, NFDDir: nfdDir, Logger: logger,
+				WebConfigFile: webConfig, NoReportEndpoints: noReport,
 			}
 			if html {
 				cfg.HTML = a.agentHTML
@@ -156,7 +162,9 @@ see docs/FLEET.md.`,
 	f.StringVar(&ao.profile, "profile", tune.ProfileBase, "profile to audit against: a built-in or user profile name, or a YAML file")
 	f.StringVar(&ao.backend, "gpu-backend", gpu.KindAuto, "GPU backend: "+strings.Join(gpu.Kinds, ", "))
 	f.DurationVar(&interval, "interval", agent.DefaultInterval, "time between audits (jittered by +-5%)")
-	f.StringVar(&listen, "listen", agent.DefaultListen, "HTTP listen address (host:port)")
+	f.StringVar(&listen, "listen", agent.DefaultListen, "HTTP listen address (host:port); every interface by default: see --web.config.file and --no-report-endpoints")
+	f.StringVar(&webConfig, "web.config.file", "", "exporter-toolkit web configuration (TLS, client certificates, basic auth), as Prometheus exporters take it; empty: plain HTTP, no authentication")
+	f.BoolVar(&noReport, "no-report-endpoints", false, "do not serve /report, /report.html and /topo (hostname, kernel, topology, full audit); /metrics, /healthz and /readyz stay")
 	f.StringVar(&nfdDir, "nfd-features-dir", "/etc/kubernetes/node-feature-discovery/features.d", "NFD features.d directory for the feature file (empty: none)")
 	f.StringVar(&logFormat, "log-format", "json", "log format: json or text")
 	f.BoolVar(&html, "html", true, "serve /report.html (rendered once per audit)")
