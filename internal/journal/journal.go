@@ -538,6 +538,15 @@ func Load(fsys *hostfs.FS, file string) (*Transaction, error) {
 	if fi.Size() > MaxSize {
 		return nil, fmt.Errorf("%s: %w: %d bytes, over the %d MiB bound of a journal; not read", file, ErrCorrupt, fi.Size(), MaxSize>>20)
 	}
+	// The file is checked like its directory (CheckDir): a journal
+	// another user could have rewritten is not trusted to roll back with.
+	uid := -1
+	if u, ok := statUID(fi); ok {
+		uid = u
+	}
+	if err := checkFileMode(file, fsys.Path(file), fi.Mode(), uid, geteuid()); err != nil {
+		return nil, err
+	}
 	b, err := fsys.ReadFileNoFollow(file)
 	if err != nil {
 		return nil, err
