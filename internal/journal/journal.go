@@ -409,8 +409,8 @@ func Rollback(ctx context.Context, fsys *hostfs.FS, dir string, opts ...Option) 
 	o := buildOptions(opts)
 	dir = path.Clean("/" + dir)
 	rep := Report{DryRun: o.dryRun, Transactions: []TxReport{}}
-	if _, err := fsys.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
-		return rep, nil
+	if gone, err := dirGone(fsys, dir); err != nil || gone {
+		return rep, err
 	}
 	if err := CheckDir(fsys, dir); err != nil {
 		return rep, err
@@ -508,8 +508,8 @@ type Info struct {
 func List(fsys *hostfs.FS, dir string, opts ...Option) ([]Info, error) {
 	o := buildOptions(opts)
 	dir = path.Clean("/" + dir)
-	if _, err := fsys.Stat(dir); errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+	if gone, err := dirGone(fsys, dir); err != nil || gone {
+		return nil, err
 	}
 	txs, err := list(fsys, dir)
 	if err != nil {
@@ -523,6 +523,30 @@ func List(fsys *hostfs.FS, dir string, opts ...Option) ([]Info, error) {
 		out = append(out, Info{File: t.file, Tx: t.tx, Err: t.err})
 	}
 	return out, nil
+}
+
+// ErrDanglingDir marks a journal directory that is a symbolic link to
+// nothing (an unmounted disk, a removed target): its journals, if any,
+// cannot be read, so neither "nothing applied" nor "nothing to roll back"
+// may be said.
+var ErrDanglingDir = errors.New("journal directory is a dangling symbolic link")
+
+// dirGone reports whether the journal directory dir does not exist (there
+// is nothing to list or roll back). A symbolic link there whose target is
+// missing is ErrDanglingDir, for List (status) and Rollback alike.
+func dirGone(fsys *hostfs.FS, dir string) (bool, error) {
+	fi, err := fsys.Lstat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return true, nil
+	}
+	if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+		return false, nil // CheckDir and the listing report the rest
+	}
+	if _, err := fsys.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		target, _ := fsys.Readlink(dir)
+		return false, fmt.Errorf("%w: %s -> %s, which does not exist (an unmounted disk?); its journals, if any, cannot be read: mount or restore the target, or remove the link if nothing was ever applied", ErrDanglingDir, dir, target)
+	}
+	return false, nil
 }
 
 // Load reads and verifies one journal file (a host path). It refuses,

@@ -1086,3 +1086,37 @@ func TestSharedMissingDirCreatedOnce(t *testing.T) {
 	}
 	assertSame(t, orig, root)
 }
+
+// TestDanglingStateDirLink: a journal directory that is a symbolic link to
+// nothing is refused alike by List (status) and Rollback, naming the link
+// and its target; a missing directory is still "nothing there".
+func TestDanglingStateDirLink(t *testing.T) {
+	ctx := context.Background()
+	fsys, root := newHost(t)
+	local := filepath.Join(root, "var/lib/gpunode")
+	if err := os.MkdirAll(filepath.Dir(local), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if infos, err := List(fsys, stateDir); err != nil || len(infos) != 0 {
+		t.Fatalf("missing directory: List = %v, %v", infos, err)
+	}
+	if _, err := Rollback(ctx, fsys, stateDir); err != nil {
+		t.Fatalf("missing directory: Rollback = %v", err)
+	}
+	if err := os.Symlink("/mnt/state/gpunode", local); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := List(fsys, stateDir); !errors.Is(err, ErrDanglingDir) || !strings.Contains(err.Error(), "/var/lib/gpunode -> /mnt/state/gpunode") {
+		t.Errorf("List = %v, want ErrDanglingDir naming the link", err)
+	}
+	if _, err := Rollback(ctx, fsys, stateDir); !errors.Is(err, ErrDanglingDir) {
+		t.Errorf("Rollback = %v, want ErrDanglingDir", err)
+	}
+	// Once the target exists the link is a directory like any other.
+	if err := os.MkdirAll(filepath.Join(root, "mnt/state/gpunode"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := List(fsys, stateDir); err != nil {
+		t.Errorf("List through a live link: %v", err)
+	}
+}

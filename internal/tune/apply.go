@@ -716,19 +716,25 @@ func GetStatus(ctx context.Context, h *Host, cat *Catalogue, stateDir string, op
 // WriteTable implements output.Tabler.
 func (s *StatusReport) WriteTable(w io.Writer, o output.Options) error {
 	ew := &output.ErrWriter{W: w}
-	if !s.Applied {
-		ew.Printf("no profile applied\n")
-	} else {
-		ew.Printf("applied profile: %s\n", s.Profile)
-	}
-	for _, t := range s.Transactions {
-		ew.Printf("  %s  %-11s %-20s %s  %d steps %s\n", t.ID, t.State, t.Profile, t.Started.Format(time.RFC3339), t.Steps, t.Reason)
+	// What makes the state uncertain comes first: an unreadable journal
+	// may be the one that records an applied profile, so "no profile
+	// applied" is never said while one exists.
+	for _, u := range s.Unreadable {
+		ew.Printf("UNREADABLE journal: %s\n", u)
 	}
 	for _, id := range s.Interrupted {
 		ew.Printf("INTERRUPTED: %s never committed; run 'gpunode tune rollback'\n", id)
 	}
-	for _, u := range s.Unreadable {
-		ew.Printf("UNREADABLE journal: %s\n", u)
+	switch {
+	case s.Applied:
+		ew.Printf("applied profile: %s\n", s.Profile)
+	case len(s.Unreadable) > 0:
+		ew.Printf("applied profile: UNKNOWN (%d journal(s) cannot be read; none of the readable ones committed a profile)\n", len(s.Unreadable))
+	default:
+		ew.Printf("no profile applied\n")
+	}
+	for _, t := range s.Transactions {
+		ew.Printf("  %s  %-11s %-20s %s  %d steps %s\n", t.ID, t.State, t.Profile, t.Started.Format(time.RFC3339), t.Steps, t.Reason)
 	}
 	for _, f := range s.ModifiedFiles {
 		ew.Printf("modified since apply: %s\n", f)
