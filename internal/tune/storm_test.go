@@ -118,7 +118,7 @@ func TestApplyAuditUnderRenameStorm(t *testing.T) {
 	defer func() { close(stop); wg.Wait() }()
 	// 50 runs take about two minutes on a loaded 2-core machine: CI runs
 	// them (.ci/run, GPUNODE_RENAME_STORM_RUNS=50); go test runs a few.
-	runs := 6
+	runs := 3
 	if n, err := strconv.Atoi(os.Getenv("GPUNODE_RENAME_STORM_RUNS")); err == nil && n > 0 {
 		runs = n
 	}
