@@ -65,8 +65,8 @@ func TestCPUManagerNoneSharedPool(t *testing.T) {
 	n := dgx(t)
 	root := t.TempDir()
 	cgroupTree(t, root, map[string]string{
-		systemdPod("burstable", uidA) + "/cri-containerd-" + idA + ".scope": "0-223|0-1",
-		systemdPod("burstable", uidA) + "/cri-containerd-" + idP + ".scope": "0-223|0-1",
+		systemdPod("burstable", uidA) + "/cri-containerd-" + idA + ".scope":  "0-223|0-1",
+		systemdPod("burstable", uidA) + "/cri-containerd-" + idP + ".scope":  "0-223|0-1",
 		systemdPod("besteffort", uidB) + "/cri-containerd-" + idB + ".scope": "0-223|0-1",
 	})
 	r := read(t, n, root, &fakeKubelet{pods: []*api.PodResources{gpuPod("a", 0)}})
@@ -92,7 +92,7 @@ func TestCgroupFoundByContainerLog(t *testing.T) {
 	cgroupTree(t, root, map[string]string{
 		dirA: "56-111|1",
 		systemdPod("burstable", uidA) + "/cri-containerd-" + idP + ".scope": "0-223|0-1",
-		systemdPod("", uidB) + "/crio-" + idB + ".scope":                     "0-55|0",
+		systemdPod("", uidB) + "/crio-" + idB + ".scope":                    "0-55|0",
 	},
 		"/var/log/containers/a_ml_c-"+idA+".log",
 		"/var/log/containers/b_ml_c-"+idB+".log",
