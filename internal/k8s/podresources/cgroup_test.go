@@ -69,7 +69,7 @@ func TestCPUManagerNoneSharedPool(t *testing.T) {
 		systemdPod("burstable", uidA) + "/cri-containerd-" + idP + ".scope":  "0-223|0-1",
 		systemdPod("besteffort", uidB) + "/cri-containerd-" + idB + ".scope": "0-223|0-1",
 	})
-	r := read(t, n, root, &fakeKubelet{pods: []*api.PodResources{gpuPod("a", 0)}})
+	r := read(t, n, root, &fakeKubelet{Pods: []*api.PodResources{gpuPod("a", 0)}})
 	c := only(t, r, "ml/a/c")
 	if c.Status != check.OK || c.Current != "GPU 0 on NUMA 0; CPUs 0-223 on NUMA 0,1; memory on NUMA 0,1" {
 		t.Errorf("%s %q", c.Status, c.Current)
@@ -98,7 +98,7 @@ func TestCgroupFoundByContainerLog(t *testing.T) {
 		"/var/log/containers/b_ml_c-"+idB+".log",
 		"/var/log/containers/old_ml_c-"+strings.Repeat("d", 64)+".log", // a container whose cgroup is gone
 	)
-	r := read(t, n, root, &fakeKubelet{pods: []*api.PodResources{gpuPod("a", 0), gpuPod("b", 1), gpuPod("old", 2)}})
+	r := read(t, n, root, &fakeKubelet{Pods: []*api.PodResources{gpuPod("a", 0), gpuPod("b", 1), gpuPod("old", 2)}})
 	c := only(t, r, "ml/a/c")
 	if c.Status != check.Drift || c.Current != "GPU 0 on NUMA 0; CPUs 56-111 on NUMA 1; memory on NUMA 1" {
 		t.Errorf("a: %s %q", c.Status, c.Current)
@@ -128,7 +128,7 @@ func TestAmbiguousCgroupsAreAnError(t *testing.T) {
 		systemdPod("burstable", uidA) + "/cri-containerd-" + idA + ".scope": "56-111|1",
 		systemdPod("burstable", uidB) + "/cri-containerd-" + idB + ".scope": "0-55|0",
 	})
-	r := read(t, n, root, &fakeKubelet{pods: []*api.PodResources{gpuPod("a", 0)}})
+	r := read(t, n, root, &fakeKubelet{Pods: []*api.PodResources{gpuPod("a", 0)}})
 	if c := only(t, r, "ml/a/c"); c.Status != check.Error || c.Current != "GPU 0 on NUMA 0; CPUs unknown; memory unknown" {
 		t.Errorf("%s %q", c.Status, c.Current)
 	}
@@ -143,7 +143,7 @@ func TestExclusiveCPUsLeaveTheSharedPool(t *testing.T) {
 		systemdPod("", uidA) + "/cri-containerd-" + idA + ".scope":          "60-63|0-1",
 		systemdPod("burstable", uidB) + "/cri-containerd-" + idB + ".scope": "0-59,64-223|0-1",
 	})
-	k := &fakeKubelet{pods: []*api.PodResources{
+	k := &fakeKubelet{Pods: []*api.PodResources{
 		pod("ml", "x", &api.ContainerResources{Name: "c", CpuIds: cpus(60, 63),
 			Devices: []*api.ContainerDevices{gpus("nvidia.com/gpu", nil, uuid(0))}}),
 		gpuPod("y", 4),
@@ -171,7 +171,7 @@ func TestCgroupfsAndV1Layouts(t *testing.T) {
 				tc.base + "/burstable/pod" + uidA + "/" + idA: "56-59|1",
 				tc.base + "/burstable/pod" + uidB + "/" + idB: "0-3|0",
 			}, "/var/log/pods/ml_a_"+uidA+"/c/0.log")
-			r := read(t, n, root, &fakeKubelet{pods: []*api.PodResources{gpuPod("a", 0)}})
+			r := read(t, n, root, &fakeKubelet{Pods: []*api.PodResources{gpuPod("a", 0)}})
 			c := only(t, r, "ml/a/c")
 			if c.Status != check.Drift || c.Current != "GPU 0 on NUMA 0; CPUs 56-59 on NUMA 1; memory on NUMA 1" {
 				t.Errorf("%s %q", c.Status, c.Current)

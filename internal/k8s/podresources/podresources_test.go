@@ -12,12 +12,12 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-	"google.golang.org/grpc"
 	api "k8s.io/kubelet/pkg/apis/podresources/v1"
 
 	"github.com/gpunode/gpunode/internal/check"
 	"github.com/gpunode/gpunode/internal/gpu"
 	"github.com/gpunode/gpunode/internal/hostfs"
+	"github.com/gpunode/gpunode/internal/k8s/podresources/podresourcestest"
 	"github.com/gpunode/gpunode/internal/topo"
 )
 
@@ -26,61 +26,13 @@ const fixture = "../../../testdata/hosts/dgx-h100"
 // uuid is GPU i's UUID in the dgx-h100 fixture's fake GPU file.
 func uuid(i int) string { return "GPU-5b1a3c2e-7d4f-4e8a-9c1b-0000a0b1000" + strconv.Itoa(i) }
 
-// fakeKubelet implements the upstream v1 service from fixed answers.
-type fakeKubelet struct {
-	api.UnimplementedPodResourcesListerServer
-	pods  []*api.PodResources
-	alloc *api.AllocatableResourcesResponse
-	// block makes every call wait for the caller to give up.
-	block bool
-}
+type fakeKubelet = podresourcestest.Kubelet
 
-func (k *fakeKubelet) List(ctx context.Context, _ *api.ListPodResourcesRequest) (*api.ListPodResourcesResponse, error) {
-	if k.block {
-		<-ctx.Done()
-		return nil, ctx.Err()
-	}
-	return &api.ListPodResourcesResponse{PodResources: k.pods}, nil
-}
-
-func (k *fakeKubelet) GetAllocatableResources(ctx context.Context, _ *api.AllocatableResourcesRequest) (*api.AllocatableResourcesResponse, error) {
-	if k.alloc == nil {
-		return nil, errors.New("not served")
-	}
-	return k.alloc, nil
-}
-
-// listen makes a unix listener at host path p under root. It binds
-// through the directory's /proc/self/fd name, so a long t.TempDir() path
-// does not hit the 108-byte socket address limit.
-func listen(t *testing.T, root, p string) net.Listener {
-	t.Helper()
-	dir := filepath.Join(root, filepath.Dir(p))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(fd)
-	ln, err := net.Listen("unix", "/proc/self/fd/"+strconv.Itoa(fd)+"/"+filepath.Base(p))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln.(*net.UnixListener).SetUnlinkOnClose(false)
-	t.Cleanup(func() { ln.Close() })
-	return ln
-}
+func listen(t *testing.T, root, p string) net.Listener { return podresourcestest.Listen(t, root, p) }
 
 // serve runs k on the default socket under root.
 func serve(t *testing.T, root string, k api.PodResourcesListerServer) {
-	t.Helper()
-	ln := listen(t, root, DefaultSocket)
-	s := grpc.NewServer()
-	api.RegisterPodResourcesListerServer(s, k)
-	go s.Serve(ln)
-	t.Cleanup(s.Stop)
+	podresourcestest.Serve(t, root, DefaultSocket, k)
 }
 
 type host struct {
@@ -175,7 +127,7 @@ func only(t *testing.T, r *Report, subject string) check.Check {
 func TestAlignedAndMisaligned(t *testing.T) {
 	n := dgx(t)
 	k := &fakeKubelet{
-		pods: []*api.PodResources{
+		Pods: []*api.PodResources{
 			pod("ml", "train-0", &api.ContainerResources{Name: "trainer",
 				Devices: []*api.ContainerDevices{gpus("nvidia.com/gpu", []int64{0}, uuid(0), uuid(1))},
 				CpuIds:  cpus(0, 7), Memory: []*api.ContainerMemory{memory(64<<30, 0)}}),
@@ -189,7 +141,7 @@ func TestAlignedAndMisaligned(t *testing.T) {
 			// No GPU: listed, not judged.
 			pod("kube-system", "coredns", &api.ContainerResources{Name: "coredns"}),
 		},
-		alloc: &api.AllocatableResourcesResponse{CpuIds: cpus(2, 223)},
+		Allocatable: &api.AllocatableResourcesResponse{CpuIds: cpus(2, 223)},
 	}
 	r := read(t, n, "", k)
 	if r.SchemaVersion != "gpunode.pods/v1" || r.State != StateRead {
@@ -249,7 +201,7 @@ func TestTrainingPodAcrossNodesIsAligned(t *testing.T) {
 	for i := range 8 {
 		ids = append(ids, uuid(i))
 	}
-	k := &fakeKubelet{pods: []*api.PodResources{
+	k := &fakeKubelet{Pods: []*api.PodResources{
 		pod("ml", "big", &api.ContainerResources{Name: "t",
 			Devices: []*api.ContainerDevices{gpus("nvidia.com/gpu", nil, ids...)},
 			CpuIds:  append(cpus(0, 55), cpus(56, 111)...), Memory: []*api.ContainerMemory{memory(1<<40, 0, 1)}}),
@@ -278,7 +230,7 @@ func TestMIGAndTimeSlicedIDs(t *testing.T) {
 			n.gpus[i].MIG = []string{"MIG-0f2e5b6c-1111-5d2a-9a7e-3c4b5a6d7e8f"}
 		}
 	}
-	k := &fakeKubelet{pods: []*api.PodResources{
+	k := &fakeKubelet{Pods: []*api.PodResources{
 		pod("a", "mig", &api.ContainerResources{Name: "c",
 			Devices: []*api.ContainerDevices{gpus("nvidia.com/mig-1g.10gb", nil, "MIG-0f2e5b6c-1111-5d2a-9a7e-3c4b5a6d7e8f")},
 			CpuIds:  cpus(60, 61), Memory: []*api.ContainerMemory{memory(1<<30, 1)}}),
@@ -443,7 +395,7 @@ func TestServerThatNeverAnswers(t *testing.T) {
 				}
 			}()
 		}},
-		{"blocked call", func(t *testing.T, root string) { serve(t, root, &fakeKubelet{block: true}) }},
+		{"blocked call", func(t *testing.T, root string) { serve(t, root, &fakeKubelet{Block: true}) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root := t.TempDir()
@@ -472,7 +424,7 @@ func TestServerThatNeverAnswers(t *testing.T) {
 // Cancelling the caller's context ends a read at once.
 func TestReadHonoursContext(t *testing.T) {
 	root := t.TempDir()
-	serve(t, root, &fakeKubelet{block: true})
+	serve(t, root, &fakeKubelet{Block: true})
 	fs, _ := hostfs.New(root)
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(50*time.Millisecond, cancel)

@@ -46,7 +46,7 @@ func (r *Report) WriteTable(w io.Writer, o output.Options) error {
 				cpus += " (shared)"
 			}
 			mem := dash(joinInts(c.MemoryNUMANodes))
-			if c.MemorySource == SourceUnknown {
+			if c.MemorySource == SourceUnknown && len(c.GPUs) > 0 {
 				mem = "?"
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Namespace, p.Name, c.Name, dash(strings.Join(gpus, ",")),
