@@ -19,6 +19,10 @@ type podsOptions struct {
 	socket  string
 	backend string
 	timeout time.Duration
+	// topo and status, when set, are the topology and GPU status the
+	// caller already has (the agent's audit): nothing is read twice.
+	topo   *topo.Topology
+	status func(context.Context) (gpu.Status, error)
 }
 
 func (o *podsOptions) flags(cmd *cobra.Command) {
@@ -42,13 +46,19 @@ func (a *app) Pods(ctx context.Context, o podsOptions) (*podresources.Report, er
 	if rerr != nil {
 		return podresources.FromError(o.socket, rerr), rerr
 	}
-	t, err := topo.Discover(ctx, fs)
-	if err != nil {
-		return nil, fmt.Errorf("discover topology: %w", err)
+	t := o.topo
+	if t == nil {
+		if t, err = topo.Discover(ctx, fs); err != nil {
+			return nil, fmt.Errorf("discover topology: %w", err)
+		}
+	}
+	status := o.status
+	if status == nil && o.backend != "" {
+		status = func(ctx context.Context) (gpu.Status, error) { return a.GPUStatus(ctx, o.backend) }
 	}
 	var st *gpu.Status
-	if o.backend != "" {
-		if s, err := a.GPUStatus(ctx, o.backend); err == nil {
+	if status != nil {
+		if s, err := status(ctx); err == nil {
 			st = &s
 		} else {
 			a.Warnf("GPU backend: %v (GPUs are placed by PCI topology and kubelet's device topology only)", err)

@@ -78,6 +78,11 @@ func TestK8sPods(t *testing.T) {
 	if g := nb.GPUs[0]; g.BDF != "0000:9b:00.0" || g.Replica == nil || *g.Replica != 1 {
 		t.Errorf("time-sliced GPU: %+v", g)
 	}
+	// The agent's audit has the same checks (NPD plugin protocol: exit 1).
+	code, out, stderr = run(t, "--root", root, "agent", "npd-check", "--max-output", "200", "k8s.pod.numa/ml/*/*", "k8s.pod.numa/research/*/*")
+	if code != 1 || strings.TrimSpace(out) != "1 of 3 failing: k8s.pod.numa/ml/infer-7/server drift" {
+		t.Errorf("npd-check: exit %d %q\n%s", code, out, stderr)
+	}
 	want := map[string]string{"ml/infer-7/server": "drift", "ml/train-0/trainer": "ok", "research/notebook-2/jupyter": "ok"}
 	for _, c := range r.Checks {
 		if c.ID != "k8s.pod.numa" || want[c.Subject] != c.Status {
