@@ -29,6 +29,9 @@ func TestK8sPods(t *testing.T) {
 		t.Fatalf("exit %d, want 1 (ml/infer-7 drifts)\n%s\n%s", code, out, stderr)
 	}
 	goldenfile.Check(t, "testdata/k8s-pods.txt", []byte(out), *update)
+	if readme, err := os.ReadFile("../../../README.md"); err != nil || !strings.Contains(string(readme), "k8s pods    # ROOT: a copy of testdata/hosts/dgx-h100 with the test kubelet's socket\n"+out+"```") {
+		t.Errorf("README's fleet section does not show this output of 'k8s pods' (%v)", err)
+	}
 	for _, w := range []string{
 		"k8s.pod.numa/ml/infer-7/server: drift: GPU 4 on NUMA 1; CPUs 32-39 on NUMA 0; memory on NUMA 0",
 		"fix: # kubelet: topologyManagerPolicy single-numa-node, topologyManagerScope pod, cpuManagerPolicy static (full-pcpus-only=true), memoryManagerPolicy Static",
