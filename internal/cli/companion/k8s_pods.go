@@ -49,7 +49,8 @@ func (a *app) Pods(ctx context.Context, o podsOptions) (*podresources.Report, er
 	t := o.topo
 	if t == nil {
 		if t, err = topo.Discover(ctx, fs); err != nil {
-			return nil, fmt.Errorf("discover topology: %w", err)
+			err = fmt.Errorf("discover topology: %w", err)
+			return podresources.FromError(o.socket, err), err
 		}
 	}
 	status := o.status
@@ -109,7 +110,7 @@ Exit status: 0 aligned (or no socket), 1 drift or undecided, 2 bad flags,
 			if r == nil {
 				return err
 			}
-			if r.State == podresources.StateUnreachable {
+			if r.State == podresources.StateUnreachable || r.State == podresources.StateFailed {
 				if rerr := a.Render(r); rerr != nil {
 					return rerr
 				}

@@ -212,7 +212,7 @@ func isHexID(s string) bool {
 // names hold no '_' (they are DNS names); the id is hex.
 func parseContainerLog(n string) (string, string, bool) {
 	s, ok := strings.CutSuffix(n, ".log")
-	if !ok {
+	if !ok || strings.Contains(s, "/") {
 		return "", "", false
 	}
 	f := strings.Split(s, "_")

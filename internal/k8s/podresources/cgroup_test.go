@@ -234,3 +234,20 @@ func TestCgroupNames(t *testing.T) {
 		}
 	}
 }
+
+func FuzzCgroupNames(f *testing.F) {
+	for _, s := range []string{"kubepods-burstable-pod1_2.slice", "pod12-ab", "cri-containerd-" + idA + ".scope", "a_b_c-" + idA + ".log"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if uid, ok := podUID(s); ok && !validUID(uid) {
+			t.Fatalf("podUID(%q) = %q", s, uid)
+		}
+		if id, ok := containerID(s); ok && !isHexID(id) {
+			t.Fatalf("containerID(%q) = %q", s, id)
+		}
+		if k, id, ok := parseContainerLog(s); ok && (strings.Count(k, "/") != 2 || !isHexID(id)) {
+			t.Fatalf("parseContainerLog(%q) = %q %q", s, k, id)
+		}
+	})
+}

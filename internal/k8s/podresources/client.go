@@ -35,6 +35,10 @@ const MaxMessageSize = 16 << 20
 // node, or the directory is not mounted into the agent's pod.
 var ErrNoSocket = errors.New("kubelet pod-resources socket not mounted")
 
+// ErrUnreachable marks a socket that is there but did not answer: refused
+// (kubelet stopped), timed out, or answered with an error.
+var ErrUnreachable = errors.New("kubelet pod-resources API did not answer")
+
 // Resources is what one read of the kubelet's PodResources API v1 returned.
 type Resources struct {
 	// Socket is the host path read.
@@ -69,7 +73,7 @@ func Read(ctx context.Context, host *hostfs.FS, socket string, timeout time.Dura
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("%s: %w", socket, ErrNoSocket)
 		}
-		return nil, fmt.Errorf("kubelet pod-resources socket: %w", err)
+		return nil, fmt.Errorf("%w: %w", ErrUnreachable, err)
 	}
 	d := &dialer{host: host, socket: socket, first: first}
 	conn, err := grpc.NewClient("passthrough:///kubelet-pod-resources",
@@ -78,14 +82,14 @@ func Read(ctx context.Context, host *hostfs.FS, socket string, timeout time.Dura
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMessageSize)))
 	if err != nil {
 		first.Close()
-		return nil, fmt.Errorf("kubelet pod-resources client: %w", err)
+		return nil, fmt.Errorf("%w: client: %w", ErrUnreachable, err)
 	}
 	defer conn.Close()
 	defer d.close()
 	cl := api.NewPodResourcesListerClient(conn)
 	list, err := cl.List(ctx, &api.ListPodResourcesRequest{})
 	if err != nil {
-		return nil, fmt.Errorf("kubelet pod-resources %s: List: %w", socket, callError(ctx, err, timeout))
+		return nil, fmt.Errorf("%w: %s: List: %w", ErrUnreachable, socket, callError(ctx, err, timeout))
 	}
 	r := &Resources{Socket: socket, Pods: list.GetPodResources()}
 	alloc, err := cl.GetAllocatableResources(ctx, &api.AllocatableResourcesRequest{})

@@ -3,6 +3,7 @@ package podresources
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -450,5 +451,24 @@ func TestSocketLinkStaysInRoot(t *testing.T) {
 	fs, _ := hostfs.New(root)
 	if _, err := Read(context.Background(), fs, "", time.Second); !errors.Is(err, ErrNoSocket) {
 		t.Fatalf("a link to a socket outside the root was followed: %v", err)
+	}
+}
+
+func TestFromErrorStates(t *testing.T) {
+	for _, tc := range []struct {
+		err     error
+		state   string
+		status  check.Status
+		current string
+	}{
+		{fmt.Errorf("x: %w", ErrNoSocket), StateNotMounted, check.Info, "kubelet pod-resources socket not mounted"},
+		{fmt.Errorf("%w: refused", ErrUnreachable), StateUnreachable, check.Error, "kubelet pod-resources API did not answer"},
+		{errors.New("discover topology: no /sys"), StateFailed, check.Error, "pods not checked"},
+	} {
+		r := FromError("", tc.err)
+		c := r.Checks[0]
+		if r.State != tc.state || c.Status != tc.status || c.Current != tc.current || r.Socket != DefaultSocket || c.ID != "k8s.pod.numa" {
+			t.Errorf("%v: state %s, %s %q", tc.err, r.State, c.Status, c.Current)
+		}
 	}
 }

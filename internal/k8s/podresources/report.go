@@ -33,6 +33,7 @@ const (
 	StateRead        = "read"        // the API answered
 	StateNotMounted  = "not-mounted" // no socket: an info check
 	StateUnreachable = "unreachable" // a socket that refused or did not answer: an error check
+	StateFailed      = "failed"      // the API answered but the node could not be read (topology): an error check
 )
 
 // Sources of a container's CPUs and memory nodes, and of a GPU's NUMA node.
@@ -141,8 +142,10 @@ type Options struct {
 	Node *node.Node
 }
 
-// FromError is the report for an API that could not be read: an info check
-// when the socket is not there (ErrNoSocket), an error check otherwise.
+// FromError is the report for pods that could not be checked: an info
+// check when the socket is not there (ErrNoSocket), an error check
+// otherwise (state unreachable for ErrUnreachable, failed for anything
+// else).
 func FromError(socket string, err error) *Report {
 	if socket == "" {
 		socket = DefaultSocket
@@ -154,12 +157,17 @@ func FromError(socket string, err error) *Report {
 		c.Status = check.Info
 		c.Current = ErrNoSocket.Error()
 		c.Detail = "no pod is checked: mount the kubelet's /var/lib/kubelet/pod-resources directory read-only under the root (" + socket + ")"
-	} else {
+	} else if errors.Is(err, ErrUnreachable) {
 		r.State = StateUnreachable
 		c.Status = check.Error
-		c.Current = "kubelet pod-resources API did not answer"
+		c.Current = ErrUnreachable.Error()
 		c.Detail = err.Error()
 		c.Fix = []string{"# is kubelet running? systemctl status kubelet; the socket is " + socket}
+	} else {
+		r.State = StateFailed
+		c.Status = check.Error
+		c.Current = "pods not checked"
+		c.Detail = err.Error()
 	}
 	r.Checks = []check.Check{c}
 	r.Summary = check.Summarize(r.Checks)
