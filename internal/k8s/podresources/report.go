@@ -216,6 +216,9 @@ func Analyze(res *Resources, o Options) *Report {
 	// rule leaves out.
 	exclusive, pinned := map[string]bool{}, map[string]bool{}
 	for _, p := range res.Pods {
+		if ids := p.GetCpuIds(); len(ids) > 0 {
+			exclusive[cpuList(ids)] = true
+		}
 		for _, c := range p.GetContainers() {
 			if ids := c.GetCpuIds(); len(ids) > 0 {
 				exclusive[cpuList(ids)] = true
