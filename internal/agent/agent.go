@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/gpunode/gpunode/internal/irq"
+	"github.com/gpunode/gpunode/internal/k8s/podresources"
 	"github.com/gpunode/gpunode/internal/topo"
 	"github.com/gpunode/gpunode/internal/tune"
 )
@@ -51,6 +52,9 @@ type Result struct {
 	Topo   *topo.Topology
 	IRQ    *irq.Report
 	GPUs   []GPU
+	// Pods is the kubelet pod-resources view (nil when not read): which
+	// container holds each GPU, and the k8s.pod.numa verdicts.
+	Pods *podresources.Report
 }
 
 // AuditFunc runs discovery and the full audit once.
