@@ -35,7 +35,8 @@ func TestBadInputChild(t *testing.T) {
 			}
 		}
 	}()
-	data, err := ReadFile(path, 0)
+	max, _ := strconv.ParseInt(os.Getenv("GPUNODE_BADINPUT_MAX"), 10, 64)
+	data, err := ReadFile(path, max)
 	if err == nil {
 		var pods int
 		p, e := LoadPods("in", data)
@@ -89,7 +90,7 @@ func TestBadInputCorpus(t *testing.T) {
 		{"100k-deep bare list", []byte(strings.Repeat("[", 100000)), "does not start a mapping", true},
 		{"duplicate keys (YAML)", []byte("apiVersion: v1\nkind: Pod\nmetadata: {name: a, name: b}\n"), "already set in map", true},
 		{"duplicate keys (JSON)", []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"a","name":"b"}}`), `duplicate field "metadata.name"`, true},
-		{"one line of junk", junk, "does not start a mapping", true},
+		{"one line of junk", junk, "REFUSED", true}, // not a mapping, or a line over MaxLineBytes
 		{"binary", append([]byte("apiVersion: v1\n"), bytes.Repeat([]byte{0, 1, 2, 0xff}, scale(1<<20, 50<<20))...), "binary data", true},
 		{"bare scalar", []byte("hello\n"), "does not start a mapping", true},
 		{"a list document", []byte(pod(1) + "---\n- a\n- b\n"), "document 2", true},
@@ -97,6 +98,13 @@ func TestBadInputCorpus(t *testing.T) {
 		{"one JSON scalar", []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","annotations":{"a":"` + strings.Repeat("x", scalar) + `"}},"spec":{"containers":[{"name":"c"}]}}`), "LOADED 1 pods", false},
 		{"pods", []byte(pods.String()), fmt.Sprintf("LOADED %d pods", scale(5000, 100000)), false},
 	} {
+		// The scalars run with the bound raised (--max-input-bytes 1Gi), so
+		// that the 300 MB ones are decoded (or refused) rather than refused
+		// from their size; TestBadInputTooLarge covers the default bound.
+		maxBytes := int64(0)
+		if strings.HasPrefix(tc.name, "one ") && strings.HasSuffix(tc.name, " scalar") {
+			maxBytes = 1 << 30
+		}
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "in.yaml")
 			if err := os.WriteFile(path, tc.data, 0o644); err != nil {
@@ -104,7 +112,7 @@ func TestBadInputCorpus(t *testing.T) {
 			}
 			size := int64(len(tc.data))
 			cmd := exec.Command(os.Args[0], "-test.run=^TestBadInputChild$")
-			cmd.Env = append(os.Environ(), "GPUNODE_BADINPUT_FILE="+path)
+			cmd.Env = append(os.Environ(), "GPUNODE_BADINPUT_FILE="+path, fmt.Sprintf("GPUNODE_BADINPUT_MAX=%d", maxBytes))
 			start := time.Now()
 			out, err := cmd.Output()
 			wall := time.Since(start)
@@ -135,5 +143,32 @@ func TestBadInputCorpus(t *testing.T) {
 				t.Errorf("peak RSS %d bytes, over 3 x %d + 64 MB = %d", rss, size, limit)
 			}
 		})
+	}
+}
+
+// TestBadInputTooLarge: a file over the bound is refused from its size,
+// before it is read, at, below and above the edge.
+func TestBadInputTooLarge(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "in.yaml")
+	data := []byte(goodNode)
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	n := int64(len(data))
+	for _, tc := range []struct {
+		max int64
+		ok  bool
+	}{{n - 1, false}, {n, true}, {n + 1, true}} {
+		_, err := ReadFile(path, tc.max)
+		if (err == nil) != tc.ok {
+			t.Errorf("max %d, file %d bytes: err %v", tc.max, n, err)
+		}
+		if err != nil && !strings.Contains(err.Error(), fmt.Sprintf("input too large: %d bytes, the limit is %d bytes", n, tc.max)) {
+			t.Errorf("error %q", err)
+		}
+		_, err = ReadAll(bytes.NewReader(data), "stdin", tc.max)
+		if (err == nil) != tc.ok {
+			t.Errorf("stdin, max %d, %d bytes: err %v", tc.max, n, err)
+		}
 	}
 }
