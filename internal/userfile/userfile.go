@@ -34,7 +34,12 @@ func tooLarge(name string, size, max int64) error {
 }
 
 // Read reads the file at path, at most max bytes (max <= 0: DefaultMaxBytes).
-func Read(path string, max int64) ([]byte, error) {
+func Read(path string, max int64) ([]byte, error) { return ReadChecked(path, max, 0, nil) }
+
+// ReadChecked is Read that first reads at most head bytes of a regular
+// file and passes them to check: an input the start of which already
+// shows it is bad is refused without reading the rest.
+func ReadChecked(path string, max int64, head int, check func(head []byte) error) ([]byte, error) {
 	if max <= 0 {
 		max = DefaultMaxBytes
 	}
@@ -59,7 +64,17 @@ func Read(path string, max int64) ([]byte, error) {
 	// One buffer of the stat'ed size (and one byte more, to see a file
 	// that grew since); no doubling copies of a large file.
 	buf := make([]byte, st.Size()+1)
-	n, err := io.ReadFull(f, buf)
+	h := 0
+	if check != nil && head > 0 && int64(head) < st.Size() {
+		if h, err = io.ReadFull(f, buf[:head]); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if err := check(buf[:h]); err != nil {
+			return nil, err
+		}
+	}
+	n, err := io.ReadFull(f, buf[h:])
+	n += h
 	switch {
 	case err == nil: // grew since the stat: read on through the bound
 		if int64(n) > max {

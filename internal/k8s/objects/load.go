@@ -20,8 +20,10 @@ import (
 // ReadFile reads a whole input file ("-" is not special here), at most max
 // bytes (--max-input-bytes; max <= 0: userfile.DefaultMaxBytes): a larger
 // regular file is refused from its size, before it is read.
+// Its first 16 MiB are sniffed first (sniffHead): junk, binary data and an
+// over-long first line are refused without reading the rest.
 func ReadFile(path string, max int64) ([]byte, error) {
-	return userfile.Read(path, max)
+	return userfile.ReadChecked(path, max, 2*MaxLineBytes, func(head []byte) error { return sniffHead(path, head) })
 }
 
 // ReadAll reads r (name labels errors: a file, "stdin") to its end, at

@@ -112,3 +112,39 @@ func startsMapping(c []byte) bool {
 	}
 	return false
 }
+
+// sniffHead is sniff on the start of a file: only its complete lines (and
+// whole UTF-8 sequences) are judged, and a start without a line end longer
+// than MaxLineBytes is an over-long line.
+func sniffHead(file string, head []byte) error {
+	trimmed := bytes.TrimLeft(head, " \t\r\n")
+	isJSON := len(trimmed) > 0 && trimmed[0] == '{'
+	if i := bytes.IndexByte(head, 0); i >= 0 {
+		return sniff(file, head[:i+1], true)
+	}
+	end := bytes.LastIndexByte(head, '\n')
+	if !isJSON && end >= 0 && len(head)-end-1 > MaxLineBytes {
+		return &Error{File: file, Line: 2 + bytes.Count(head[:end], []byte("\n")), Item: -1,
+			Reason: fmt.Sprintf("line of more than %d bytes: no Kubernetes object has one (the API server refuses objects over 3 MiB)", MaxLineBytes)}
+	}
+	if end < 0 {
+		if !isJSON && len(head) > MaxLineBytes {
+			return &Error{File: file, Line: 1, Item: -1,
+				Reason: fmt.Sprintf("line of more than %d bytes: no Kubernetes object has one (the API server refuses objects over 3 MiB)", MaxLineBytes)}
+		}
+		end = len(head)
+		for k := 0; k < 3 && end > 0 && !utf8.RuneStart(head[end-1]); k++ {
+			end--
+		}
+		if end > 0 && !utf8.RuneStart(head[end-1]) {
+			end--
+		} else if end > 0 && head[end-1] >= utf8.RuneSelf {
+			end-- // a lead byte whose sequence may be cut
+		}
+		if i := bytes.IndexByte(head[:end], 0); i >= 0 || !utf8.Valid(head[:end]) {
+			return sniff(file, head[:end], true)
+		}
+		return nil
+	}
+	return sniff(file, head[:end+1], isJSON)
+}
