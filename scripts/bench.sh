@@ -199,6 +199,39 @@ for b in $(awk '{ name = $1; sub(/-[0-9]+$/, "", name); if (name ~ /^BenchmarkAd
   add "$b (per admission, CPU; wall $(msop "$b") ms)" "$(cpuop "$b") ms" "-" "-"
 done
 
+echo "== k8s place, whole process on generated clusters (CPU user+sys, best of 3)"
+# The cluster exports (kubectl -o json style Lists) come from the place
+# package's generator; the decode's in-process figures and their anchor
+# (a strict decode of the whole objects) are BenchmarkLoadCluster.
+place_cpu() { # nodes.json dir -> best user+sys seconds of 3 runs
+  local best=""
+  for _ in 1 2 3; do
+    /usr/bin/time -f '%U %S' -o "$work/time.txt" "$work/gpunode-full" k8s place --nodes "$1/nodes.json" --pods "$1/pods.json" \
+      --workload "$1/workload.yaml" --topology "$1/topology.yaml" -o json >/dev/null || true
+    local t; t=$(awk 'END { print $1 + $2 }' "$work/time.txt")
+    if [ -z "$best" ] || le "$t" "$best"; then best=$t; fi
+  done
+  echo "$best"
+}
+prev=""
+for blocks in 2 20 100; do
+  d="$work/cluster-$blocks"; mkdir -p "$d"
+  go test ./internal/k8s/place -run '^TestWriteBenchCluster$' -bench-cluster "$d" -bench-blocks "$blocks" >/dev/null
+  n=$((blocks * 512)); c=$(place_cpu "$d")
+  growth="-"; [ -n "$prev" ] && growth="$(printf %.1f "$(echo "$c / $prev" | bc -l)")x the previous"
+  echo "k8s place, $n nodes: $c s CPU (growth: $growth; input $(du -sh "$d" | cut -f1))"
+  case $n in
+    10240) add "k8s place, 10,240 nodes, whole process (CPU)" "$c s" "<= 0.25 s" "$(verdict "$c" 0.25)" ;;
+    51200) add "k8s place, 51,200 nodes, whole process (CPU)" "$c s" "<= 1.2 s" "$(verdict "$c" 1.2)" ;;
+    *) add "  k8s place, $n nodes, whole process (CPU)" "$c s" "-" "-" ;;
+  esac
+  prev=$c
+done
+bench ./internal/k8s/place '^BenchmarkLoadCluster$' 3x
+for n in 1024 10240 51200; do
+  add "  decode of the $n-node export, view vs strict whole-object anchor (CPU)" "$(cpuop "BenchmarkLoadCluster/nodes=$n/view") ms vs $(cpuop "BenchmarkLoadCluster/nodes=$n/strict-full") ms" "-" "-"
+done
+
 if [ "${CONFORMANCE:-0}" = 1 ]; then
   echo "== kubelet (conformance module) vs gpunode"
   # kubelet's own best-effort merge on the largest case it finishes (8 NUMA

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"strconv"
 	"strings"
 
@@ -13,6 +11,7 @@ import (
 
 	"github.com/gpunode/gpunode/internal/mig"
 	"github.com/gpunode/gpunode/internal/miglive"
+	"github.com/gpunode/gpunode/internal/userfile"
 )
 
 // newMIGCommand builds `gpunode mig`: offline planning (plan, validate,
@@ -257,27 +256,19 @@ func maxDeviceIndex(spec *mig.MigPartedSpec) int {
 	return m
 }
 
-// maxMIGFile bounds a mig-parted file read.
-const maxMIGFile = 4 << 20
-
 func (a *App) readMIGFile(name string) ([]byte, error) {
-	var r io.Reader
+	var data []byte
+	var err error
 	if name == "-" {
-		r = a.Stdin
+		data, err = userfile.ReadAll(a.Stdin, "stdin", a.MaxInputBytes)
 	} else {
-		f, err := os.Open(name)
-		if err != nil {
-			return nil, wrapUsage(fmt.Errorf("%s: error parsing config file: read error: %w", name, err))
-		}
-		defer f.Close()
-		r = f
+		data, err = userfile.Read(name, a.MaxInputBytes)
 	}
-	data, err := io.ReadAll(io.LimitReader(r, maxMIGFile+1))
+	if errors.Is(err, userfile.ErrTooLarge) {
+		return nil, wrapUsage(err)
+	}
 	if err != nil {
 		return nil, wrapUsage(fmt.Errorf("%s: error parsing config file: read error: %w", name, err))
-	}
-	if len(data) > maxMIGFile {
-		return nil, Usagef("%s: larger than %d bytes", name, maxMIGFile)
 	}
 	return data, nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/gpunode/gpunode/internal/gpu"
 	"github.com/gpunode/gpunode/internal/hostfs"
 	"github.com/gpunode/gpunode/internal/output"
+	"github.com/gpunode/gpunode/internal/userfile"
 )
 
 // Env is everything a command may touch outside its arguments. Tests build one
@@ -59,8 +60,11 @@ type App struct {
 	// backend.
 	GPUTimeout time.Duration
 	GPUSMILive bool
-	format     output.Format
-	host       *hostfs.FS // opened by Host
+	// MaxInputBytes is --max-input-bytes: the bound on every file a user
+	// names (userfile.Read).
+	MaxInputBytes int64
+	format        output.Format
+	host          *hostfs.FS // opened by Host
 }
 
 // Main runs gpunode with env and returns the process exit code. extra are
@@ -137,6 +141,8 @@ Exit codes:
 	pf.StringVarP(&a.Output, "output", "o", "table", "output format: table, json or yaml")
 	pf.BoolVar(&a.NoColor, "no-color", false, "disable colours in table output")
 	pf.DurationVar(&a.GPUTimeout, "gpu-timeout", gpu.DefaultTimeout, "deadline of each nvidia-smi run and of each GPU's NVML reads; a call past it is reported as an error naming the GPU and the call")
+	a.MaxInputBytes = userfile.DefaultMaxBytes
+	pf.Var(userfile.Flag{Bytes: &a.MaxInputBytes}, userfile.FlagName, "largest input file (manifest, cluster export, spec, config) any command reads; a larger one is refused before it is read (Ki, Mi, Gi, k, M, G suffixes)")
 	pf.BoolVar(&a.GPUSMILive, "gpu-smi-live", false, "allow --gpu-backend nvidia-smi with --root other than /: it runs this host's nvidia-smi, not the captured one")
 	_ = root.RegisterFlagCompletionFunc("output", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return []string{"table", "json", "yaml"}, cobra.ShellCompDirectiveNoFileComp

@@ -2,13 +2,13 @@ package companion
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
 
 	"github.com/gpunode/gpunode/internal/cli"
 	"github.com/gpunode/gpunode/internal/k8s/admit"
 	"github.com/gpunode/gpunode/internal/k8s/kubeletcfg"
+	"github.com/gpunode/gpunode/internal/k8s/objects"
 )
 
 func (a *app) newK8sAdmitCommand() *cobra.Command {
@@ -52,17 +52,18 @@ is admitted then), 3 failure.`,
 			if err != nil {
 				return cli.WrapUsage(err)
 			}
-			var pods = a.Stdin
+			var data []byte
 			name := podsFile
-			if podsFile != "-" {
-				f, err := os.Open(podsFile)
-				if err != nil {
-					return cli.WrapUsage(fmt.Errorf("pods: %w", err))
-				}
-				defer f.Close()
-				pods = f
+			if podsFile == "-" {
+				name = "stdin"
+				data, err = objects.ReadAll(a.Stdin, name, a.MaxInputBytes)
+			} else if data, err = objects.ReadFile(podsFile, a.MaxInputBytes); err != nil {
+				err = fmt.Errorf("pods: %w", err)
 			}
-			list, err := admit.ParsePods(pods, name)
+			if err != nil {
+				return cli.WrapUsage(err)
+			}
+			list, err := admit.LoadPods(name, data)
 			if err != nil {
 				return cli.WrapUsage(err)
 			}

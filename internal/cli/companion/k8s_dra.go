@@ -133,7 +133,7 @@ Output -o json: {"schemaVersion":"gpunode.k8s.dra.allocate/v1","nodes":[{"node",
 			if (podF == "") != (templatesF == "") && templatesF != "" {
 				return cli.Usagef("allocate: --templates needs --pod")
 			}
-			in, err := loadDRAInput(slicesF, classesF, claimsF, allocatedF, podF, templatesF)
+			in, err := loadDRAInput(slicesF, classesF, claimsF, allocatedF, podF, templatesF, a.MaxInputBytes)
 			if err != nil {
 				return cli.WrapUsage(err)
 			}
@@ -168,12 +168,12 @@ Output -o json: {"schemaVersion":"gpunode.k8s.dra.allocate/v1","nodes":[{"node",
 	return cmd
 }
 
-func loadDRAInput(slicesF, classesF, claimsF, allocatedF, podF, templatesF string) (*dra.Input, error) {
+func loadDRAInput(slicesF, classesF, claimsF, allocatedF, podF, templatesF string, maxBytes int64) (*dra.Input, error) {
 	read := func(p string) ([]byte, error) {
 		if p == "-" {
 			return nil, errors.New("- (stdin) is not supported here: give a file")
 		}
-		return objects.ReadFile(p)
+		return objects.ReadFile(p, maxBytes)
 	}
 	in := &dra.Input{}
 	b, err := read(slicesF)

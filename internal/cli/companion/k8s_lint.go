@@ -90,7 +90,7 @@ nothing is reported).`,
 				in.ShmMin = q
 			}
 			if nodesFile != "" {
-				b, err := objects.ReadFile(nodesFile)
+				b, err := objects.ReadFile(nodesFile, a.MaxInputBytes)
 				if err != nil {
 					return cli.WrapUsage(err)
 				}
@@ -157,10 +157,10 @@ func (a *app) loadLintInput(paths []string) (*lint.Input, map[string][]int, erro
 				return nil, nil, fmt.Errorf("-f -: stdin given twice")
 			}
 			stdinRead = true
-			if b, err = objects.ReadAll(a.Stdin, "stdin"); err != nil {
+			if b, err = objects.ReadAll(a.Stdin, "stdin", a.MaxInputBytes); err != nil {
 				return nil, nil, err
 			}
-		} else if b, err = objects.ReadFile(s); err != nil {
+		} else if b, err = objects.ReadFile(s, a.MaxInputBytes); err != nil {
 			return nil, nil, err
 		}
 		if len(strings.TrimSpace(string(b))) == 0 {

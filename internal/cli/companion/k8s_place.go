@@ -50,7 +50,7 @@ search stopped at its bound: verdict "undecided" in the output).`,
 			if topoFile != "" && levels != "" {
 				return cli.Usagef("place: give --topology or --levels, not both")
 			}
-			in, err := loadPlaceInput(nodesFile, podsFile, topoFile, levels, workFile)
+			in, err := loadPlaceInput(nodesFile, podsFile, topoFile, levels, workFile, a.MaxInputBytes)
 			if err != nil {
 				return cli.WrapUsage(err)
 			}
@@ -78,7 +78,7 @@ search stopped at its bound: verdict "undecided" in the output).`,
 
 // loadPlaceInput reads and decodes the input files; nodes and pods (the big
 // ones) are decoded concurrently.
-func loadPlaceInput(nodesFile, podsFile, topoFile, levels, workFile string) (place.Input, error) {
+func loadPlaceInput(nodesFile, podsFile, topoFile, levels, workFile string, maxBytes int64) (place.Input, error) {
 	var in place.Input
 	type res struct {
 		nodes any
@@ -87,7 +87,7 @@ func loadPlaceInput(nodesFile, podsFile, topoFile, levels, workFile string) (pla
 	load := func(file string, fn func(string, []byte) (any, error)) chan res {
 		ch := make(chan res, 1)
 		go func() {
-			b, err := objects.ReadFile(file)
+			b, err := objects.ReadFile(file, maxBytes)
 			if err != nil {
 				ch <- res{err: err}
 				return
@@ -102,13 +102,13 @@ func loadPlaceInput(nodesFile, podsFile, topoFile, levels, workFile string) (pla
 	if podsFile != "" {
 		podsCh = load(podsFile, func(f string, b []byte) (any, error) { return objects.LoadPods(f, b) })
 	}
-	wb, err := objects.ReadFile(workFile)
+	wb, err := objects.ReadFile(workFile, maxBytes)
 	if err == nil {
 		in.Workload, err = objects.LoadWorkload(workFile, wb)
 	}
 	var topoErr error
 	if topoFile != "" {
-		tb, e := objects.ReadFile(topoFile)
+		tb, e := objects.ReadFile(topoFile, maxBytes)
 		if e == nil {
 			in.Topology, e = objects.LoadTopology(topoFile, tb)
 		}

@@ -1,10 +1,7 @@
 package admit
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -12,8 +9,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"sigs.k8s.io/yaml"
 
 	"github.com/gpunode/gpunode/internal/k8s/admit/podres"
 	"github.com/gpunode/gpunode/internal/k8s/memorymanager"
@@ -21,133 +16,70 @@ import (
 )
 
 // ParsePods reads one or more v1.Pod documents (multi-document YAML or JSON,
-// or a v1 List of pods) from r; name labels errors. Pods are validated and
-// defaulted (requests from limits); every error names the document, field
-// and reason, and the file's line (an *objects.Error), and no pod is
-// returned when any document is bad.
+// or a v1 List of pods) from r, at most userfile.DefaultMaxBytes; name
+// labels errors. See LoadPods.
 func ParsePods(r io.Reader, name string) ([]*v1.Pod, error) {
-	data, err := objects.ReadAll(r, name)
+	data, err := objects.ReadAll(r, name, 0)
 	if err != nil {
 		return nil, err
 	}
-	pods, err := parsePods(data, name)
-	return pods, objects.Locate(err, data)
+	return LoadPods(name, data)
 }
 
-// docError locates err, a document's decode or validation error, as an
-// *objects.Error: Pod "x": FIELD: REASON (validatePod's errors start with
-// the field path).
-func docError(name string, doc, item int, err error) error {
-	var pe *podError
-	if !errors.As(err, &pe) {
-		return &objects.Error{File: name, Doc: doc, Item: item, Reason: err.Error()}
+// LoadPods decodes the pods of data (objects.LoadPods: one strict pass that
+// keeps the fields the planners read), validates and defaults them
+// (requests from limits); every error names the document, field and
+// reason, and the file's line (an *objects.Error), and no pod is returned
+// when any document is bad.
+func LoadPods(name string, data []byte) (_ []*v1.Pod, retErr error) {
+	defer func() { retErr = objects.Locate(retErr, data) }()
+	pods, err := objects.LoadPods(name, data)
+	if err != nil {
+		return nil, err
 	}
-	return &objects.Error{File: name, Doc: doc, Item: item, Object: pe.object, Field: pe.field, Reason: pe.reason}
-}
-
-// podError is a bad pod: its label, the field (may be empty) and why.
-type podError struct{ object, field, reason string }
-
-func (e *podError) Error() string {
-	parts := []string{e.object}
-	if e.field != "" {
-		parts = append(parts, e.field)
-	}
-	return strings.Join(append(parts, e.reason), ": ")
-}
-
-func parsePods(data []byte, name string) ([]*v1.Pod, error) {
-	dec := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	var pods []*v1.Pod
-	for doc := 1; ; doc++ {
-		b, err := dec.Read()
-		if errors.Is(err, io.EOF) {
-			break
+	for i, pod := range pods {
+		if err := validatePod(pod); err != nil {
+			// validatePod's errors are "FIELD: REASON".
+			field, reason, _ := strings.Cut(err.Error(), ": ")
+			e := &objects.Error{File: name, Item: -1, Object: fmt.Sprintf("Pod %q", pod.Name), Field: field, Reason: reason}
+			e.Doc, e.Item = podDocument(data, name, i)
+			return nil, e
 		}
-		if err != nil {
-			return nil, &objects.Error{File: name, Doc: doc, Item: -1, Reason: err.Error()}
-		}
-		if len(bytes.TrimSpace(stripComments(b))) == 0 {
-			doc--
-			continue
-		}
-		var meta struct {
-			APIVersion string            `json:"apiVersion"`
-			Kind       string            `json:"kind"`
-			Items      []json.RawMessage `json:"items"`
-		}
-		if err := yaml.Unmarshal(b, &meta); err != nil {
-			return nil, &objects.Error{File: name, Doc: doc, Item: -1, Reason: err.Error()}
-		}
-		switch {
-		case meta.Kind == "List" || strings.HasSuffix(meta.Kind, "List"):
-			if meta.APIVersion != "v1" {
-				return nil, &objects.Error{File: name, Doc: doc, Item: -1, Field: "apiVersion", Reason: fmt.Sprintf("Unsupported value: %q: supported values: \"v1\"", meta.APIVersion)}
-			}
-			for i, raw := range meta.Items {
-				p, err := decodePod(raw)
-				if err != nil {
-					return nil, docError(name, doc, i, err)
-				}
-				pods = append(pods, p)
-			}
-		default:
-			p, err := decodePod(b)
-			if err != nil {
-				return nil, docError(name, doc, -1, err)
-			}
-			pods = append(pods, p)
-		}
-	}
-	if len(pods) == 0 {
-		return nil, fmt.Errorf("%s: no Pod documents", name)
-	}
-	seen := map[string]int{}
-	for i, p := range pods {
-		key := p.Namespace + "/" + p.Name
-		if j, ok := seen[key]; ok {
-			return nil, fmt.Errorf("%s: pod %d (%s): metadata.name: Duplicate value: %q (also pod %d)", name, i+1, p.Name, p.Name, j+1)
-		}
-		seen[key] = i
-		if p.UID == "" {
-			p.UID = types.UID(fmt.Sprintf("gpunode-sim-%d-%s", i, key))
+		podres.Default(pod)
+		if pod.UID == "" {
+			pod.UID = types.UID(fmt.Sprintf("gpunode-sim-%d-%s", i, pod.Namespace+"/"+pod.Name))
 		}
 	}
 	return pods, nil
 }
 
-func stripComments(b []byte) []byte {
-	var out [][]byte
-	for _, l := range bytes.Split(b, []byte("\n")) {
-		if t := bytes.TrimSpace(l); len(t) > 0 && t[0] != '#' {
-			out = append(out, l)
+// podDocument finds the document (and List item, -1 when none) of the
+// i-th pod of data; used on the error path only.
+func podDocument(data []byte, name string, i int) (doc, item int) {
+	docs, err := objects.Documents(name, data)
+	if err != nil {
+		return 0, -1
+	}
+	n := 0
+	for _, d := range docs {
+		var l struct {
+			Kind  string            `json:"kind"`
+			Items []json.RawMessage `json:"items"`
 		}
+		_ = json.Unmarshal(d.JSON, &l)
+		if strings.HasSuffix(l.Kind, "List") {
+			if i < n+len(l.Items) {
+				return d.Index, i - n
+			}
+			n += len(l.Items)
+			continue
+		}
+		if n == i {
+			return d.Index, -1
+		}
+		n++
 	}
-	return bytes.Join(out, []byte("\n"))
-}
-
-func decodePod(b []byte) (*v1.Pod, error) {
-	var pod v1.Pod
-	if err := yaml.UnmarshalStrict(b, &pod); err != nil {
-		return nil, err
-	}
-	label := fmt.Sprintf("Pod %q", pod.Name)
-	if pod.Kind != "Pod" {
-		return nil, &podError{label, "kind", fmt.Sprintf("Unsupported value: %q: supported values: \"Pod\"", pod.Kind)}
-	}
-	if pod.APIVersion != "v1" {
-		return nil, &podError{label, "apiVersion", fmt.Sprintf("Unsupported value: %q: supported values: \"v1\"", pod.APIVersion)}
-	}
-	if pod.Name == "" {
-		return nil, &podError{label, "metadata.name", "Required value: name is required"}
-	}
-	if err := validatePod(&pod); err != nil {
-		// validatePod's errors are "FIELD: REASON".
-		field, reason, _ := strings.Cut(err.Error(), ": ")
-		return nil, &podError{label, field, reason}
-	}
-	podres.Default(&pod)
-	return &pod, nil
+	return 0, -1
 }
 
 func validatePod(pod *v1.Pod) error {

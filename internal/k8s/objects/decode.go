@@ -85,10 +85,15 @@ func (d Document) errorf(item int, object, field, format string, args ...any) *E
 
 // Documents splits data into documents: one JSON value when data starts with
 // '{', else multi-document YAML (each converted to JSON, duplicate keys
-// rejected). Empty documents are skipped.
+// rejected). Empty documents are skipped. Input that cannot be Kubernetes
+// objects is refused first, without conversion (sniff).
 func Documents(file string, data []byte) ([]Document, error) {
 	trimmed := bytes.TrimLeft(data, " \t\r\n")
-	if len(trimmed) > 0 && trimmed[0] == '{' {
+	isJSON := len(trimmed) > 0 && trimmed[0] == '{'
+	if err := sniff(file, data, isJSON); err != nil {
+		return nil, err
+	}
+	if isJSON {
 		return []Document{{File: file, Index: 1, JSON: trimmed}}, nil
 	}
 	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))

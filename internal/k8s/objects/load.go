@@ -4,40 +4,32 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
+	"reflect"
+	"strconv"
 	"strings"
+	"sync"
 
 	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
 	schedv1alpha3 "k8s.io/api/scheduling/v1alpha3"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gpunode/gpunode/internal/userfile"
 )
 
-// MaxFileBytes bounds one input file (a 50,000-node cluster export is a few
-// hundred MiB at most).
-const MaxFileBytes = 2 << 30
-
-// ReadFile reads a whole input file ("-" is not special here), bounded.
-func ReadFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return ReadAll(f, path)
+// ReadFile reads a whole input file ("-" is not special here), at most max
+// bytes (--max-input-bytes; max <= 0: userfile.DefaultMaxBytes): a larger
+// regular file is refused from its size, before it is read.
+// Its first 16 MiB are sniffed first (sniffHead): junk, binary data and an
+// over-long first line are refused without reading the rest.
+func ReadFile(path string, max int64) ([]byte, error) {
+	return userfile.ReadChecked(path, max, 2*MaxLineBytes, func(head []byte) error { return sniffHead(path, head) })
 }
 
 // ReadAll reads r (name labels errors: a file, "stdin") to its end, at
-// most MaxFileBytes.
-func ReadAll(r io.Reader, name string) ([]byte, error) {
-	b, err := io.ReadAll(io.LimitReader(r, MaxFileBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	if len(b) > MaxFileBytes {
-		return nil, fmt.Errorf("%s: larger than %d bytes", name, MaxFileBytes)
-	}
-	return b, nil
+// most max bytes.
+func ReadAll(r io.Reader, name string, max int64) ([]byte, error) {
+	return userfile.ReadAll(r, name, max)
 }
 
 // Source is where an object came from.
@@ -65,7 +57,7 @@ type nodeDoc struct {
 	Metadata        listMeta      `json:"metadata"`
 	Spec            v1.NodeSpec   `json:"spec"`
 	Status          v1.NodeStatus `json:"status"`
-	Items           []v1.Node     `json:"items"`
+	Items           []*v1.Node    `json:"items"`
 }
 
 // podDoc is a Pod or a List of Pods.
@@ -74,12 +66,82 @@ type podDoc struct {
 	Metadata        listMeta     `json:"metadata"`
 	Spec            v1.PodSpec   `json:"spec"`
 	Status          v1.PodStatus `json:"status"`
-	Items           []v1.Pod     `json:"items"`
+	Items           []*v1.Pod    `json:"items"`
 }
 
 func isList(kind, want string) bool { return kind == "List" || kind == want+"List" }
 
-// LoadNodes decodes v1 Nodes (documents or Lists) from data.
+// The fields the planners (place, dra, admit, lint) read of a Node and a
+// Pod: the view decode keeps these and checks the rest without keeping it.
+var (
+	nodeFields = []string{"kind", "apiVersion", "metadata.name", "metadata.namespace", "metadata.uid", "metadata.labels", "metadata.annotations",
+		"spec.unschedulable", "spec.taints", "status.capacity", "status.allocatable", "status.conditions"}
+	podFields = []string{"kind", "apiVersion", "metadata.name", "metadata.namespace", "metadata.uid", "metadata.labels", "metadata.annotations",
+		"metadata.ownerReferences", "spec.nodeName", "spec.nodeSelector", "spec.affinity", "spec.tolerations", "spec.resources", "spec.overhead",
+		"spec.resourceClaims", "spec.schedulingGates", "spec.priority", "spec.priorityClassName", "spec.schedulerName",
+		"spec.containers.name", "spec.containers.resources", "spec.containers.restartPolicy",
+		"spec.initContainers.name", "spec.initContainers.resources", "spec.initContainers.restartPolicy",
+		"status.phase", "status.qosClass"}
+)
+
+// docView is the view of a document that is an object or a List of them:
+// fields of the object at the top and under items.
+func docView(t reflect.Type, fields []string) *plan {
+	paths := []string{"items"}
+	for _, f := range fields {
+		paths = append(paths, f, "items."+f)
+	}
+	return view(t, paths...)
+}
+
+var (
+	nodeDocView = sync.OnceValue(func() *plan { return docView(reflect.TypeFor[nodeDoc](), nodeFields) })
+	podDocView  = sync.OnceValue(func() *plan { return docView(reflect.TypeFor[podDoc](), podFields) })
+)
+
+// viewDocError turns a view decode error of document d into an *Error: the
+// List item and the object's name (read again from the document, on this
+// error path only) are named.
+func viewDocError(d Document, kind string, err error) *Error {
+	ve, ok := err.(*viewError)
+	if !ok {
+		return d.errorf(-1, "", "", "%s", err)
+	}
+	path, item := ve.path, -1
+	var l struct {
+		Items []json.RawMessage `json:"items"`
+	}
+	if rest, ok := strings.CutPrefix(path, "items["); ok {
+		if end := strings.IndexByte(rest, ']'); end > 0 {
+			if n, err := strconv.Atoi(rest[:end]); err == nil {
+				item, path = n, strings.TrimPrefix(rest[end+1:], ".")
+			}
+		}
+	}
+	var m TypeMeta
+	if item >= 0 {
+		if json.Unmarshal(d.JSON, &l) == nil && item < len(l.Items) {
+			_ = json.Unmarshal(l.Items[item], &m)
+		}
+	} else {
+		_ = json.Unmarshal(d.JSON, &m)
+	}
+	obj := ""
+	if m.Metadata.Name != "" || item >= 0 {
+		k := m.Kind
+		if k == "" || item >= 0 {
+			k = kind
+		}
+		obj = fmt.Sprintf("%s %q", k, m.Metadata.Name)
+	}
+	if ve.named {
+		return d.errorf(item, obj, "", "%s %q", ve.reason, path)
+	}
+	return d.errorf(item, obj, path, "%s", ve.reason)
+}
+
+// LoadNodes decodes v1 Nodes (documents or Lists) from data: the fields the
+// planners read (nodeFields) are kept, the others checked strictly.
 func LoadNodes(file string, data []byte) (_ []*v1.Node, retErr error) {
 	defer func() { retErr = Locate(retErr, data) }()
 	docs, err := Documents(file, data)
@@ -89,19 +151,18 @@ func LoadNodes(file string, data []byte) (_ []*v1.Node, retErr error) {
 	var out []*v1.Node
 	for _, d := range docs {
 		var nd nodeDoc
-		if field, reason, bad := strict(d.JSON, &nd); bad {
-			return nil, locateItemError(d, "Node", field, reason, func(b []byte) (string, string, bool) {
-				var n v1.Node
-				return strict(b, &n)
-			})
+		if err := decodeView(d.JSON, nodeDocView(), &nd); err != nil {
+			return nil, viewDocError(d, "Node", err)
 		}
 		switch {
 		case isList(nd.Kind, "Node"):
 			if nd.APIVersion != "v1" {
 				return nil, d.errorf(-1, "", "apiVersion", "Unsupported value: %q: supported values: \"v1\"", nd.APIVersion)
 			}
-			for i := range nd.Items {
-				n := &nd.Items[i]
+			for i, n := range nd.Items {
+				if n == nil {
+					return nil, d.errorf(i, "", "", "Invalid value: null (want a Node)")
+				}
 				if err := checkItem(d, i, n.Kind, n.APIVersion, "Node", n.Name); err != nil {
 					return nil, err
 				}
@@ -123,7 +184,8 @@ func LoadNodes(file string, data []byte) (_ []*v1.Node, retErr error) {
 	return out, nil
 }
 
-// LoadPods decodes v1 Pods (documents or Lists) from data.
+// LoadPods decodes v1 Pods (documents or Lists) from data: the fields the
+// planners read (podFields) are kept, the others checked strictly.
 func LoadPods(file string, data []byte) (_ []*v1.Pod, retErr error) {
 	defer func() { retErr = Locate(retErr, data) }()
 	docs, err := Documents(file, data)
@@ -133,19 +195,18 @@ func LoadPods(file string, data []byte) (_ []*v1.Pod, retErr error) {
 	var out []*v1.Pod
 	for _, d := range docs {
 		var pd podDoc
-		if field, reason, bad := strict(d.JSON, &pd); bad {
-			return nil, locateItemError(d, "Pod", field, reason, func(b []byte) (string, string, bool) {
-				var p v1.Pod
-				return strict(b, &p)
-			})
+		if err := decodeView(d.JSON, podDocView(), &pd); err != nil {
+			return nil, viewDocError(d, "Pod", err)
 		}
 		switch {
 		case isList(pd.Kind, "Pod"):
 			if pd.APIVersion != "v1" {
 				return nil, d.errorf(-1, "", "apiVersion", "Unsupported value: %q: supported values: \"v1\"", pd.APIVersion)
 			}
-			for i := range pd.Items {
-				p := &pd.Items[i]
+			for i, p := range pd.Items {
+				if p == nil {
+					return nil, d.errorf(i, "", "", "Invalid value: null (want a Pod)")
+				}
 				if err := checkItem(d, i, p.Kind, p.APIVersion, "Pod", p.Name); err != nil {
 					return nil, err
 				}
@@ -161,7 +222,12 @@ func LoadPods(file string, data []byte) (_ []*v1.Pod, retErr error) {
 			return nil, d.errorf(-1, "", "kind", "Unsupported value: %q: supported values: \"Pod\", \"List\", \"PodList\"", pd.Kind)
 		}
 	}
-	if err := uniqueNames(file, len(out), func(i int) (string, string) { return out[i].Namespace + "/" + out[i].Name, "Pod" }); err != nil {
+	if err := uniqueNames(file, len(out), func(i int) (string, string) {
+		if out[i].Namespace == "" {
+			return out[i].Name, "Pod"
+		}
+		return out[i].Namespace + "/" + out[i].Name, "Pod"
+	}); err != nil {
 		return nil, err
 	}
 	return out, nil

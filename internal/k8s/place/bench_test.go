@@ -13,11 +13,16 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	sigsjson "sigs.k8s.io/json"
 
+	"github.com/gpunode/gpunode/internal/k8s/objects"
 	"github.com/gpunode/gpunode/internal/testhost"
 )
 
-var benchClusterDir = flag.String("bench-cluster", "", "write the generated 10,240-node cluster (nodes.json, pods.json, workload.yaml) to this directory")
+var (
+	benchClusterDir    = flag.String("bench-cluster", "", "write the generated 10,240-node cluster (nodes.json, pods.json, workload.yaml) to this directory")
+	benchClusterBlocks = flag.Int("bench-blocks", 20, "blocks of 16 racks x 32 nodes in the -bench-cluster cluster (2: 1,024 nodes, 20: 10,240, 100: 51,200)")
+)
 
 // Levels of the generated clusters, outermost first.
 var benchLevels = []string{"example.com/block", "example.com/rack", "kubernetes.io/hostname"}
@@ -215,7 +220,7 @@ func TestWriteBenchCluster(t *testing.T) {
 	if *benchClusterDir == "" {
 		t.Skip("-bench-cluster DIR not given")
 	}
-	nodes, pods := genCluster(20, 16, 32, 1)
+	nodes, pods := genCluster(*benchClusterBlocks, 16, 32, 1)
 	write := func(name string, items any) {
 		b, err := json.MarshalIndent(map[string]any{"apiVersion": "v1", "kind": "List", "metadata": map[string]string{"resourceVersion": ""}, "items": items}, "", "    ")
 		if err != nil {
@@ -252,5 +257,54 @@ spec:
 	}
 	if err := os.WriteFile(filepath.Join(*benchClusterDir, "topology.yaml"), []byte(topo), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// BenchmarkLoadCluster: decoding kubectl-style JSON exports of the
+// generated clusters (1,024, 10,240 and 51,200 nodes, with their pods)
+// through objects.LoadNodes/LoadPods (the view decode), against the
+// anchor of the same run: sigs.k8s.io/json's strict decode of the whole
+// v1.NodeList/PodList (what the loaders did before).
+func BenchmarkLoadCluster(b *testing.B) {
+	for _, blocks := range []int{2, 20, 100} {
+		nodes, pods := genCluster(blocks, 16, 32, 1)
+		list := func(items any) []byte {
+			out, err := json.MarshalIndent(map[string]any{"apiVersion": "v1", "kind": "List", "metadata": map[string]string{"resourceVersion": ""}, "items": items}, "", "    ")
+			if err != nil {
+				b.Fatal(err)
+			}
+			return out
+		}
+		nb, pb := list(nodes), list(pods)
+		b.Run(fmt.Sprintf("nodes=%d/view", len(nodes)), func(b *testing.B) {
+			b.SetBytes(int64(len(nb) + len(pb)))
+			start := testhost.CPUTime()
+			for i := 0; i < b.N; i++ {
+				if _, err := objects.LoadNodes("nodes.json", nb); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := objects.LoadPods("pods.json", pb); err != nil {
+					b.Fatal(err)
+				}
+			}
+			testhost.ReportCPU(b, start)
+		})
+		b.Run(fmt.Sprintf("nodes=%d/strict-full", len(nodes)), func(b *testing.B) {
+			b.SetBytes(int64(len(nb) + len(pb)))
+			start := testhost.CPUTime()
+			for i := 0; i < b.N; i++ {
+				var nl v1.NodeList
+				var pl v1.PodList
+				for _, x := range []struct {
+					data []byte
+					v    any
+				}{{nb, &nl}, {pb, &pl}} {
+					if _, err := sigsjson.UnmarshalStrict(x.data, x.v, sigsjson.DisallowDuplicateFields, sigsjson.DisallowUnknownFields); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			testhost.ReportCPU(b, start)
+		})
 	}
 }

@@ -53,7 +53,7 @@ func (gc goldenCase) path(name, def string) string {
 func loadCase(t testing.TB, gc goldenCase) Input {
 	t.Helper()
 	read := func(p string) []byte {
-		b, err := objects.ReadFile(p)
+		b, err := objects.ReadFile(p, 0)
 		if err != nil {
 			t.Fatal(err)
 		}

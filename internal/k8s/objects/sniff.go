@@ -1,0 +1,150 @@
+package objects
+
+import (
+	"bytes"
+	"fmt"
+	"unicode/utf8"
+)
+
+// MaxLineBytes bounds one line of YAML input: the API server refuses a
+// request body over 3 MiB, so no object it stores has a longer line
+// (a kubectl export has one object per list item, and a one-line JSON
+// export is decoded as JSON, without this bound).
+const MaxLineBytes = 8 << 20
+
+// sniff refuses, before any conversion, input that cannot be a stream of
+// Kubernetes objects: binary data (a NUL byte, invalid UTF-8), a YAML line
+// longer than MaxLineBytes, and a YAML document whose first content line
+// does not start a mapping (a bare scalar, a list, a line of junk). It
+// reads each byte at most a few times and allocates nothing, so a
+// 256 MiB file is judged in a fraction of a second.
+func sniff(file string, data []byte, json bool) error {
+	if i := bytes.IndexByte(data, 0); i >= 0 {
+		return &Error{File: file, Line: 1 + bytes.Count(data[:i], []byte("\n")), Item: -1,
+			Reason: fmt.Sprintf("binary data (a NUL byte at offset %d): want YAML or JSON Kubernetes objects", i)}
+	}
+	if !utf8.Valid(data) {
+		return &Error{File: file, Item: -1, Reason: "not UTF-8 text: want YAML or JSON Kubernetes objects"}
+	}
+	if json {
+		return nil
+	}
+	doc, expect := 0, true // expect: the next content line is a document's first
+	for off, line := 0, 1; off < len(data); line++ {
+		end := bytes.IndexByte(data[off:], '\n')
+		next := len(data)
+		if end >= 0 {
+			next = off + end + 1
+		}
+		l := data[off:next]
+		off = next
+		if len(l) > MaxLineBytes {
+			return &Error{File: file, Line: line, Item: -1,
+				Reason: fmt.Sprintf("line of %d bytes, more than %d: no Kubernetes object has one (the API server refuses objects over 3 MiB)", len(l), MaxLineBytes)}
+		}
+		t := bytes.TrimRight(l, " \t\r\n")
+		if bytes.HasPrefix(t, []byte("---")) && (len(t) == 3 || t[3] == ' ' || t[3] == '\t' || t[3] == '#') {
+			expect = true
+			rest := bytes.TrimLeft(t[3:], " \t")
+			if len(rest) == 0 || rest[0] == '#' {
+				continue
+			}
+			t = rest
+		}
+		if !expect {
+			continue
+		}
+		c := bytes.TrimLeft(t, " \t")
+		if len(c) == 0 || c[0] == '#' || c[0] == '%' && len(c) == len(t) {
+			continue
+		}
+		expect = false
+		doc++
+		if !startsMapping(c) {
+			show := c
+			if len(show) > 40 {
+				show = append(show[:40:40], "..."...)
+			}
+			return &Error{File: file, Line: line, Doc: doc, Item: -1,
+				Reason: fmt.Sprintf("%q does not start a mapping: not an object (want a Kubernetes object with apiVersion and kind)", show)}
+		}
+	}
+	return nil
+}
+
+// startsMapping reports whether a document's first content line starts a
+// YAML mapping: a flow mapping, an explicit key, a tag or anchor (judged by
+// the parser), or "key:" with a plain or quoted key.
+func startsMapping(c []byte) bool {
+	switch c[0] {
+	case '{', '?', '!', '&':
+		return true
+	case '-', '[', '|', '>', '*', '@', '`':
+		if c[0] == '-' && len(c) > 1 && c[1] != ' ' && c[1] != '\t' {
+			break // "-x: 1" is a plain key
+		}
+		return false
+	case '"', '\'':
+		q := c[0]
+		for i := 1; i < len(c); i++ {
+			if c[i] == '\\' && q == '"' {
+				i++
+				continue
+			}
+			if c[i] == q {
+				if q == '\'' && i+1 < len(c) && c[i+1] == '\'' {
+					i++
+					continue
+				}
+				r := bytes.TrimLeft(c[i+1:], " \t")
+				return len(r) > 0 && r[0] == ':'
+			}
+		}
+		return false
+	}
+	for i := 0; i < len(c); i++ {
+		if c[i] == ':' && (i+1 == len(c) || c[i+1] == ' ' || c[i+1] == '\t') {
+			return true
+		}
+		if c[i] == '#' && i > 0 && (c[i-1] == ' ' || c[i-1] == '\t') {
+			return false
+		}
+	}
+	return false
+}
+
+// sniffHead is sniff on the start of a file: only its complete lines (and
+// whole UTF-8 sequences) are judged, and a start without a line end longer
+// than MaxLineBytes is an over-long line.
+func sniffHead(file string, head []byte) error {
+	trimmed := bytes.TrimLeft(head, " \t\r\n")
+	isJSON := len(trimmed) > 0 && trimmed[0] == '{'
+	if i := bytes.IndexByte(head, 0); i >= 0 {
+		return sniff(file, head[:i+1], true)
+	}
+	end := bytes.LastIndexByte(head, '\n')
+	if !isJSON && end >= 0 && len(head)-end-1 > MaxLineBytes {
+		return &Error{File: file, Line: 2 + bytes.Count(head[:end], []byte("\n")), Item: -1,
+			Reason: fmt.Sprintf("line of more than %d bytes: no Kubernetes object has one (the API server refuses objects over 3 MiB)", MaxLineBytes)}
+	}
+	if end < 0 {
+		if !isJSON && len(head) > MaxLineBytes {
+			return &Error{File: file, Line: 1, Item: -1,
+				Reason: fmt.Sprintf("line of more than %d bytes: no Kubernetes object has one (the API server refuses objects over 3 MiB)", MaxLineBytes)}
+		}
+		end = len(head)
+		for k := 0; k < 3 && end > 0 && !utf8.RuneStart(head[end-1]); k++ {
+			end--
+		}
+		if end > 0 && !utf8.RuneStart(head[end-1]) {
+			end--
+		} else if end > 0 && head[end-1] >= utf8.RuneSelf {
+			end-- // a lead byte whose sequence may be cut
+		}
+		if i := bytes.IndexByte(head[:end], 0); i >= 0 || !utf8.Valid(head[:end]) {
+			return sniff(file, head[:end], true)
+		}
+		return nil
+	}
+	return sniff(file, head[:end+1], isJSON)
+}
