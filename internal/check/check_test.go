@@ -18,21 +18,58 @@ func TestKey(t *testing.T) {
 	}
 }
 
+// TestStatuses pins the statuses and their alert column to the README's
+// table, as literals: ok no, drift yes, pending-reboot no (reboot), absent
+// no, error yes, info no.
 func TestStatuses(t *testing.T) {
-	want := []Status{"ok", "drift", "pending-reboot", "absent", "error", "info"}
-	if !reflect.DeepEqual(Statuses(), want) {
-		t.Errorf("Statuses = %v", Statuses())
+	alerts := []struct {
+		status  string
+		alert   bool
+		summary string // the JSON field that counts it
+	}{
+		{"ok", false, `"ok":1`},
+		{"drift", true, `"drift":1`},
+		{"pending-reboot", false, `"pendingReboot":1`},
+		{"absent", false, `"absent":1`},
+		{"error", true, `"error":1`},
+		{"info", false, `"info":1`},
 	}
-	for _, s := range want {
+	var want []Status
+	for _, a := range alerts {
+		want = append(want, Status(a.status))
+	}
+	if !reflect.DeepEqual(Statuses(), want) {
+		t.Errorf("Statuses = %v, want %v", Statuses(), want)
+	}
+	for _, a := range alerts {
+		s := Status(a.status)
 		if !s.Valid() {
 			t.Errorf("%s not valid", s)
 		}
-		if got, wantF := s.Failing(), s == Drift || s == Error; got != wantF {
-			t.Errorf("%s.Failing = %v", s, got)
+		if s.Failing() != a.alert {
+			t.Errorf("%s.Failing = %v, want %v", s, s.Failing(), a.alert)
+		}
+		var sum Summary
+		sum.Add(s)
+		if sum.Failing() != a.alert {
+			t.Errorf("Summary of one %s: Failing = %v, want %v", s, sum.Failing(), a.alert)
+		}
+		b, err := json.Marshal(sum)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), a.summary) || strings.Count(string(b), ":1") != 1 {
+			t.Errorf("Summary of one %s = %s, want %s and nothing else counted", s, b, a.summary)
 		}
 	}
-	if Status("warn").Valid() {
-		t.Error("warn is valid")
+	for _, bad := range []string{"warn", "OK", "Drift", "pending_reboot", ""} {
+		if Status(bad).Valid() {
+			t.Errorf("%q is valid", bad)
+		}
+	}
+	var none Summary
+	if none.Failing() {
+		t.Error("an empty summary is failing")
 	}
 }
 

@@ -34,7 +34,7 @@ func TestCaptureReplaysVerdicts(t *testing.T) {
 	for _, host := range []string{"dgx-h100", "amd-8numa", "gh200", "downgraded", "vm-2vcpu"} {
 		t.Run(host, func(t *testing.T) {
 			src := testhost.Path(t, host)
-			out := filepath.Join(t.TempDir(), "cap")
+			out := filepath.Join(testhost.TempDir(t), "cap")
 			if code, _, errs := run(t, "--root", src, "topo", "capture", "--out", out); code != ExitOK {
 				t.Fatalf("capture: exit %d %s", code, errs)
 			}

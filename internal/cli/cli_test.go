@@ -142,7 +142,7 @@ func TestTopoYAMLAndTableAgree(t *testing.T) {
 
 func TestCaptureCommandRoundTrip(t *testing.T) {
 	src := testhost.Path(t, "amd-8numa")
-	out := filepath.Join(t.TempDir(), "cap")
+	out := filepath.Join(testhost.TempDir(t), "cap")
 	code, msg, stderr := run(t, "topo", "capture", "--root", src, "--out", out)
 	if code != 0 || !strings.Contains(msg, "replay with: gpunode topo --root "+out) {
 		t.Fatalf("capture: exit %d %s %s", code, msg, stderr)

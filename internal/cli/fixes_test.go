@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -42,7 +43,20 @@ func TestEveryFixIsACommand(t *testing.T) {
 	if err != nil {
 		t.Skip("no bash")
 	}
-	// checkFixes runs gpunode with args (JSON output) and checks every
+	// The fixes are collected and checked at the end, each distinct text
+	// once, their syntax in one bash run (one bash per fix made this the
+	// slowest test of the package).
+	type printed struct{ what, id, subject, fix string }
+	var all []printed
+	defer func() {
+		parses := parseAll(t, bash, all, func(p printed) string { return p.fix })
+		for _, p := range all {
+			if msg := badFix(parses, p.fix); msg != "" {
+				t.Errorf("%s %s/%s: fix %q: %s", p.what, p.id, p.subject, p.fix, msg)
+			}
+		}
+	}()
+	// checkFixes runs gpunode with args (JSON output) and collects every
 	// fix; it returns how many fixes checks with id printed.
 	checkFixes := func(what, id string, args ...string) int {
 		t.Helper()
@@ -68,9 +82,7 @@ func TestEveryFixIsACommand(t *testing.T) {
 				continue
 			}
 			for _, f := range c.Fix {
-				if msg := badFix(bash, f); msg != "" {
-					t.Errorf("%s %s/%s: fix %q: %s", what, c.ID, c.Subject, f, msg)
-				}
+				all = append(all, printed{what, c.ID, c.Subject, f})
 			}
 		}
 		return n
@@ -111,14 +123,49 @@ func TestEveryFixIsACommand(t *testing.T) {
 	}
 }
 
-// badFix says what is wrong with fix f ("" when nothing).
-func badFix(bash, f string) string {
+// parseAll runs 'bash -n' over the distinct fixes of items and returns,
+// for each fix, "" when it parses and bash's message when it does not. The
+// fixes are first checked together, each as the body of its own function;
+// when that fails, each is checked alone (so that one bad fix cannot hide
+// or break another).
+func parseAll[T any](t *testing.T, bash string, items []T, fix func(T) string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	var distinct []string
+	for _, it := range items {
+		f := strings.TrimSpace(fix(it))
+		if _, ok := out[f]; ok || strings.HasPrefix(f, "#") {
+			continue
+		}
+		out[f] = ""
+		distinct = append(distinct, f)
+	}
+	var script strings.Builder
+	for i, f := range distinct {
+		fmt.Fprintf(&script, "gpunode_fix_%d() {\n%s\n}\n", i, f)
+	}
+	if err := exec.Command(bash, "-n", "-c", script.String()).Run(); err == nil {
+		return out
+	}
+	for _, f := range distinct {
+		if b, err := exec.Command(bash, "-n", "-c", f).CombinedOutput(); err != nil {
+			out[f] = "does not parse: " + strings.TrimSpace(string(b))
+		}
+	}
+	return out
+}
+
+// badFix says what is wrong with fix f ("" when nothing); parses holds
+// bash's verdicts (see parseAll).
+func badFix(parses map[string]string, f string) string {
 	f = strings.TrimSpace(f)
 	if strings.HasPrefix(f, "#") {
 		return ""
 	}
-	if out, err := exec.Command(bash, "-n", "-c", f).CombinedOutput(); err != nil {
-		return "does not parse: " + strings.TrimSpace(string(out))
+	if msg, ok := parses[f]; !ok {
+		return "not checked by bash -n"
+	} else if msg != "" {
+		return msg
 	}
 	// Drop a trailing comment and the contents of quotes (sed scripts).
 	code := stripQuoted(f)
@@ -162,4 +209,24 @@ func stripQuoted(s string) string {
 		}
 	}
 	return b.String()
+}
+
+// TestParseAllFindsBadFix: the batched syntax check still names each fix
+// that does not parse, next to ones that do.
+func TestParseAllFindsBadFix(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash")
+	}
+	fixes := []string{"echo 0 > /proc/sys/vm/swappiness", "sed -i 's/a/b/' /etc/x", "echo 'unterminated", "# advice", "for x in a; do echo $x; done"}
+	got := parseAll(t, bash, fixes, func(s string) string { return s })
+	if len(got) != 4 || got["echo 'unterminated"] == "" || got["echo 0 > /proc/sys/vm/swappiness"] != "" || got["for x in a; do echo $x; done"] != "" {
+		t.Fatalf("parseAll = %q", got)
+	}
+	if msg := badFix(got, "echo 'unterminated"); !strings.HasPrefix(msg, "does not parse") {
+		t.Fatalf("badFix = %q", msg)
+	}
+	if msg := badFix(got, "nvidia-smi -pm 1"); msg != "not checked by bash -n" {
+		t.Fatalf("badFix of an unchecked fix = %q", msg)
+	}
 }

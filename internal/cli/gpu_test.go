@@ -23,7 +23,7 @@ func gpuHost(name string) string {
 // copyGPUHost copies a fixture host to a temp dir for commands that write.
 func copyGPUHost(t *testing.T, name string) string {
 	t.Helper()
-	dst := t.TempDir()
+	dst := testhost.TempDir(t)
 	if err := testhost.CopyTree(gpuHost(name), dst); err != nil {
 		t.Fatal(err)
 	}

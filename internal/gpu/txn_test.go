@@ -16,7 +16,8 @@ import (
 	"github.com/gpunode/gpunode/internal/testhost"
 )
 
-// TestFaultSweepGPUApply injects an errno at every write-side operation of
+// TestFaultSweepGPUApply injects an errno at write-side operations (all of
+// them with GPUNODE_FULL_SWEEPS=1, else a sample of every kind) of
 // a persistence change and of a clock lock on the DGX fixture's fake GPUs;
 // after the failed apply (and a rollback when one is left open) the GPUs
 // and the host tree are exactly as before.
@@ -71,7 +72,7 @@ func TestFaultSweepGPUApply(t *testing.T) {
 		t.Fatal(err)
 	}
 	plans := []Plan{PlanPersistence(b.Name(), st.GPUs, !*st.GPUs[0].Persistence), lock}
-	tried, clean := 0, 0
+	tried, clean, total := 0, 0, 0
 	for _, p := range plans {
 		count := &hostfs.Faults{NoSync: true}
 		if got, err := Apply(ctx, b, h.WithFaults(count), dir, p, "test", false); err != nil || !got.Applied {
@@ -82,7 +83,10 @@ func TestFaultSweepGPUApply(t *testing.T) {
 			t.Fatalf("%s: rollback did not restore the GPUs", p.Action)
 		}
 		n := count.Count()
-		for k := 1; k <= n; k++ {
+		total += n
+		// Every point with GPUNODE_FULL_SWEEPS=1 (.ci/run); otherwise
+		// a sample covering every kind of operation.
+		for _, k := range journaltest.Points(count.Log(), 1) {
 			fl := &hostfs.Faults{At: k, Err: []syscall.Errno{syscall.ENOSPC, syscall.EIO, syscall.EROFS}[k%3], NoSync: true}
 			what := fmt.Sprintf("%s: fault %d/%d (%s)", p.Action, k, n, count.Log()[k-1])
 			_, err := Apply(ctx, b, h.WithFaults(fl), dir, p, "test", false)
@@ -102,5 +106,5 @@ func TestFaultSweepGPUApply(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("gpu apply: %d faults tried (every write-side operation of 2 plans), %d clean aborts, all identical after recovery", tried, clean)
+	t.Logf("gpu apply: %d faults tried (full sweep %v; counted %d), %d clean aborts, all identical after recovery", tried, journaltest.FullSweeps(), total, clean)
 }

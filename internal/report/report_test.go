@@ -134,7 +134,10 @@ func TestChromium(t *testing.T) {
 		}
 	}
 	if chromium == "" {
-		t.Skip("no chromium installed")
+		if os.Getenv("GPUNODE_REAL_CHROMIUM") == "1" {
+			t.Fatal("GPUNODE_REAL_CHROMIUM=1 (set by .ci/run) but no chromium, chromium-browser or google-chrome on PATH")
+		}
+		t.Skip("no chromium installed (GPUNODE_REAL_CHROMIUM=1 makes this a failure)")
 	}
 	in := fixtureInput(t, "dgx-h100")
 	b, err := HTML(in)

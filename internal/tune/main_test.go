@@ -42,7 +42,7 @@ func sharedHost(t testing.TB, name string) string {
 		return p
 	}
 	if shared.dir == "" {
-		d, err := os.MkdirTemp("", "gpunode-tune-hosts-")
+		d, err := os.MkdirTemp(testhost.TmpfsDir(), "gpunode-tune-hosts-")
 		if err != nil {
 			t.Fatal(err)
 		}
