@@ -190,7 +190,7 @@ func exported() map[string]bool {
 		agent.MetricPCIeWidth: true, agent.MetricPCIeMaxWidth: true, agent.MetricPCIeSpeed: true, agent.MetricPCIeMaxSpeed: true,
 		agent.MetricPCIeDowngraded: true, agent.MetricGPULocalNICs: true, agent.MetricGPUNearestNIC: true, agent.MetricIRQs: true,
 		agent.MetricIRQsOffNode: true, agent.MetricAuditDuration: true, agent.MetricAudits: true, agent.MetricAuditErrors: true,
-		agent.MetricAuditUp: true, agent.MetricLastSuccess: true, agent.MetricBuildInfo: true}
+		agent.MetricAuditUp: true, agent.MetricLastSuccess: true, agent.MetricBuildInfo: true, agent.MetricPodNUMAAligned: true}
 }
 
 func checkExpr(t *testing.T, where, expr string) {
@@ -218,7 +218,7 @@ func checkRules(t *testing.T, spec ruleSpec) {
 			}
 		}
 	}
-	for _, a := range []string{"GPUNodeTuningDrift", "GPUNodeAuditFailing", "GPUNICMisaligned", "PCIeLinkDowngraded"} {
+	for _, a := range []string{"GPUNodeTuningDrift", "GPUNodeAuditFailing", "GPUNICMisaligned", "PCIeLinkDowngraded", "GPUPodNUMAMisaligned"} {
 		if !alerts[a] {
 			t.Errorf("no alert %s", a)
 		}
@@ -237,7 +237,7 @@ func checkRules(t *testing.T, spec ruleSpec) {
 		t.Fatal(err)
 	}
 	out, err := exec.Command(promtool, "check", "rules", f).CombinedOutput()
-	if err != nil || !bytes.Contains(out, []byte("SUCCESS: 7 rules found")) {
+	if err != nil || !bytes.Contains(out, []byte("SUCCESS: 8 rules found")) {
 		t.Fatalf("promtool check rules: %v\n%s", err, out)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/yaml"
 )
 
@@ -156,5 +157,68 @@ func TestChartValues(t *testing.T) {
 	var svc corev1.Service
 	if err := yaml.UnmarshalStrict(got["Service"], &svc); err != nil || svc.Spec.Ports[0].Port != 19847 {
 		t.Errorf("service port: %v %+v", err, svc.Spec.Ports)
+	}
+}
+
+// TestChartRBACProxy: rbacProxy.enabled puts kube-rbac-proxy in front: the
+// agent listens on loopback only, the proxy serves HTTPS on its port (the
+// only one the Service, NetworkPolicy and ServiceMonitor name), the probes
+// go through it, the pod mounts its token and the proxy may create
+// TokenReviews and SubjectAccessReviews. agent.noReportEndpoints adds the
+// flag.
+func TestChartRBACProxy(t *testing.T) {
+	got := render(t, map[string]any{
+		"rbacProxy": map[string]any{"enabled": true, "port": 9443},
+		"agent":     map[string]any{"noReportEndpoints": true},
+	})
+	var ds appsv1.DaemonSet
+	if err := yaml.UnmarshalStrict(got["DaemonSet"], &ds); err != nil {
+		t.Fatal(err)
+	}
+	spec := ds.Spec.Template.Spec
+	if len(spec.Containers) != 2 || spec.Containers[1].Name != "kube-rbac-proxy" {
+		t.Fatalf("containers: %d", len(spec.Containers))
+	}
+	agent, proxy := spec.Containers[0], spec.Containers[1]
+	args := strings.Join(agent.Args, " ")
+	if !strings.Contains(args, "--listen=127.0.0.1:9847") || !strings.Contains(args, "--no-report-endpoints") || len(agent.Ports) != 0 {
+		t.Errorf("agent: args %q ports %v; want loopback only, report endpoints off, no container port", args, agent.Ports)
+	}
+	pargs := strings.Join(proxy.Args, " ")
+	if !strings.Contains(pargs, "--secure-listen-address=0.0.0.0:9443") || !strings.Contains(pargs, "--upstream=http://127.0.0.1:9847/") ||
+		len(proxy.Ports) != 1 || proxy.Ports[0].ContainerPort != 9443 || proxy.Ports[0].Name != "https" {
+		t.Errorf("proxy: args %q ports %v", pargs, proxy.Ports)
+	}
+	if p := agent.ReadinessProbe.HTTPGet; p.Port.String() != "https" || p.Scheme != corev1.URISchemeHTTPS {
+		t.Errorf("readiness probe %+v: want HTTPS through the proxy", p)
+	}
+	if spec.AutomountServiceAccountToken == nil || !*spec.AutomountServiceAccountToken {
+		t.Error("the pod does not mount its token: the proxy cannot review tokens")
+	}
+	var svc corev1.Service
+	if err := yaml.UnmarshalStrict(got["Service"], &svc); err != nil || len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != 9443 {
+		t.Errorf("service: %v %+v", err, svc.Spec.Ports)
+	}
+	var np networkingv1.NetworkPolicy
+	if err := yaml.UnmarshalStrict(got["NetworkPolicy"], &np); err != nil || np.Spec.Ingress[0].Ports[0].Port.IntValue() != 9443 {
+		t.Errorf("network policy: %v %+v", err, np.Spec.Ingress)
+	}
+	if sm := string(got["ServiceMonitor"]); !strings.Contains(sm, "scheme: https") || !strings.Contains(sm, "bearerTokenFile:") {
+		t.Errorf("service monitor does not scrape through the proxy:\n%s", sm)
+	}
+	var cr rbacv1.ClusterRole
+	if err := yaml.UnmarshalStrict(got["ClusterRole"], &cr); err != nil {
+		t.Fatal(err)
+	}
+	var res []string
+	for _, r := range cr.Rules {
+		res = append(res, r.Resources...)
+	}
+	if strings.Join(res, ",") != "tokenreviews,subjectaccessreviews" {
+		t.Errorf("cluster role resources %v", res)
+	}
+	var crb rbacv1.ClusterRoleBinding
+	if err := yaml.UnmarshalStrict(got["ClusterRoleBinding"], &crb); err != nil || crb.Subjects[0].Name != "gpunode" || crb.RoleRef.Name != cr.Name {
+		t.Errorf("cluster role binding: %v %+v", err, crb)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/gpunode/gpunode/internal/irq"
+	"github.com/gpunode/gpunode/internal/k8s/podresources"
 	"github.com/gpunode/gpunode/internal/topo"
 	"github.com/gpunode/gpunode/internal/tune"
 )
@@ -51,6 +52,9 @@ type Result struct {
 	Topo   *topo.Topology
 	IRQ    *irq.Report
 	GPUs   []GPU
+	// Pods is the kubelet pod-resources view (nil when not read): which
+	// container holds each GPU, and the k8s.pod.numa verdicts.
+	Pods *podresources.Report
 }
 
 // AuditFunc runs discovery and the full audit once.
@@ -79,9 +83,14 @@ type Config struct {
 	// drifts (--enforce), rate-limited.
 	Enforce *Enforcer
 	// HTML renders /report.html from a snapshot; nil: 404.
-	HTML   func(*Snapshot) ([]byte, error)
-	Build  Build
-	Logger *slog.Logger
+	HTML func(*Snapshot) ([]byte, error)
+	// Listener: see http.go (WebConfigFile: exporter-toolkit's web
+	// configuration, TLS and authentication; NoReportEndpoints: no
+	// /report, /report.html or /topo).
+	WebConfigFile     string
+	NoReportEndpoints bool
+	Build             Build
+	Logger            *slog.Logger
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 }
@@ -154,6 +163,9 @@ func New(cfg Config) (*Agent, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if err := checkListener(cfg); err != nil {
+		return nil, err
 	}
 	a := &Agent{cfg: cfg, log: cfg.Logger, reg: prometheus.NewRegistry(), descs: newDescs()}
 	a.snap.Store(&Snapshot{})
@@ -294,7 +306,7 @@ func (a *Agent) Run(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{Handler: a.handler, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
 		WriteTimeout: 30 * time.Second, IdleTimeout: 60 * time.Second, MaxHeaderBytes: 16 << 10}
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
+	go func() { serveErr <- a.serve(srv, ln) }()
 	loopDone := make(chan struct{})
 	go func() { a.Loop(ctx); close(loopDone) }()
 	a.log.Info("agent started", "listen", ln.Addr().String(), "interval", a.cfg.Interval.String(), "profile", a.cfg.Profile)

@@ -3,13 +3,16 @@ package agent
 import (
 	"bytes"
 	"compress/gzip"
+	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/exporter-toolkit/web"
 )
 
 // routes builds the read-only handler: every route answers GET and HEAD
@@ -37,14 +40,51 @@ func (a *Agent) routes() http.Handler {
 		}
 		fmt.Fprintf(w, "ready: audit %d at %s\n", s.Seq, s.LastSuccess.UTC().Format(time.RFC3339))
 	})
-	mux.HandleFunc("/report", a.serveBytes("application/json", func(s *Snapshot) []byte { return s.reportJSON }))
-	mux.HandleFunc("/topo", a.serveBytes("application/json", func(s *Snapshot) []byte { return s.topoJSON }))
-	mux.HandleFunc("/report.html", a.serveBytes("text/html; charset=utf-8", func(s *Snapshot) []byte { return s.html }))
+	index := "gpunode agent: /metrics /healthz /readyz /report /report.html /topo"
+	if a.cfg.NoReportEndpoints {
+		// The report pages carry the hostname, kernel, topology and the
+		// full audit; --no-report-endpoints leaves only what a scraper
+		// and the kubelet's probes need.
+		index = "gpunode agent: /metrics /healthz /readyz (report endpoints off)"
+	} else {
+		mux.HandleFunc("/report", a.serveBytes("application/json", func(s *Snapshot) []byte { return s.reportJSON }))
+		mux.HandleFunc("/topo", a.serveBytes("application/json", func(s *Snapshot) []byte { return s.topoJSON }))
+		mux.HandleFunc("/report.html", a.serveBytes("text/html; charset=utf-8", func(s *Snapshot) []byte { return s.html }))
+	}
 	mux.HandleFunc("/{$}", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		fmt.Fprintln(w, "gpunode agent: /metrics /healthz /readyz /report /report.html /topo")
+		fmt.Fprintln(w, index)
 	})
 	return readOnly(mux)
+}
+
+// ErrWebConfig marks a --web.config.file that cannot be used (unreadable,
+// bad YAML, a certificate that does not load, a password that is not a
+// bcrypt hash): the agent does not start.
+var ErrWebConfig = errors.New("web configuration")
+
+// checkListener validates the listener configuration before anything
+// starts: the web configuration file is read, its certificates loaded and
+// its users' hashes checked (exporter-toolkit's web.Validate).
+func checkListener(cfg Config) error {
+	if cfg.WebConfigFile == "" {
+		return nil
+	}
+	if err := web.Validate(cfg.WebConfigFile); err != nil {
+		return fmt.Errorf("%w %s: %w", ErrWebConfig, cfg.WebConfigFile, err)
+	}
+	return nil
+}
+
+// serve serves srv on ln: plain HTTP without a web configuration file,
+// otherwise as the file says, by exporter-toolkit as every Prometheus
+// exporter does (tls_server_config: TLS, client certificates with
+// client_auth_type RequireAndVerifyClientCert; basic_auth_users: bcrypt
+// hashes; http_server_config). The file is read again on each new TLS
+// connection, so renewed certificates are picked up without a restart.
+func (a *Agent) serve(srv *http.Server, ln net.Listener) error {
+	file := a.cfg.WebConfigFile
+	return web.Serve(ln, srv, &web.FlagConfig{WebConfigFile: &file}, a.log)
 }
 
 func (a *Agent) serveBytes(ctype string, get func(*Snapshot) []byte) http.HandlerFunc {

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/gpunode/gpunode/internal/check"
+	"github.com/gpunode/gpunode/internal/k8s/podresources"
 	"github.com/gpunode/gpunode/internal/topo"
 )
 
@@ -34,9 +36,13 @@ const (
 	MetricLastSuccess       = "gpunode_last_successful_audit_timestamp_seconds"
 	MetricBuildInfo         = "gpunode_build_info"
 	MetricEnforce           = "gpunode_enforce_actions_total"
+	MetricPodNUMAAligned    = "gpunode_pod_numa_aligned"
 	maxCheckSeries          = 4096 // bound per snapshot: a runaway source cannot blow up the exposition
 	maxDeviceSeriesPerKind  = 1024
 	labelCheck, labelStatus = "check", "status"
+	// The pod labels of the per-GPU series, as dcgm-exporter names them:
+	// empty on a GPU no container holds.
+	labelNamespace, labelPod, labelContainer = "namespace", "pod", "container"
 )
 
 type descs struct {
@@ -44,23 +50,24 @@ type descs struct {
 	pcieWidth, pcieMaxWidth, pcieSpeed, pcieMaxSpeed, pcieDowngrade *prometheus.Desc
 	localNICs, nearestNIC, irqs, irqsOff                            *prometheus.Desc
 	duration, audits, errors, up, lastSuccess, build                *prometheus.Desc
-	enforce                                                         *prometheus.Desc
+	enforce, podAligned                                             *prometheus.Desc
 }
 
 func newDescs() descs {
 	dev := []string{"device", "kind", "bdf"}
+	holder := []string{labelNamespace, labelPod, labelContainer}
 	return descs{
 		checkStatus:   prometheus.NewDesc(MetricCheckStatus, "1 for the current status of each check (check is id or id/subject).", []string{labelCheck, "layer", labelStatus}, nil),
 		checks:        prometheus.NewDesc(MetricChecks, "Number of checks by status in the last successful audit.", []string{labelStatus}, nil),
-		gpuInfo:       prometheus.NewDesc(MetricGPUInfo, "1 per GPU: PCI address, UUID, NUMA node and model.", []string{"gpu", "bdf", "uuid", "numa_node", "model"}, nil),
+		gpuInfo:       prometheus.NewDesc(MetricGPUInfo, "1 per GPU: PCI address, UUID, NUMA node and model.", append([]string{"gpu", "bdf", "uuid", "numa_node", "model"}, holder...), nil),
 		numaNodes:     prometheus.NewDesc(MetricNUMANodes, "Number of NUMA nodes.", nil, nil),
 		pcieWidth:     prometheus.NewDesc(MetricPCIeWidth, "Current PCIe link width (lanes) of a GPU or NIC.", dev, nil),
 		pcieMaxWidth:  prometheus.NewDesc(MetricPCIeMaxWidth, "Maximum PCIe link width (lanes) of a GPU or NIC.", dev, nil),
 		pcieSpeed:     prometheus.NewDesc(MetricPCIeSpeed, "Current PCIe link speed in GT/s of a GPU or NIC.", dev, nil),
 		pcieMaxSpeed:  prometheus.NewDesc(MetricPCIeMaxSpeed, "Maximum PCIe link speed in GT/s of a GPU or NIC.", dev, nil),
 		pcieDowngrade: prometheus.NewDesc(MetricPCIeDowngraded, "1 when the PCIe link trained below its capability in width or speed (speed alone is often idle power saving: alert on width, or on the pcie.link check).", dev, nil),
-		localNICs:     prometheus.NewDesc(MetricGPULocalNICs, "Number of NICs on the GPU's NUMA node (0: GPU/NIC misaligned).", []string{"gpu", "numa_node"}, nil),
-		nearestNIC:    prometheus.NewDesc(MetricGPUNearestNIC, "1 per GPU: its nearest NIC and their link class (PIX, PXB, PHB, NODE, SYS).", []string{"gpu", "nic", "class"}, nil),
+		localNICs:     prometheus.NewDesc(MetricGPULocalNICs, "Number of NICs on the GPU's NUMA node (0: GPU/NIC misaligned).", append([]string{"gpu", "numa_node"}, holder...), nil),
+		nearestNIC:    prometheus.NewDesc(MetricGPUNearestNIC, "1 per GPU: its nearest NIC and their link class (PIX, PXB, PHB, NODE, SYS).", append([]string{"gpu", "nic", "class"}, holder...), nil),
 		irqs:          prometheus.NewDesc(MetricIRQs, "Number of IRQs of a GPU or NIC.", dev, nil),
 		irqsOff:       prometheus.NewDesc(MetricIRQsOffNode, "Number of a device's IRQs routed (or, with a sample, served) off its NUMA node.", dev, nil),
 		duration:      prometheus.NewDesc(MetricAuditDuration, "Duration of the last audit cycle.", nil, nil),
@@ -69,6 +76,7 @@ func newDescs() descs {
 		up:            prometheus.NewDesc(MetricAuditUp, "1 when the last audit cycle succeeded.", nil, nil),
 		lastSuccess:   prometheus.NewDesc(MetricLastSuccess, "Unix time of the last successful audit.", nil, nil),
 		enforce:       prometheus.NewDesc(MetricEnforce, "--enforce actions by outcome (applied, nothing, failed, rate-limited).", []string{"outcome"}, nil),
+		podAligned:    prometheus.NewDesc(MetricPodNUMAAligned, "1 when a running container's GPUs are on NUMA nodes of its CPUs and its memory, 0 when not (check k8s.pod.numa; no series when it cannot be decided).", holder, nil),
 		build:         prometheus.NewDesc(MetricBuildInfo, "1, labelled with gpunode's build.", []string{"version", "commit", "goversion"}, nil),
 	}
 }
@@ -81,7 +89,7 @@ func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	d := c.a.descs
 	for _, x := range []*prometheus.Desc{d.checkStatus, d.checks, d.gpuInfo, d.numaNodes, d.pcieWidth, d.pcieMaxWidth,
 		d.pcieSpeed, d.pcieMaxSpeed, d.pcieDowngrade, d.localNICs, d.nearestNIC, d.irqs, d.irqsOff, d.duration,
-		d.audits, d.errors, d.up, d.lastSuccess, d.build, d.enforce} {
+		d.audits, d.errors, d.up, d.lastSuccess, d.build, d.enforce, d.podAligned} {
 		ch <- x
 	}
 }
@@ -145,7 +153,19 @@ func (a *Agent) buildMetrics(s *Snapshot) []prometheus.Metric {
 		add(d.checks, prometheus.GaugeValue, float64(counts[st]), string(st))
 	}
 	if t := r.Topo; t != nil {
-		a.topoMetrics(t, r.GPUs, add)
+		a.topoMetrics(t, r.GPUs, gpuHolders(r.Pods), add)
+	}
+	if p := r.Pods; p != nil {
+		n := 0
+		for _, pod := range p.Pods {
+			for _, c := range pod.Containers {
+				if c.Aligned == nil || n >= maxCheckSeries {
+					continue
+				}
+				n++
+				add(d.podAligned, prometheus.GaugeValue, b2f(*c.Aligned), pod.Namespace, pod.Name, c.Name)
+			}
+		}
 	}
 	if q := r.IRQ; q != nil {
 		for i, dev := range q.Devices {
@@ -165,7 +185,32 @@ func (a *Agent) buildMetrics(s *Snapshot) []prometheus.Metric {
 	return out
 }
 
-func (a *Agent) topoMetrics(t *topo.Topology, gpus []GPU, add func(*prometheus.Desc, prometheus.ValueType, float64, ...string)) {
+// holder is a container holding a GPU: its namespace, pod and container
+// names, the values of the per-GPU series' pod labels.
+type holder [3]string
+
+// gpuHolders maps each GPU's PCI address to the containers holding it
+// (several for MIG devices and time-sliced replicas), each once.
+func gpuHolders(p *podresources.Report) map[string][]holder {
+	out := map[string][]holder{}
+	if p == nil {
+		return out
+	}
+	for _, pod := range p.Pods {
+		for _, c := range pod.Containers {
+			h := holder{pod.Namespace, pod.Name, c.Name}
+			for _, g := range c.GPUs {
+				bdf := strings.ToLower(g.BDF)
+				if bdf != "" && !slices.Contains(out[bdf], h) {
+					out[bdf] = append(out[bdf], h)
+				}
+			}
+		}
+	}
+	return out
+}
+
+func (a *Agent) topoMetrics(t *topo.Topology, gpus []GPU, holders map[string][]holder, add func(*prometheus.Desc, prometheus.ValueType, float64, ...string)) {
 	d := a.descs
 	add(d.numaNodes, prometheus.GaugeValue, float64(len(t.NUMANodes)))
 	byBDF := map[string]GPU{}
@@ -198,10 +243,17 @@ func (a *Agent) topoMetrics(t *topo.Topology, gpus []GPU, add func(*prometheus.D
 		}
 		info := byBDF[strings.ToLower(g.BDF)]
 		node := strconv.Itoa(g.NUMANode)
-		add(d.gpuInfo, prometheus.GaugeValue, 1, g.Name, g.BDF, info.UUID, node, info.Model)
-		add(d.localNICs, prometheus.GaugeValue, float64(len(LocalNICs(t, g))), g.Name, node)
-		if nic, class := NearestNIC(t, g.Name); nic != "" {
-			add(d.nearestNIC, prometheus.GaugeValue, 1, g.Name, nic, class)
+		nic, class := NearestNIC(t, g.Name)
+		hs := holders[strings.ToLower(g.BDF)]
+		if len(hs) == 0 {
+			hs = []holder{{}} // a GPU no container holds: empty labels, as dcgm-exporter
+		}
+		for _, h := range hs {
+			add(d.gpuInfo, prometheus.GaugeValue, 1, g.Name, g.BDF, info.UUID, node, info.Model, h[0], h[1], h[2])
+			add(d.localNICs, prometheus.GaugeValue, float64(len(LocalNICs(t, g))), g.Name, node, h[0], h[1], h[2])
+			if nic != "" {
+				add(d.nearestNIC, prometheus.GaugeValue, 1, g.Name, nic, class, h[0], h[1], h[2])
+			}
 		}
 	}
 }

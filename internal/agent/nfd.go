@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gpunode/gpunode/internal/hostfs"
 	"github.com/gpunode/gpunode/internal/topo"
 )
 
@@ -120,8 +121,8 @@ func FormatNFD(fs []Feature) []byte {
 }
 
 // WriteNFDFile writes the feature file dir/name atomically: the content
-// goes to the dot-file dir/.name.tmp (NFD ignores dot-files), is synced and
-// renamed into place, so NFD never reads half a file.
+// goes to a dot-file in dir (NFD ignores dot-files), is synced and renamed
+// into place, so NFD never reads half a file.
 func WriteNFDFile(dir, name string, fs []Feature) error {
 	if name == "" || strings.ContainsAny(name, "/\x00") || strings.HasPrefix(name, ".") {
 		return fmt.Errorf("nfd feature file name %q: want a plain file name", name)
@@ -130,23 +131,16 @@ func WriteNFDFile(dir, name string, fs []Feature) error {
 	if len(b) > nfdMaxBytes {
 		return fmt.Errorf("nfd feature file: %d bytes, over NFD's %d", len(b), nfdMaxBytes)
 	}
-	tmp := filepath.Join(dir, "."+name+".tmp")
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return fmt.Errorf("nfd feature file: %w", err)
+	// The agent is the one writer of its feature file: temporary files a
+	// killed write left behind (dot-files, which NFD ignores) go first.
+	stale, _ := filepath.Glob(filepath.Join(dir, "."+name+".gpunode-tmp-*"))
+	for _, t := range append(stale, filepath.Join(dir, "."+name+".tmp")) {
+		_ = os.Remove(t)
 	}
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, filepath.Join(dir, name))
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
+	// One writer for every user-named output file (hostfs.WriteOutput):
+	// a dot-file in dir, fsynced and renamed into place, so NFD never
+	// reads half a file; a FIFO, device or link in its place is refused.
+	if err := hostfs.WriteOutput(filepath.Join(dir, name), b, 0o644, hostfs.OutputOptions{}); err != nil {
 		return fmt.Errorf("nfd feature file: %w", err)
 	}
 	return nil

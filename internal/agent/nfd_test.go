@@ -55,8 +55,10 @@ func TestWriteNFDFile(t *testing.T) {
 		t.Fatalf("feature file:\n%s", b)
 	}
 	// A stale temporary file from a killed write is replaced, not kept.
-	if err := os.WriteFile(filepath.Join(dir, ".gpunode.tmp"), []byte("half"), 0o644); err != nil {
-		t.Fatal(err)
+	for _, stale := range []string{".gpunode.tmp", ".gpunode.gpunode-tmp-1-x"} {
+		if err := os.WriteFile(filepath.Join(dir, stale), []byte("half"), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := WriteNFDFile(dir, "gpunode", fs[:1]); err != nil {
 		t.Fatal(err)

@@ -94,7 +94,7 @@ func Save(fsys *hostfs.FS, stateDir, name string, v any) (string, error) {
 		return "", fmt.Errorf("bench results directory: %w", err)
 	}
 	p := path.Join(dir, name+".json")
-	if err := fsys.WriteFileAtomic(p, append(b, '\n'), 0o644); err != nil {
+	if err := fsys.WriteOutputFile(p, append(b, '\n'), 0o644, hostfs.OutputOptions{}); err != nil {
 		return "", fmt.Errorf("save %s: %w", name, err)
 	}
 	return p, nil

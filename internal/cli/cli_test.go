@@ -252,3 +252,18 @@ func TestCaptureCommandContainsOutput(t *testing.T) {
 		t.Error("topo capture --help does not mention --force")
 	}
 }
+
+// TestGPUTimeoutRange: --gpu-timeout is more than 0 and at most 10m; 0, a
+// negative value and 11m are usage errors.
+func TestGPUTimeoutRange(t *testing.T) {
+	root := "../../testdata/hosts/dgx-h100"
+	for _, tc := range []struct {
+		v    string
+		code int
+	}{{"-1s", 2}, {"0s", 2}, {"1ns", 0}, {"10m", 0}, {"10m1s", 2}} {
+		code, _, stderr := run(t, "--root", root, "--gpu-timeout", tc.v, "topo")
+		if code != tc.code || (tc.code == 2 && !strings.Contains(stderr, "--gpu-timeout")) {
+			t.Errorf("--gpu-timeout %s: exit %d (%q), want %d", tc.v, code, stderr, tc.code)
+		}
+	}
+}

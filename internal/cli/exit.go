@@ -3,6 +3,8 @@ package cli
 import (
 	"errors"
 	"fmt"
+
+	"github.com/gpunode/gpunode/internal/hostfs"
 )
 
 // Exit codes. They are part of gpunode's API and documented in README.md.
@@ -47,7 +49,8 @@ func ExitCode(err error) int {
 		return ExitOK
 	case isFindings(err):
 		return ExitFindings
-	case isUsage(err):
+	case isUsage(err), errors.Is(err, hostfs.ErrRefusedOutput):
+		// An output path that is not a regular file is the caller's.
 		return ExitUsage
 	default:
 		return ExitFailure

@@ -127,6 +127,9 @@ Exit codes:
 				return wrapUsage(err)
 			}
 			a.format = f
+			if a.GPUTimeout <= 0 || a.GPUTimeout > maxGPUTimeout {
+				return Usagef("--gpu-timeout %s: want more than 0 and at most %s", a.GPUTimeout, maxGPUTimeout)
+			}
 			return nil
 		},
 	}
@@ -232,3 +235,7 @@ func (a *App) commandLine() string {
 func (a *App) Warnf(format string, args ...any) {
 	fmt.Fprintf(a.Stderr, "warning: "+format+"\n", args...)
 }
+
+// maxGPUTimeout bounds --gpu-timeout: one call that may hang for longer
+// than this is not a deadline any more.
+const maxGPUTimeout = 10 * time.Minute

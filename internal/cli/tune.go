@@ -135,6 +135,10 @@ func (a *App) newTunePlanCommand(stateDir *string, apply bool) *cobra.Command {
 			if err == nil && exitCode && rep != nil && rep.Changed {
 				return ErrFindings
 			}
+			if err == nil && rep != nil && len(rep.Skipped) > 0 {
+				// An optional setting left out is a finding, never a note.
+				return ErrFindings
+			}
 			return err
 		},
 	}
@@ -144,7 +148,7 @@ func (a *App) newTunePlanCommand(stateDir *string, apply bool) *cobra.Command {
 	if apply {
 		f.BoolVar(&dryRun, "dry-run", false, "show what would change without changing anything")
 	} else {
-		f.BoolVar(&exitCode, "exit-code", false, "exit 1 when the plan changes something (like 'git diff --exit-code'); without it plan exits 0 whenever it computed a plan")
+		f.BoolVar(&exitCode, "exit-code", false, "exit 1 when the plan changes something (like 'git diff --exit-code'); without it plan exits 0 whenever it computed a plan (1 when it skipped a setting the profile marks optional)")
 	}
 	_ = cmd.RegisterFlagCompletionFunc("profile", a.completeProfiles)
 	return cmd

@@ -52,6 +52,12 @@ type Faults struct {
 	// and may return an error to fail it; racing tests use it to slow an
 	// apply down. It runs without any FS lock held.
 	Hook func(n int, op Op, p string) error
+	// Open, when set, runs before every openat2 below the root (the read
+	// side included; not counted), with the host path and the attempt
+	// number (0 first, then each retry); an error it returns (an errno)
+	// stands for the kernel's answer to that attempt. Tests use it to
+	// inject the transient EAGAIN of RESOLVE_IN_ROOT.
+	Open func(p string, try int) error
 
 	mu  sync.Mutex
 	n   int

@@ -22,6 +22,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -102,7 +103,7 @@ func (f *FS) openFD(p string, flag int) (int, error) {
 			rel = "."
 		}
 		how := &unix.OpenHow{Flags: uint64(flag), Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS}
-		fd, err := retryEINTR(func() (int, error) { return unix.Openat2(f.rootFD, rel, how) }, p)
+		fd, err := f.openat2(rel, how, p)
 		if err == nil || !(errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EPERM)) {
 			return fd, err
 		}
@@ -113,6 +114,51 @@ func (f *FS) openFD(p string, flag int) (int, error) {
 	}
 	return retryEINTR(func() (int, error) { return unix.Open(hp, flag, 0) }, p)
 }
+
+// openat2 is one openat2(RESOLVE_IN_ROOT) of rel below the root, retried
+// when the kernel says the answer may be transient. openat2(2): with
+// RESOLVE_IN_ROOT or RESOLVE_BENEATH the kernel returns EAGAIN when it
+// "could not ensure that a '..' component didn't escape (due to a race
+// condition or potential attack)" - any rename or mount anywhere on the
+// system while a '..' is resolved (sysfs's cpuN/cpufreq -> ../cpufreq/policyN)
+// - and "the caller may choose to retry". EINTR is retried as everywhere
+// else. Retries are bounded (maxEAGAIN, with a back-off that grows to
+// maxEAGAINSleep, about 50 ms in all) so that a storm the kernel never lets
+// through ends in the EAGAIN error rather than a hang.
+func (f *FS) openat2(rel string, how *unix.OpenHow, p string) (int, error) {
+	var inject func(string, int) error
+	if f.faults != nil {
+		inject = f.faults.Open
+	}
+	sleep := time.Duration(0)
+	for try := 0; ; try++ {
+		fd, err := retryEINTR(func() (int, error) {
+			if inject != nil {
+				if err := inject(p, try); err != nil {
+					return -1, err
+				}
+			}
+			return unix.Openat2(f.rootFD, rel, how)
+		}, p)
+		if err == nil || !errors.Is(err, unix.EAGAIN) || try >= maxEAGAIN {
+			return fd, err
+		}
+		// The first retries are immediate (the race is one rename's
+		// window); then back off, so that a loop of renames elsewhere
+		// gets a gap to let the walk through.
+		if try >= 4 {
+			sleep = min(max(2*sleep, 10*time.Microsecond), maxEAGAINSleep)
+			time.Sleep(sleep)
+		}
+	}
+}
+
+// maxEAGAIN bounds the retries of an openat2 that answered EAGAIN, and
+// maxEAGAINSleep the pause between two of them.
+const (
+	maxEAGAIN      = 64
+	maxEAGAINSleep = time.Millisecond
+)
 
 // maxEINTR bounds the retries of a system call interrupted by a signal. The
 // opens and reads here never block (O_NONBLOCK, regular files only), so an

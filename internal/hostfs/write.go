@@ -169,6 +169,10 @@ func (f *FS) syncDir(dir, p string) error {
 	return nil
 }
 
+// ErrHardLink is the error (inside a *fs.PathError) for a file below a
+// root other than "/" that has more than one name: WriteString refuses it.
+var ErrHardLink = errors.New("file has more than one link")
+
 // WriteString writes s to an existing kernel file (sysfs/procfs semantics:
 // open for writing, truncate, one write). It does not create files.
 func (f *FS) WriteString(p, s string) error {
@@ -178,7 +182,14 @@ func (f *FS) WriteString(p, s string) error {
 	}
 	// O_NONBLOCK, then a type check, as on the read side: a FIFO planted in
 	// place of a knob must neither block the open nor take the value.
-	fh, err := f.open(p, os.O_WRONLY|os.O_TRUNC|unix.O_NONBLOCK|unix.O_NOCTTY)
+	// Below a root, the file is checked before it is truncated (a hard
+	// link's other name must not be emptied either): truncated by hand
+	// after the checks.
+	trunc := os.O_TRUNC
+	if f.root != "/" {
+		trunc = 0
+	}
+	fh, err := f.open(p, os.O_WRONLY|trunc|unix.O_NONBLOCK|unix.O_NOCTTY)
 	if err != nil {
 		return err
 	}
@@ -190,6 +201,25 @@ func (f *FS) WriteString(p, s string) error {
 		kind := fileType(st.Sys().(*syscall.Stat_t).Mode)
 		f.noteRefused(p, kind)
 		return &fs.PathError{Op: "open", Path: p, Err: fmt.Errorf("%w (%s): refusing to write it", ErrNotRegular, kind)}
+	} else if n := st.Sys().(*syscall.Stat_t).Nlink; n > 1 && f.root != "/" {
+		// Below a root, a second name of the file may lie outside it: a
+		// write would change that outside file (and a rollback restore
+		// it). Kernel attributes have one name; the O_TRUNC above only
+		// emptied what this write replaces in any case, so refuse before
+		// writing.
+		fh.Close()
+		return &fs.PathError{Op: "open", Path: p, Err: fmt.Errorf("%w: %d names (a hard link, perhaps to a file outside %s): refusing to write it", ErrHardLink, n, f.root)}
+	}
+	if trunc == 0 {
+		if err := fh.Truncate(0); err != nil {
+			// Kernel attributes (a live tree mounted below the root) may
+			// refuse a truncate; their write replaces the value anyway.
+			var sfs unix.Statfs_t
+			if unix.Fstatfs(int(fh.Fd()), &sfs) != nil || !isKernelMagic(int64(sfs.Type)) {
+				fh.Close()
+				return &fs.PathError{Op: "truncate", Path: p, Err: unwrapPath(err)}
+			}
+		}
 	}
 	if err := f.op(OpWrite, p); err != nil {
 		fh.Close()
@@ -453,7 +483,12 @@ func (f *FS) IsKernelFile(p string) bool {
 	if err := syscall.Statfs(hp, &st); err != nil {
 		return false
 	}
-	switch int64(st.Type) {
+	return isKernelMagic(int64(st.Type))
+}
+
+// isKernelMagic reports whether a statfs type is a kernel pseudo filesystem.
+func isKernelMagic(t int64) bool {
+	switch t {
 	case procSuperMagic, sysfsMagic, cgroup2Magic, debugfsMagic:
 		return true
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -198,5 +199,43 @@ func TestWriteStringRefusesFIFO(t *testing.T) {
 	buf := make([]byte, 8)
 	if n, _ := r.Read(buf); n != 0 {
 		t.Fatalf("the FIFO's reader got %q", buf[:n])
+	}
+}
+
+// TestWriteStringRefusesHardLink: below a root, a knob that is a hard link
+// (here to a file outside the root) is refused and neither name changes;
+// a knob with one name is written (and truncated) as before.
+func TestWriteStringRefusesHardLink(t *testing.T) {
+	outside := filepath.Join(t.TempDir(), "precious")
+	if err := os.WriteFile(outside, []byte("outside value\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	knobs := filepath.Join(root, "proc/sys/vm")
+	if err := os.MkdirAll(knobs, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(outside, filepath.Join(knobs, "swappiness")); err != nil {
+		t.Skipf("hard link across temp dirs: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(knobs, "dirty_ratio"), []byte("20 and more\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fsys, err := New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = fsys.WriteString("/proc/sys/vm/swappiness", "1")
+	if !errors.Is(err, ErrHardLink) || !strings.Contains(err.Error(), "2 names") {
+		t.Fatalf("hard-linked knob: %v, want ErrHardLink", err)
+	}
+	if b, _ := os.ReadFile(outside); string(b) != "outside value\n" {
+		t.Fatalf("the outside file changed: %q", b)
+	}
+	if err := fsys.WriteString("/proc/sys/vm/dirty_ratio", "5"); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(knobs, "dirty_ratio")); string(b) != "5" {
+		t.Fatalf("one-name knob: %q, want it replaced whole", b)
 	}
 }

@@ -29,6 +29,27 @@ var fileCalls = map[string][]string{
 	"io/ioutil":     {"ReadFile", "WriteFile", "ReadDir", "TempFile", "TempDir"},
 	"path/filepath": {"Walk", "WalkDir", "EvalSymlinks", "Glob"},
 	"syscall":       {"Open", "Openat", "Mkdir", "Unlink", "Rename", "Stat", "Lstat"},
+	"golang.org/x/sys/unix": {
+		"Open", "Openat", "Openat2", "Creat", "Rename", "Renameat", "Renameat2", "Mkdir", "Mkdirat",
+		"Mknod", "Mknodat", "Mkfifo", "Unlink", "Unlinkat", "Rmdir", "Symlink", "Symlinkat", "Link", "Linkat",
+		"Truncate", "Chmod", "Fchmodat", "Chown", "Fchownat", "Stat", "Lstat", "Fstatat",
+	},
+}
+
+// writeCalls are the calls of fileCalls that create, replace or change a
+// file. Outside internal/hostfs none of them is allowed in product code
+// (TestOutputFilesGoThroughHostfs): a user-named output file (report
+// --html, bench --plot, the NFD feature file) is written by
+// hostfs.WriteOutput, which refuses FIFOs, devices, sockets, directories
+// and links; a file under --root by the FS's writers.
+var writeCalls = []string{
+	"os.OpenFile", "os.WriteFile", "os.Create", "os.CreateTemp", "os.Rename", "os.Symlink", "os.Link",
+	"os.Truncate", "os.Chmod", "os.Chown", "os.Lchown", "os.Chtimes", "os.Mkdir", "os.MkdirAll", "os.MkdirTemp",
+	"ioutil.WriteFile", "ioutil.TempFile", "ioutil.TempDir", "syscall.Open", "syscall.Openat", "syscall.Mkdir",
+	"syscall.Rename", "unix.Open", "unix.Openat", "unix.Openat2", "unix.Creat", "unix.Rename", "unix.Renameat",
+	"unix.Renameat2", "unix.Mkdir", "unix.Mkdirat", "unix.Mknod", "unix.Mknodat", "unix.Mkfifo", "unix.Symlink",
+	"unix.Symlinkat", "unix.Link", "unix.Linkat", "unix.Truncate", "unix.Chmod", "unix.Fchmodat", "unix.Chown",
+	"unix.Fchownat",
 }
 
 // hostAccessAllowed lists the files outside internal/hostfs that may make
@@ -41,12 +62,13 @@ var hostAccessAllowed = map[string]struct {
 	// Test-support packages, imported only by _test.go files (a key ending in
 	// "/" covers a directory): they build, copy and compare fixture trees in
 	// testdata/ and t.TempDir(), never a host.
-	"internal/goldenfile/":          {nil, "golden files under testdata/"},
-	"internal/testhost/":            {nil, "writes, copies and snapshots fixture trees"},
-	"internal/tune/tunetest/":       {nil, "overlays a tuning fixture on a test tree"},
-	"internal/journal/journaltest/": {nil, "snapshots and compares test trees byte for byte"},
-	"internal/bind/testdata/":       {nil, "test program exec'd by bind tests"},
-	"scripts/":                      {nil, "benchmark drivers, not shipped"},
+	"internal/goldenfile/":                        {nil, "golden files under testdata/"},
+	"internal/testhost/":                          {nil, "writes, copies and snapshots fixture trees"},
+	"internal/tune/tunetest/":                     {nil, "overlays a tuning fixture on a test tree"},
+	"internal/journal/journaltest/":               {nil, "snapshots and compares test trees byte for byte"},
+	"internal/bind/testdata/":                     {nil, "test program exec'd by bind tests"},
+	"internal/k8s/podresources/podresourcestest/": {nil, "serves a fake kubelet pod-resources socket in a test tree"},
+	"scripts/": {nil, "benchmark drivers, not shipped"},
 
 	// User input files named on the command line (-f, --node,
 	// --kubelet-config, --profile FILE): they are the user's files on the
@@ -63,12 +85,12 @@ var hostAccessAllowed = map[string]struct {
 	"internal/cli/forward.go":             {[]string{"os.Stat", "filepath.EvalSymlinks"}, "finds the gpunode-full companion beside gpunode's own executable or on PATH (gpunode's installation, not the host under --root)"},
 	"internal/cli/mig.go":                 {[]string{"os.Open"}, "mig-parted config given with -f"},
 	"internal/tune/profile.go":            {[]string{"os.ReadFile"}, "profile file given with --profile FILE (profiles by name are read through hostfs)"},
-	"internal/cli/companion/bench.go":     {[]string{"os.WriteFile"}, "plot file named with bench --plot FILE (the user's output file, like a shell redirect)"},
-	"internal/cli/companion/report.go":    {[]string{"os.CreateTemp", "os.Chmod", "os.Rename", "os.Remove"}, "HTML file named with report --html FILE (the user's output file), written atomically"},
 	// The agent's NFD feature file goes to its own output directory on the
 	// machine it runs on (in the DaemonSet, the hostPath mount of
-	// features.d beside, not below, --root /host), like a user output file.
-	"internal/agent/nfd.go": {[]string{"os.OpenFile", "os.Rename", "os.Remove"}, "NFD feature file in --nfd-features-dir, written atomically"},
+	// features.d beside, not below, --root /host), like a user output file:
+	// hostfs.WriteOutput writes it; the agent only removes the temporary
+	// files a killed write of its own left there.
+	"internal/agent/nfd.go": {[]string{"os.Remove", "filepath.Glob"}, "stale temporary files of the NFD feature file in --nfd-features-dir"},
 
 	// bind's exec runs the command on this machine (execve does not know
 	// --root), so its PATH lookup stats this machine's files, like execvp.
@@ -252,5 +274,48 @@ func TestTestSupportNotImportedByProduct(t *testing.T) {
 				t.Errorf("%s imports %s, which may touch files directly only as test support (%s)", rel, ip, key)
 			}
 		}
+	}
+}
+
+// TestOutputFilesGoThroughHostfs: no product file outside internal/hostfs
+// writes a file itself, allow-listed or not (test-support directories
+// aside): every user-named output file goes through hostfs.WriteOutput.
+func TestOutputFilesGoThroughHostfs(t *testing.T) {
+	fset := token.NewFileSet()
+	var violations []string
+	for _, rel := range productGoFiles(t) {
+		if strings.HasPrefix(rel, "internal/hostfs/") {
+			continue
+		}
+		if key, calls, ok := allowance(rel); ok && calls == nil && strings.HasSuffix(key, "/") {
+			continue // test support (fixture trees), never shipped as a writer
+		}
+		for call, pos := range fileSystemCalls(t, fset, filepath.Join(repoRoot, filepath.FromSlash(rel))) {
+			if !slices.Contains(writeCalls, call) {
+				continue
+			}
+			for _, p := range pos {
+				violations = append(violations, rel+":"+strconv.Itoa(p.Line)+": "+call)
+			}
+		}
+	}
+	sort.Strings(violations)
+	for _, v := range violations {
+		t.Error(v + ": writes a file outside internal/hostfs (a user-named output file goes through hostfs.WriteOutput, a host file through the FS's writers)")
+	}
+	// The rule can fail: the calls the old report --html writer made are caught.
+	src := "package x\nimport \"os\"\nfunc f() { os.CreateTemp(\"\", \"\"); os.Rename(\"a\", \"b\") }\n"
+	tmp := filepath.Join(t.TempDir(), "x.go")
+	if err := os.WriteFile(tmp, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for call := range fileSystemCalls(t, fset, tmp) {
+		if slices.Contains(writeCalls, call) {
+			n++
+		}
+	}
+	if n != 2 {
+		t.Errorf("the check found %d of the 2 writes in a sample file", n)
 	}
 }

@@ -22,6 +22,8 @@ var heavyForNodeBinary = []string{
 	"github.com/prometheus/",
 	"gonum.org/",
 	"google.golang.org/protobuf/",
+	"google.golang.org/grpc/",
+	"k8s.io/kubelet/",
 }
 
 func TestNodeBinaryLinksNoHeavyLibraries(t *testing.T) {

@@ -1,6 +1,7 @@
 package irq
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -87,6 +88,27 @@ func ParseKinds(s string) ([]string, error) {
 // affinity. Host files that are missing become warnings, and so do
 // /proc/interrupts rows that do not parse (they are skipped); a
 // /proc/interrupts whose header does not parse is an error.
+// errNotInterrupts marks a /proc/interrupts refused before it is read
+// whole: its first line is longer than any real header.
+var errNotInterrupts = errors.New("not a /proc/interrupts table")
+
+// readInterrupts reads /proc/interrupts, bounded: the header line (one
+// "CPUn" per column, at most maxColumns) is looked at first, in one read of
+// maxHeaderBytes, and a file whose first line does not end there (one
+// 20 MB line, 200k columns) is refused without reading the rest. The
+// whole file is then read within hostfs.MaxFileSize, and ParseInterrupts
+// bounds every line (maxLineBytes).
+func readInterrupts(fsys *hostfs.FS) ([]byte, error) {
+	head, err := fsys.ReadHead("/proc/interrupts", maxHeaderBytes+1)
+	if err != nil {
+		return nil, err
+	}
+	if len(head) > maxHeaderBytes && bytes.IndexByte(head, '\n') < 0 {
+		return nil, fmt.Errorf("/proc/interrupts line 1: longer than %d bytes (%d CPU columns at most): %w", maxHeaderBytes, maxColumns, errNotInterrupts)
+	}
+	return fsys.ReadFile("/proc/interrupts")
+}
+
 func Analyze(ctx context.Context, fsys *hostfs.FS, t *topo.Topology, o Options) (*Report, error) {
 	if len(o.Kinds) == 0 {
 		o.Kinds = defaultKinds()
@@ -98,7 +120,10 @@ func Analyze(ctx context.Context, fsys *hostfs.FS, t *topo.Topology, o Options) 
 		return nil, fmt.Errorf("sample window %s: want 0 to %s", o.Sample, MaxSample)
 	}
 	var table, before *Interrupts
-	if b, err := fsys.ReadFile("/proc/interrupts"); err != nil {
+	if b, err := readInterrupts(fsys); err != nil {
+		if errors.Is(err, errNotInterrupts) {
+			return nil, err
+		}
 		warn("/proc/interrupts: %v (served-where counts unknown)", unwrapPath(err))
 	} else if table, err = ParseInterrupts(b); err != nil {
 		return nil, err
@@ -113,7 +138,7 @@ func Analyze(ctx context.Context, fsys *hostfs.FS, t *topo.Topology, o Options) 
 		if err := wait(ctx, o.Sample); err != nil {
 			return nil, err
 		}
-		b, err := fsys.ReadFile("/proc/interrupts")
+		b, err := readInterrupts(fsys)
 		if err != nil {
 			return nil, fmt.Errorf("/proc/interrupts after the %s sample: %w", o.Sample, err)
 		}

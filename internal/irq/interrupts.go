@@ -68,6 +68,14 @@ func (r Row) Name() string {
 // maxColumns bounds the header: Linux's NR_CPUS is at most 8192.
 const maxColumns = 1 << 14
 
+// maxHeaderBytes bounds the header line: maxColumns names "CPUnnnnn" with
+// the kernel's padding. maxLineBytes bounds every line: maxColumns counts
+// of up to 20 digits each, the description and room to spare.
+const (
+	maxHeaderBytes = maxColumns * 16
+	maxLineBytes   = 1 << 20
+)
+
 var bdfRE = sync.OnceValue(func() *regexp.Regexp {
 	return regexp.MustCompile(`\b([0-9a-fA-F]{4,8}):([0-9a-fA-F]{2}):([0-9a-fA-F]{2})\.([0-7])\b`)
 }) // compiled on first use: package inits run at every start
@@ -90,7 +98,7 @@ func FindBDF(s string) string {
 // reason (one odd row must not cost the whole table).
 func ParseInterrupts(b []byte) (*Interrupts, error) {
 	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(make([]byte, 0, 64<<10), 8<<20)
+	sc.Buffer(make([]byte, 0, 64<<10), maxLineBytes)
 	if !sc.Scan() {
 		if err := sc.Err(); err != nil {
 			return nil, fmt.Errorf("/proc/interrupts: %w", err)
@@ -99,7 +107,14 @@ func ParseInterrupts(b []byte) (*Interrupts, error) {
 	}
 	out := &Interrupts{}
 	seen := map[int]bool{}
-	for _, f := range strings.Fields(sc.Text()) {
+	header := sc.Text()
+	if len(header) > maxHeaderBytes {
+		return nil, fmt.Errorf("/proc/interrupts line 1: longer than %d bytes (%d CPU columns at most)", maxHeaderBytes, maxColumns)
+	}
+	for _, f := range strings.Fields(header) {
+		if len(out.CPUs) >= maxColumns {
+			return nil, fmt.Errorf("/proc/interrupts line 1: more than %d CPU columns", maxColumns)
+		}
 		id, ok := strings.CutPrefix(f, "CPU")
 		n, err := strconv.Atoi(id)
 		if !ok || err != nil || n < 0 || n >= maxColumns {

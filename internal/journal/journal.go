@@ -409,8 +409,8 @@ func Rollback(ctx context.Context, fsys *hostfs.FS, dir string, opts ...Option) 
 	o := buildOptions(opts)
 	dir = path.Clean("/" + dir)
 	rep := Report{DryRun: o.dryRun, Transactions: []TxReport{}}
-	if _, err := fsys.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
-		return rep, nil
+	if gone, err := dirGone(fsys, dir); err != nil || gone {
+		return rep, err
 	}
 	if err := CheckDir(fsys, dir); err != nil {
 		return rep, err
@@ -508,8 +508,8 @@ type Info struct {
 func List(fsys *hostfs.FS, dir string, opts ...Option) ([]Info, error) {
 	o := buildOptions(opts)
 	dir = path.Clean("/" + dir)
-	if _, err := fsys.Stat(dir); errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+	if gone, err := dirGone(fsys, dir); err != nil || gone {
+		return nil, err
 	}
 	txs, err := list(fsys, dir)
 	if err != nil {
@@ -525,6 +525,30 @@ func List(fsys *hostfs.FS, dir string, opts ...Option) ([]Info, error) {
 	return out, nil
 }
 
+// ErrDanglingDir marks a journal directory that is a symbolic link to
+// nothing (an unmounted disk, a removed target): its journals, if any,
+// cannot be read, so neither "nothing applied" nor "nothing to roll back"
+// may be said.
+var ErrDanglingDir = errors.New("journal directory is a dangling symbolic link")
+
+// dirGone reports whether the journal directory dir does not exist (there
+// is nothing to list or roll back). A symbolic link there whose target is
+// missing is ErrDanglingDir, for List (status) and Rollback alike.
+func dirGone(fsys *hostfs.FS, dir string) (bool, error) {
+	fi, err := fsys.Lstat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return true, nil
+	}
+	if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+		return false, nil // CheckDir and the listing report the rest
+	}
+	if _, err := fsys.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		target, _ := fsys.Readlink(dir)
+		return false, fmt.Errorf("%w: %s -> %s, which does not exist (an unmounted disk?); its journals, if any, cannot be read: mount or restore the target, or remove the link if nothing was ever applied", ErrDanglingDir, dir, target)
+	}
+	return false, nil
+}
+
 // Load reads and verifies one journal file (a host path). It refuses,
 // without reading it, anything but a regular file and a file over MaxSize.
 func Load(fsys *hostfs.FS, file string) (*Transaction, error) {
@@ -537,6 +561,15 @@ func Load(fsys *hostfs.FS, file string) (*Transaction, error) {
 	}
 	if fi.Size() > MaxSize {
 		return nil, fmt.Errorf("%s: %w: %d bytes, over the %d MiB bound of a journal; not read", file, ErrCorrupt, fi.Size(), MaxSize>>20)
+	}
+	// The file is checked like its directory (CheckDir): a journal
+	// another user could have rewritten is not trusted to roll back with.
+	uid := -1
+	if u, ok := statUID(fi); ok {
+		uid = u
+	}
+	if err := checkFileMode(file, fsys.Path(file), fi.Mode(), uid, geteuid()); err != nil {
+		return nil, err
 	}
 	b, err := fsys.ReadFileNoFollow(file)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -610,6 +611,61 @@ func TestCheckDir(t *testing.T) {
 	}
 }
 
+// TestCheckJournalFileMode: a journal file is checked like its directory:
+// one writable by group or others (0666 inside the 0700 directory) is
+// refused by Load, List's callers, Run and Rollback, with the path and the
+// fix; group- or world-readable is not writable and is accepted.
+func TestCheckJournalFileMode(t *testing.T) {
+	ctx := context.Background()
+	fsys, root := newHost(t)
+	swap := filepath.Join(root, "proc/sys/vm/swappiness")
+	before, _ := os.ReadFile(swap)
+	res, err := Run(ctx, fsys, stateDir, Meta{Owner: "tune"}, plan(func(tx *Tx) []Action {
+		a, _ := tx.SetValue("a", "/proc/sys/vm/swappiness", string(bytes.TrimSpace(before)), "1")
+		return []Action{a}
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := path.Join(stateDir, res.ID+ext)
+	local := fsys.Path(file)
+	for _, mode := range []fs.FileMode{0o600, 0o640, 0o644, 0o400} {
+		if err := os.Chmod(local, mode); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Load(fsys, file); err != nil {
+			t.Errorf("mode %04o refused: %v", mode, err)
+		}
+	}
+	for _, mode := range []fs.FileMode{0o666, 0o620, 0o602, 0o622} {
+		if err := os.Chmod(local, mode); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Load(fsys, file)
+		if err == nil || !strings.Contains(err.Error(), local) || !strings.Contains(err.Error(), "chmod go-w "+local) {
+			t.Fatalf("mode %04o: Load = %v", mode, err)
+		}
+		if _, err := Rollback(ctx, fsys, stateDir); err == nil {
+			t.Fatalf("mode %04o: Rollback trusted the journal", mode)
+		}
+		if b, _ := os.ReadFile(swap); string(b) != "1" {
+			t.Fatalf("mode %04o: a refused rollback changed swappiness to %q", mode, b)
+		}
+	}
+	if err := checkFileMode("/j", "/r/j", 0o600, 1000, 1001); err == nil {
+		t.Error("a journal of uid 1000 accepted for euid 1001")
+	}
+	if err := checkFileMode("/j", "/r/j", 0o600, 0, 1001); err != nil {
+		t.Errorf("root's journal refused: %v", err)
+	}
+	if err := os.Chmod(local, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Rollback(ctx, fsys, stateDir); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestEditedFiles: rollback refuses to overwrite a generated file edited
 // since, unless forced; then the edited version is kept in the journal.
 func TestEditedFiles(t *testing.T) {
@@ -1029,4 +1085,38 @@ func TestSharedMissingDirCreatedOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	assertSame(t, orig, root)
+}
+
+// TestDanglingStateDirLink: a journal directory that is a symbolic link to
+// nothing is refused alike by List (status) and Rollback, naming the link
+// and its target; a missing directory is still "nothing there".
+func TestDanglingStateDirLink(t *testing.T) {
+	ctx := context.Background()
+	fsys, root := newHost(t)
+	local := filepath.Join(root, "var/lib/gpunode")
+	if err := os.MkdirAll(filepath.Dir(local), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if infos, err := List(fsys, stateDir); err != nil || len(infos) != 0 {
+		t.Fatalf("missing directory: List = %v, %v", infos, err)
+	}
+	if _, err := Rollback(ctx, fsys, stateDir); err != nil {
+		t.Fatalf("missing directory: Rollback = %v", err)
+	}
+	if err := os.Symlink("/mnt/state/gpunode", local); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := List(fsys, stateDir); !errors.Is(err, ErrDanglingDir) || !strings.Contains(err.Error(), "/var/lib/gpunode -> /mnt/state/gpunode") {
+		t.Errorf("List = %v, want ErrDanglingDir naming the link", err)
+	}
+	if _, err := Rollback(ctx, fsys, stateDir); !errors.Is(err, ErrDanglingDir) {
+		t.Errorf("Rollback = %v, want ErrDanglingDir", err)
+	}
+	// Once the target exists the link is a directory like any other.
+	if err := os.MkdirAll(filepath.Join(root, "mnt/state/gpunode"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := List(fsys, stateDir); err != nil {
+		t.Errorf("List through a live link: %v", err)
+	}
 }

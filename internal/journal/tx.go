@@ -433,6 +433,20 @@ func checkDirMode(dir, local string, isDir bool, mode fs.FileMode, uid, euid int
 	return nil
 }
 
+// checkFileMode refuses a journal file that another user could have
+// written, as checkDirMode does for its directory: owned by root or the
+// current user, not writable by group or others (journals are written
+// 0600).
+func checkFileMode(file, local string, mode fs.FileMode, uid, euid int) error {
+	if uid >= 0 && uid != 0 && uid != euid {
+		return fmt.Errorf("journal %s (%s) is owned by uid %d, not root or you (uid %d): another user could have forged it; fix with: chown %d %s", file, local, uid, euid, euid, local)
+	}
+	if mode.Perm()&0o022 != 0 {
+		return fmt.Errorf("journal %s (%s) is mode %04o: writable by group or others, who could have forged it; check it, then fix with: chmod go-w %s", file, local, mode.Perm(), local)
+	}
+	return nil
+}
+
 // ensureDir creates the journal directory when missing (mode 0700; its
 // missing parents 0755) and checks it (CheckDir).
 func ensureDir(fsys *hostfs.FS, dir string) error {

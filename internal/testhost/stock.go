@@ -159,6 +159,12 @@ func StockOS(root string) error {
 	sort.Ints(cpus)
 	files, links := stockFiles(cpus, readTrim(filepath.Join(root, "proc/sys/kernel/osrelease")), "", 0)
 	files["/sys/devices/system/cpu/smt/control"] = "on\n" // generated hosts have theirs (build)
+	// A capture keeps only what discovery read; tuning reads the memory
+	// size too ("auto" values of vm.dirty, shm.size): /proc/meminfo from
+	// the nodes' totals, as the kernel sums them.
+	if mi := meminfoFromNodes(root); mi != "" {
+		files["/proc/meminfo"] = mi
+	}
 	devs, err := os.ReadDir(filepath.Join(root, "sys/bus/pci/devices"))
 	if err != nil {
 		return err
@@ -217,4 +223,29 @@ func readTrim(p string) string {
 		return ""
 	}
 	return strings.TrimSpace(string(b))
+}
+
+// meminfoFromNodes returns a /proc/meminfo for a captured tree from the
+// MemTotal of its NUMA nodes' meminfo files ("" when there are none).
+func meminfoFromNodes(root string) string {
+	nodes, _ := filepath.Glob(filepath.Join(root, "sys/devices/system/node/node*/meminfo"))
+	var totalKB int64
+	for _, n := range nodes {
+		b, err := os.ReadFile(n)
+		if err != nil {
+			continue
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			f := strings.Fields(l)
+			if len(f) >= 4 && f[2] == "MemTotal:" {
+				kb, _ := strconv.ParseInt(f[3], 10, 64)
+				totalKB += kb
+			}
+		}
+	}
+	if totalKB == 0 {
+		return ""
+	}
+	return fmt.Sprintf("MemTotal:       %d kB\nMemFree:        %d kB\nMemAvailable:   %d kB\nSwapTotal:             0 kB\nSwapFree:              0 kB\nHugePages_Total:       0\nHugePages_Free:        0\nHugepagesize:       2048 kB\n",
+		totalKB, totalKB/10*7, totalKB/10*7)
 }

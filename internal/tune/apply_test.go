@@ -16,6 +16,7 @@ import (
 	"github.com/gpunode/gpunode/internal/hostfs"
 	"github.com/gpunode/gpunode/internal/journal"
 	"github.com/gpunode/gpunode/internal/journal/journaltest"
+	"github.com/gpunode/gpunode/internal/output"
 )
 
 const stateDir = journal.DefaultDir
@@ -355,8 +356,9 @@ func TestApplyWithoutBootloader(t *testing.T) {
 }
 
 // TestApplySkipsUnreadableAndStatusSeesEdits: a setting whose target cannot
-// be read is skipped with a note while the rest is applied; a generated file
-// edited after apply shows in status.
+// be read fails the apply (nothing changes) unless the profile marks it
+// optional; then it is skipped as a finding (PlanReport.Skipped) while the
+// rest is applied; a generated file edited after apply shows in status.
 func TestApplySkipsUnreadableAndStatusSeesEdits(t *testing.T) {
 	ctx := context.Background()
 	cat := NewCatalogue()
@@ -368,12 +370,36 @@ func TestApplySkipsUnreadableAndStatusSeesEdits(t *testing.T) {
 	if err := os.Mkdir(target, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	orig := snapshot(t, root)
 	rep, err := Apply(ctx, newHost(t, fsys), cat, applyReq(mustLoad(t, cat, fsys, ProfileBase)))
+	if !errors.Is(err, ErrUnplannable) || !strings.Contains(err.Error(), "net.core.rmem_max: ") || rep != nil {
+		t.Fatalf("unreadable setting, not optional: %v (report %v); want ErrUnplannable naming net.core.rmem_max", err, rep)
+	}
+	if d := journaltest.Diff(orig, snapshot(t, root)); len(d) > 0 {
+		t.Fatalf("a refused apply changed the tree:\n%s", strings.Join(d, "\n"))
+	}
+	if _, err := Plan(ctx, newHost(t, fsys), cat, applyReq(mustLoad(t, cat, fsys, ProfileBase))); !errors.Is(err, ErrUnplannable) {
+		t.Errorf("plan of an unreadable setting: %v, want ErrUnplannable", err)
+	}
+	pf := filepath.Join(t.TempDir(), "opt.yaml")
+	if err := os.WriteFile(pf, []byte("name: opt\ninclude: base\noptional: [net.core.rmem_max]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep, err = Apply(ctx, newHost(t, fsys), cat, applyReq(mustLoad(t, cat, fsys, pf)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(strings.Join(rep.Notes, "\n"), "net.core.rmem_max: skipped") {
-		t.Errorf("notes = %q", rep.Notes)
+	if len(rep.Skipped) != 1 || rep.Skipped[0].ID != "net.core.rmem_max" || rep.Skipped[0].Reason == "" {
+		t.Errorf("skipped = %+v, want net.core.rmem_max with its reason", rep.Skipped)
+	}
+	for _, n := range rep.Notes {
+		if strings.Contains(n, "rmem_max") {
+			t.Errorf("a skip reported as a note: %q", n)
+		}
+	}
+	var tb strings.Builder
+	if err := rep.WriteTable(&tb, output.Options{}); err != nil || !strings.Contains(tb.String(), "SKIPPED net.core.rmem_max (optional in the profile): ") {
+		t.Errorf("table does not show the skip (%v):\n%s", err, tb.String())
 	}
 	if b, _ := os.ReadFile(filepath.Join(root, "proc/sys/net/core/wmem_max")); string(b) != "268435456" {
 		t.Errorf("wmem_max = %q: the other settings were not applied", b)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -39,6 +40,21 @@ type Profile struct {
 	// catalogue settings (GPU, IRQ, process checks, or a subject of any
 	// check): disable (null) or report, in file order after the includes'.
 	Rules check.Policy `json:"rules,omitempty"`
+	// Optional are the settings (catalogue ids, sorted) that plan and
+	// apply may skip when they cannot be read or changed on this host:
+	// each skip is a finding (exit 1), never a silent note. Every other
+	// setting that cannot be read or changed fails the plan.
+	Optional []string `json:"optional,omitempty"`
+}
+
+// IsOptional reports whether the profile marks setting id optional.
+func (p *Profile) IsOptional(id string) bool {
+	for _, o := range p.Optional {
+		if o == id {
+			return true
+		}
+	}
+	return false
 }
 
 // IDs returns the managed setting ids in catalogue order.
@@ -79,6 +95,7 @@ type rawProfile struct {
 	include     []string
 	set         []rawEntry
 	disable     []rawEntry
+	optional    []string
 	rules       check.Policy
 }
 
@@ -211,8 +228,10 @@ func (l *Loader) resolve(raw *rawProfile, stack []string) (*Profile, error) {
 			p.Settings[k], p.Origin[k] = v, parent.Origin[k]
 		}
 		p.Rules = append(p.Rules, parent.Rules...)
+		p.Optional = append(p.Optional, parent.Optional...)
 	}
 	p.Rules = append(p.Rules, raw.rules...)
+	p.Optional = append(p.Optional, raw.optional...)
 	for _, e := range raw.set {
 		p.Settings[e.id], p.Origin[e.id] = e.value, p.Name
 	}
@@ -220,6 +239,8 @@ func (l *Loader) resolve(raw *rawProfile, stack []string) (*Profile, error) {
 		delete(p.Settings, e.id)
 		delete(p.Origin, e.id)
 	}
+	slices.Sort(p.Optional)
+	p.Optional = slices.Compact(p.Optional)
 	return p, nil
 }
 
@@ -233,6 +254,7 @@ func (l *Loader) resolve(raw *rawProfile, stack []string) (*Profile, error) {
 //	  mm.hugepages.per-node: 1024
 //	  cpu.epp: null              # null disables an inherited setting
 //	disable: [net.core.rmem_max] # also disables
+//	optional: [cpu.epp]          # may be skipped (a finding) where it cannot be read or set
 //
 // Keys of settings and entries of disable that are not catalogue settings
 // are check selectors (package check): an id of a source check
@@ -360,8 +382,18 @@ func parseProfile(file string, b []byte, cat *Catalogue, known []check.Descripti
 				}
 				raw.rules = append(raw.rules, check.Rule{Selector: sel})
 			}
+		case "optional":
+			if v.Kind != yaml.SequenceNode {
+				return nil, errAt(v, k.Value, "want a list of setting ids")
+			}
+			for _, it := range v.Content {
+				if it.Kind != yaml.ScalarNode || cat.Get(it.Value) == nil {
+					return nil, errAt(it, k.Value, "%q: want a setting id ('gpunode tune show base')", it.Value)
+				}
+				raw.optional = append(raw.optional, it.Value)
+			}
 		default:
-			return nil, errAt(k, k.Value, "unknown key (want apiVersion, name, description, include, settings, disable)")
+			return nil, errAt(k, k.Value, "unknown key (want apiVersion, name, description, include, settings, disable, optional)")
 		}
 	}
 	if raw.name == "" {

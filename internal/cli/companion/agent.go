@@ -16,6 +16,7 @@ import (
 	"github.com/gpunode/gpunode/internal/gpu"
 	"github.com/gpunode/gpunode/internal/irq"
 	"github.com/gpunode/gpunode/internal/journal"
+	"github.com/gpunode/gpunode/internal/k8s/podresources"
 	"github.com/gpunode/gpunode/internal/tune"
 )
 
@@ -23,6 +24,16 @@ import (
 type agentAuditOptions struct {
 	profile string
 	backend string
+	// podSocket and podTimeout are the kubelet pod-resources socket (a
+	// host path) and the bound on reading it.
+	podSocket  string
+	podTimeout time.Duration
+}
+
+func (o *agentAuditOptions) podFlags(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&o.podSocket, "pod-resources-socket", podresources.DefaultSocket, "kubelet pod-resources socket (a host path, read under --root): k8s.pod.numa checks and pod labels on the GPU series")
+	f.DurationVar(&o.podTimeout, "pod-resources-timeout", podresources.DefaultTimeout, "give up on a kubelet that does not answer within this time")
 }
 
 // RunAudit runs discovery and the full audit once, exactly as 'gpunode
@@ -37,6 +48,20 @@ func (a *app) RunAudit(ctx context.Context, o agentAuditOptions) (agent.Result, 
 	}
 	h := tune.NewHost(ctx, fs)
 	srcs := a.AuditSources(ctx, h, o.backend, "", 0)
+	po := podsOptions{socket: o.podSocket, timeout: o.podTimeout, topo: h.Topo}
+	for _, s := range srcs {
+		if g, ok := s.(gpu.Source); ok && g.Backend != nil {
+			po.status = g.Backend.Status // the audit's (read once per cycle)
+		}
+	}
+	pods := &podresources.Source{Run: func(ctx context.Context) *podresources.Report {
+		r, err := a.Pods(ctx, po)
+		if r == nil && err != nil {
+			r = podresources.FromError(po.socket, err)
+		}
+		return r
+	}}
+	srcs = append(srcs, pods)
 	defer func() {
 		for _, s := range srcs {
 			if g, ok := s.(gpu.Source); ok && g.Backend != nil {
@@ -48,7 +73,7 @@ func (a *app) RunAudit(ctx context.Context, o agentAuditOptions) (agent.Result, 
 	if err != nil {
 		return agent.Result{}, err
 	}
-	res := agent.Result{Report: r, Topo: h.Topo}
+	res := agent.Result{Report: r, Topo: h.Topo, Pods: pods.Report()}
 	if h.Topo != nil {
 		if q, err := irq.Analyze(ctx, fs, h.Topo, irq.Options{}); err == nil {
 			res.IRQ = q
@@ -78,6 +103,8 @@ func (a *app) newAgentCommand() *cobra.Command {
 		html       bool
 		enforce    bool
 		enforceGap time.Duration
+		webConfig  string
+		noReport   bool
 	)
 	cmd := &cobra.Command{
 		Use:   "agent [--listen ADDR] [--interval 60s] [--profile NAME] [--nfd-features-dir DIR]",
@@ -88,12 +115,19 @@ func (a *app) newAgentCommand() *cobra.Command {
 
   /metrics      Prometheus metrics (gpunode_check_status, gpunode_checks,
                 gpunode_gpu_info, PCIe links, NIC locality, IRQs off-node,
-                audit duration/errors, last success, build info)
+                gpunode_pod_numa_aligned, audit duration/errors, last
+                success, build info)
   /healthz      200 while running
   /readyz       200 after the first successful audit, 503 before
   /report       the audit JSON (same schema as 'gpunode audit -o json')
   /report.html  the one-page HTML report (as 'gpunode report --html')
   /topo         the topology JSON (same schema as 'gpunode topo -o json')
+
+Each audit also reads the kubelet's pod-resources socket under --root (as
+'gpunode k8s pods'): the k8s.pod.numa checks join the report, the per-GPU
+series get namespace, pod and container labels (empty on a free GPU), and
+gpunode_pod_numa_aligned{namespace,pod,container} is 1 or 0 per container
+holding GPUs. Without the socket that is one info check.
 
 Scrapes never run an audit. A failing or panicking audit is logged and
 counted (gpunode_audit_errors_total); the last good snapshot stays served.
@@ -120,6 +154,9 @@ see docs/FLEET.md.`,
 			if interval < time.Second {
 				return cli.Usagef("--interval %s: want at least 1s", interval)
 			}
+			if enforceGap < 0 {
+				return cli.Usagef("--enforce-min-interval %s: want 0 (no pause between re-applies) or more", enforceGap)
+			}
 			logger, err := a.agentLogger(logFormat)
 			if err != nil {
 				return err
@@ -130,6 +167,7 @@ see docs/FLEET.md.`,
 			cfg := agent.Config{
 				Audit:    func(ctx context.Context) (agent.Result, error) { return a.RunAudit(ctx, ao) },
 				Interval: interval, Profile: ao.profile, NFDDir: nfdDir, Logger: logger,
+				WebConfigFile: webConfig, NoReportEndpoints: noReport,
 			}
 			if html {
 				cfg.HTML = a.agentHTML
@@ -155,8 +193,11 @@ see docs/FLEET.md.`,
 	f := cmd.Flags()
 	f.StringVar(&ao.profile, "profile", tune.ProfileBase, "profile to audit against: a built-in or user profile name, or a YAML file")
 	f.StringVar(&ao.backend, "gpu-backend", gpu.KindAuto, "GPU backend: "+strings.Join(gpu.Kinds, ", "))
+	ao.podFlags(cmd)
 	f.DurationVar(&interval, "interval", agent.DefaultInterval, "time between audits (jittered by +-5%)")
-	f.StringVar(&listen, "listen", agent.DefaultListen, "HTTP listen address (host:port)")
+	f.StringVar(&listen, "listen", agent.DefaultListen, "HTTP listen address (host:port); every interface by default: see --web.config.file and --no-report-endpoints")
+	f.StringVar(&webConfig, "web.config.file", "", "exporter-toolkit web configuration (TLS, client certificates, basic auth), as Prometheus exporters take it; empty: plain HTTP, no authentication")
+	f.BoolVar(&noReport, "no-report-endpoints", false, "do not serve /report, /report.html and /topo (hostname, kernel, topology, full audit); /metrics, /healthz and /readyz stay")
 	f.StringVar(&nfdDir, "nfd-features-dir", "/etc/kubernetes/node-feature-discovery/features.d", "NFD features.d directory for the feature file (empty: none)")
 	f.StringVar(&logFormat, "log-format", "json", "log format: json or text")
 	f.BoolVar(&html, "html", true, "serve /report.html (rendered once per audit)")
@@ -235,6 +276,7 @@ custom-plugin-monitor configuration.`,
 	f.StringVar(&ao.profile, "profile", tune.ProfileBase, "profile to audit against")
 	f.StringVar(&ao.backend, "gpu-backend", gpu.KindAuto, "GPU backend: "+strings.Join(gpu.Kinds, ", "))
 	f.IntVar(&maxLen, "max-output", 80, "longest message printed (NPD's max_output_length)")
+	ao.podFlags(cmd)
 	return cmd
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/gpunode/gpunode/internal/bind"
 	"github.com/gpunode/gpunode/internal/cli"
 	"github.com/gpunode/gpunode/internal/gpu"
+	"github.com/gpunode/gpunode/internal/hostfs"
 	"github.com/gpunode/gpunode/internal/journal"
 	"github.com/gpunode/gpunode/internal/topo"
 )
@@ -23,6 +24,7 @@ import (
 type benchOut struct {
 	plot, save, stateDir string
 	noProgress           bool
+	force                bool
 }
 
 func (b *benchOut) register(cmd *cobra.Command) {
@@ -30,6 +32,7 @@ func (b *benchOut) register(cmd *cobra.Command) {
 	fl.StringVar(&b.plot, "plot", "", "also write a plot to FILE.svg or FILE.png")
 	fl.StringVar(&b.save, "save", "", "keep the result as NAME under --state-dir (see 'gpunode bench compare')")
 	fl.BoolVar(&b.noProgress, "no-progress", false, "no progress bar on stderr")
+	fl.BoolVar(&b.force, "force", false, "replace a symbolic link at --plot FILE (the link itself, never what it points to)")
 }
 
 func (a *app) newBenchCommand() *cobra.Command {
@@ -73,6 +76,10 @@ func (a *app) liveTopo(cmd *cobra.Command, out *benchOut) (*topo.Topology, error
 		if _, err := bench.PlotFormat(out.plot); err != nil {
 			return nil, cli.WrapUsage(err)
 		}
+		// Refuse a path that is not a regular file before measuring.
+		if err := hostfs.CheckOutput(out.plot, hostfs.OutputOptions{Force: out.force}); err != nil {
+			return nil, cli.WrapUsage(fmt.Errorf("--plot: %w", err))
+		}
 	}
 	host, err := a.Host()
 	if err != nil {
@@ -96,7 +103,7 @@ func (a *app) finishBench(out *benchOut, stateDir string, v any) error {
 			return fmt.Errorf("plot: %w", err)
 		}
 		// The plot is the user's file, named on the command line.
-		if err := os.WriteFile(out.plot, b, 0o644); err != nil {
+		if err := hostfs.WriteOutput(out.plot, b, 0o644, hostfs.OutputOptions{Force: out.force}); err != nil {
 			return fmt.Errorf("plot: %w", err)
 		}
 	}

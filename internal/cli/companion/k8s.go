@@ -17,13 +17,15 @@ import (
 func (a *app) newK8sCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "k8s",
-		Short: "Simulate kubelet's resource managers: Topology Manager merge, kubelet config lint, pod admission",
+		Short: "Simulate kubelet's resource managers (Topology Manager merge, kubelet config lint, pod admission) and check running pods' NUMA alignment",
 		Long: `Explain and predict what kubelet v1.37 does with a node's NUMA topology: the
 Topology Manager's hint merge, the KubeletConfiguration rules that stop kubelet
-from starting, a recommended configuration for GPU nodes, and pod admission.`,
+from starting, a recommended configuration for GPU nodes, and pod admission;
+and check, on a running node, that each pod's GPUs, CPUs and memory share
+their NUMA nodes (k8s pods, from the kubelet's pod-resources API).`,
 		Args: cobra.NoArgs,
 	}
-	cmd.AddCommand(a.newK8sMergeCommand(), a.newK8sKubeletCommand(), a.newK8sAdmitCommand(), a.newK8sPlaceCommand(), a.newK8sDRACommand(), a.newK8sLintCommand())
+	cmd.AddCommand(a.newK8sMergeCommand(), a.newK8sKubeletCommand(), a.newK8sAdmitCommand(), a.newK8sPlaceCommand(), a.newK8sDRACommand(), a.newK8sLintCommand(), a.newK8sPodsCommand())
 	return cmd
 }
 

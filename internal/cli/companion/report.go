@@ -2,8 +2,6 @@ package companion
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -12,6 +10,7 @@ import (
 	"github.com/gpunode/gpunode/internal/bench"
 	"github.com/gpunode/gpunode/internal/cli"
 	"github.com/gpunode/gpunode/internal/gpu"
+	"github.com/gpunode/gpunode/internal/hostfs"
 	"github.com/gpunode/gpunode/internal/journal"
 	"github.com/gpunode/gpunode/internal/report"
 	"github.com/gpunode/gpunode/internal/tune"
@@ -22,6 +21,7 @@ func (a *app) newReportCommand() *cobra.Command {
 		ao       agentAuditOptions
 		htmlFile string
 		stateDir string
+		force    bool
 	)
 	cmd := &cobra.Command{
 		Use:   "report --html FILE [--profile NAME]",
@@ -43,6 +43,10 @@ Exit status: 0 written, 2 usage, 3 failure (drift does not fail it).`,
 			if htmlFile == "" {
 				return cli.Usagef("--html FILE is required")
 			}
+			// Refuse a path that is not a regular file before the audit.
+			if err := hostfs.CheckOutput(htmlFile, hostfs.OutputOptions{Force: force}); err != nil {
+				return cli.WrapUsage(fmt.Errorf("--html: %w", err))
+			}
 			res, err := a.RunAudit(cmd.Context(), ao)
 			if err != nil {
 				return err
@@ -57,8 +61,8 @@ Exit status: 0 written, 2 usage, 3 failure (drift does not fail it).`,
 			if err != nil {
 				return err
 			}
-			if err := writeFileAtomic(htmlFile, b); err != nil {
-				return err
+			if err := hostfs.WriteOutput(htmlFile, b, 0o644, hostfs.OutputOptions{Force: force}); err != nil {
+				return fmt.Errorf("--html: %w", err)
 			}
 			fmt.Fprintf(a.Stdout, "wrote %s (%d bytes): %d checks, %d drift, %d error\n", htmlFile, len(b),
 				len(res.Report.Checks), res.Report.Summary.Drift, res.Report.Summary.Error)
@@ -66,35 +70,12 @@ Exit status: 0 written, 2 usage, 3 failure (drift does not fail it).`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&htmlFile, "html", "", "write the HTML report to FILE")
+	f.StringVar(&htmlFile, "html", "", "write the HTML report to FILE (replaced atomically; refused when FILE is a FIFO, device, socket or directory)")
+	f.BoolVar(&force, "force", false, "replace a symbolic link at --html FILE (the link itself, never what it points to)")
 	f.StringVar(&ao.profile, "profile", tune.ProfileBase, "profile to audit against")
 	f.StringVar(&ao.backend, "gpu-backend", gpu.KindAuto, "GPU backend")
 	f.StringVar(&stateDir, "state-dir", journal.DefaultDir, "state directory whose bench/ results are shown (a host path under --root)")
 	return cmd
-}
-
-// writeFileAtomic writes a user-named output file through a temporary
-// file in its directory and a rename.
-func writeFileAtomic(name string, b []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".*")
-	if err != nil {
-		return fmt.Errorf("--html: %w", err)
-	}
-	_, err = tmp.Write(b)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp.Name(), 0o644)
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), name)
-	}
-	if err != nil {
-		_ = os.Remove(tmp.Name())
-		return fmt.Errorf("--html: %w", err)
-	}
-	return nil
 }
 
 // agentHTML renders /report.html from an agent snapshot.
