@@ -55,6 +55,8 @@ type App struct {
 	Root    string
 	Output  string
 	NoColor bool
+	// NoHeaders is --no-headers: tables without their header line.
+	NoHeaders bool
 	// GPUTimeout and GPUSMILive are --gpu-timeout and --gpu-smi-live
 	// (gpu.Options.Timeout, LiveSMI) for every command that opens a GPU
 	// backend.
@@ -122,7 +124,7 @@ Exit codes:
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			if strings.TrimSpace(a.Output) == "" {
-				return Usagef("-o/--output: empty (want table, json or yaml)")
+				return Usagef("-o/--output: empty (want table, wide, json, yaml, jsonpath=TEMPLATE or custom-columns=SPEC)")
 			}
 			f, err := output.ParseFormat(a.Output)
 			if err != nil {
@@ -138,14 +140,15 @@ Exit codes:
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return wrapUsage(err) })
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.Root, "root", "/", "host filesystem root to read (and write) instead of /")
-	pf.StringVarP(&a.Output, "output", "o", "table", "output format: table, json or yaml")
+	pf.StringVarP(&a.Output, "output", "o", "table", output.FormatHelp())
+	pf.BoolVar(&a.NoHeaders, "no-headers", false, "print tables without their header line (and without the sections under them), as kubectl's --no-headers")
 	pf.BoolVar(&a.NoColor, "no-color", false, "disable colours in table output")
 	pf.DurationVar(&a.GPUTimeout, "gpu-timeout", gpu.DefaultTimeout, "deadline of each nvidia-smi run and of each GPU's NVML reads; a call past it is reported as an error naming the GPU and the call")
 	a.MaxInputBytes = userfile.DefaultMaxBytes
 	pf.Var(userfile.Flag{Bytes: &a.MaxInputBytes}, userfile.FlagName, "largest input file (manifest, cluster export, spec, config) any command reads; a larger one is refused before it is read (Ki, Mi, Gi, k, M, G suffixes)")
 	pf.BoolVar(&a.GPUSMILive, "gpu-smi-live", false, "allow --gpu-backend nvidia-smi with --root other than /: it runs this host's nvidia-smi, not the captured one")
 	_ = root.RegisterFlagCompletionFunc("output", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-		return []string{"table", "json", "yaml"}, cobra.ShellCompDirectiveNoFileComp
+		return []string{"table", "wide", "json", "yaml", "jsonpath=", "custom-columns="}, cobra.ShellCompDirectiveNoFileComp
 	})
 	cmds, ok := a.topLevel(extra, target)
 	if !ok {
@@ -214,7 +217,7 @@ func (a *App) Format() output.Format {
 
 // Render writes v to stdout in the selected format.
 func (a *App) Render(v any) error {
-	return output.Write(a.Stdout, a.Format(), v, output.Options{Color: a.IsTerminal && !a.NoColor})
+	return output.Write(a.Stdout, a.Format(), v, output.Options{Color: a.IsTerminal && !a.NoColor, NoHeaders: a.NoHeaders})
 }
 
 // renderFindings renders v and returns ErrFindings (exit 1) when findings

@@ -3,6 +3,7 @@ package mig
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"sort"
 )
 
@@ -32,18 +33,36 @@ type NVMLCIInfo struct {
 	Placements    []Placement
 }
 
-// MigMemoryGB rounds a GI's memory to the GB figure in its profile name,
-// exactly as mig-parted (and nvidia-smi) do: the fraction of device memory,
-// rounded up to eighths, times the device memory in whole GB.
+// MigMemoryGB is the GB figure in a GI profile's name ("3g.40gb"), as
+// mig-parted and nvidia-smi print it: the GI's share of device memory is
+// rounded up to whole eighths, and that many eighths of the device's memory
+// in GB (rounded up to a whole GB) are rounded to the nearest GB, halves up.
+// The arithmetic is in integers, 128 bits wide where a product could
+// overflow.
 func MigMemoryGB(totalDeviceBytes, migMemoryMB uint64) int {
 	if totalDeviceBytes == 0 {
 		return 0
 	}
 	const oneMB, oneGB = 1 << 20, 1 << 30
-	frac := float64(migMemoryMB) * oneMB / float64(totalDeviceBytes)
-	frac = math.Ceil(frac*8) / 8
-	totalGB := float64((totalDeviceBytes + oneGB - 1) / oneGB)
-	return int(math.Round(frac * totalGB))
+	// eighths = ceil(migMemoryMB * 1 MiB * 8 / totalDeviceBytes)
+	hi, lo := bits.Mul64(migMemoryMB, 8*oneMB)
+	if hi >= totalDeviceBytes {
+		return math.MaxInt // a share past 2^64 eighths: nothing real
+	}
+	eighths, rem := bits.Div64(hi, lo, totalDeviceBytes)
+	if rem != 0 {
+		eighths++
+	}
+	totalGB := totalDeviceBytes/oneGB + min(totalDeviceBytes%oneGB, 1)
+	// round(eighths * totalGB / 8) = floor((eighths*totalGB + 4) / 8)
+	hi, lo = bits.Mul64(eighths, totalGB)
+	lo, carry := bits.Add64(lo, 4, 0)
+	hi += carry
+	if hi >= 8 {
+		return math.MaxInt
+	}
+	gb, _ := bits.Div64(hi, lo, 8)
+	return int(min(gb, math.MaxInt))
 }
 
 // ProductFromNVML builds a product from live NVML data, for Catalogue.With.

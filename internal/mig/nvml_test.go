@@ -2,6 +2,7 @@ package mig
 
 import (
 	"fmt"
+	"math"
 	"testing"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/gpus"
@@ -77,5 +78,35 @@ func TestMigMemoryGB(t *testing.T) {
 		if got := MigMemoryGB(tc.total, tc.mig); got != tc.want {
 			t.Errorf("MigMemoryGB(%d, %d) = %d, want %d", tc.total, tc.mig, got, tc.want)
 		}
+	}
+}
+
+// TestMigMemoryGBMatchesFloatFormula compares the integer arithmetic with the
+// formula as mig-parted states it in floating point, over device sizes of 4
+// to 192 GiB (in 1 GiB and odd 10 MiB steps) and every GI size in 64 MiB
+// steps, plus the edges of whole eighths.
+func TestMigMemoryGBMatchesFloatFormula(t *testing.T) {
+	float := func(total, migMB uint64) int {
+		frac := math.Ceil(float64(migMB)*(1<<20)/float64(total)*8) / 8
+		return int(math.Round(frac * math.Ceil(float64(total)/(1<<30))))
+	}
+	n := 0
+	for totalMB := uint64(4 << 10); totalMB <= 192<<10; totalMB += 1 << 10 {
+		for _, total := range []uint64{totalMB << 20, (totalMB + 10) << 20, totalMB<<20 - 1} {
+			for migMB := uint64(1); migMB <= total>>20; migMB += 64 {
+				for _, m := range []uint64{migMB, total >> 23 * (migMB % 8)} {
+					n++
+					if got, want := MigMemoryGB(total, m), float(total, m); got != want {
+						t.Fatalf("MigMemoryGB(%d, %d) = %d, float formula %d", total, m, got, want)
+					}
+				}
+			}
+		}
+	}
+	if n < 100000 {
+		t.Fatalf("only %d cases", n)
+	}
+	if got := MigMemoryGB(1, math.MaxUint64); got != math.MaxInt {
+		t.Errorf("overflowing share = %d, want MaxInt", got)
 	}
 }

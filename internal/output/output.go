@@ -19,22 +19,69 @@ import (
 // Format is an output format selected with -o.
 type Format string
 
-// The supported formats.
+// The supported formats. JSONPath and CustomColumns carry their template
+// after '=' as kubectl's do: "jsonpath={.checks[*].id}",
+// "custom-columns=ID:.id,STATUS:.status".
 const (
-	Table Format = "table"
-	JSON  Format = "json"
-	YAML  Format = "yaml"
+	Table         Format = "table"
+	Wide          Format = "wide"
+	JSON          Format = "json"
+	YAML          Format = "yaml"
+	JSONPath      Format = "jsonpath"
+	CustomColumns Format = "custom-columns"
 )
 
-// ParseFormat validates a -o value.
+// FormatNames lists the -o values for help texts and completion.
+var formatNames = []string{"table", "wide", "json", "yaml", "jsonpath=TEMPLATE", "custom-columns=SPEC"}
+
+// FormatHelp is the -o flag's help text.
+func FormatHelp() string {
+	return "output format: " + strings.Join(formatNames, ", ") + " (jsonpath and custom-columns as kubectl's, over the JSON form)"
+}
+
+// Kind is the format without its template: JSONPath for
+// "jsonpath={...}".
+func (f Format) Kind() Format {
+	if k, _, ok := strings.Cut(string(f), "="); ok {
+		return Format(k)
+	}
+	return f
+}
+
+// Template is the text after '=' of a jsonpath or custom-columns format.
+func (f Format) Template() string {
+	_, t, _ := strings.Cut(string(f), "=")
+	return t
+}
+
+// ParseFormat validates a -o value. A jsonpath or custom-columns template
+// is parsed here, so a bad one is a usage error before anything runs.
 func ParseFormat(s string) (Format, error) {
-	switch f := Format(strings.ToLower(strings.TrimSpace(s))); f {
-	case Table, JSON, YAML:
+	s = strings.TrimSpace(s)
+	kind, tmpl, hasTmpl := strings.Cut(s, "=")
+	switch f := Format(strings.ToLower(kind)); f {
+	case Table, Wide, JSON, YAML:
+		if hasTmpl {
+			return "", fmt.Errorf("output format %q takes no template", kind)
+		}
 		return f, nil
 	case "":
 		return Table, nil
+	case JSONPath:
+		if strings.TrimSpace(tmpl) == "" {
+			return "", fmt.Errorf("-o jsonpath: want a template, as in -o jsonpath='{.schemaVersion}'")
+		}
+		if _, err := parseJSONPath(tmpl); err != nil {
+			return "", err
+		}
+		return Format(string(JSONPath) + "=" + tmpl), nil
+	case CustomColumns:
+		if _, err := parseCustomColumns(tmpl); err != nil {
+			return "", err
+		}
+		return Format(string(CustomColumns) + "=" + tmpl), nil
 	default:
-		return "", fmt.Errorf("unknown output format %q (want table, json or yaml)", s)
+		return "", fmt.Errorf("unknown output format %q (want table, wide, json, yaml, jsonpath=TEMPLATE or custom-columns=SPEC)", s)
 	}
 }
 
@@ -42,6 +89,21 @@ func ParseFormat(s string) (Format, error) {
 type Options struct {
 	// Color enables ANSI colours in tables.
 	Color bool
+	// Wide adds the wide columns and lifts the width limit (-o wide).
+	Wide bool
+	// NoHeaders leaves out the header line, and the sections under the
+	// table, so that scripts read only rows (--no-headers).
+	NoHeaders bool
+	// Width is the terminal width the default table fits; zero means
+	// DefaultWidth.
+	Width int
+}
+
+// Lister is implemented by models whose rows are a list in their JSON
+// form (the checks of an audit): -o custom-columns makes one row per item,
+// as kubectl does for a List. A model without it is one row.
+type Lister interface {
+	ListItems() any
 }
 
 // Tabler is implemented by models that have a human-readable table form.
@@ -51,7 +113,11 @@ type Tabler interface {
 
 // Write renders v in format f.
 func Write(w io.Writer, f Format, v any, o Options) error {
-	switch f {
+	switch f.Kind() {
+	case JSONPath:
+		return writeJSONPath(w, f.Template(), v)
+	case CustomColumns:
+		return writeCustomColumns(w, f.Template(), v, o)
 	case JSON:
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
@@ -67,7 +133,10 @@ func Write(w io.Writer, f Format, v any, o Options) error {
 		}
 		_, err = w.Write(b)
 		return err
-	case Table, "":
+	case Table, Wide, "":
+		if f == Wide {
+			o.Wide = true
+		}
 		t, ok := v.(Tabler)
 		if !ok {
 			return fmt.Errorf("%T has no table form; use -o json or -o yaml", v)

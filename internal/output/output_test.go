@@ -24,7 +24,7 @@ func TestParseFormat(t *testing.T) {
 			t.Errorf("ParseFormat(%q) = %q, %v", in, got, err)
 		}
 	}
-	if _, err := ParseFormat("xml"); err == nil || !strings.Contains(err.Error(), "table, json or yaml") {
+	if _, err := ParseFormat("xml"); err == nil || !strings.Contains(err.Error(), "table, wide, json, yaml, jsonpath=TEMPLATE or custom-columns=SPEC") {
 		t.Errorf("ParseFormat(xml) error = %v", err)
 	}
 }

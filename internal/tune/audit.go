@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 
@@ -246,41 +247,99 @@ func layerRank(l string) int {
 	return len(layerOrder)
 }
 
-// WriteTable implements output.Tabler.
+// ListItems implements output.Lister: -o custom-columns makes one row
+// per check.
+func (r *Report) ListItems() any { return r.Checks }
+
+// WriteTable implements output.Tabler: the checks sorted by severity, then
+// by key, in a table that fits the terminal; under it, each finding with
+// its detail and why, then each fix once with the checks it fixes.
 func (r *Report) WriteTable(w io.Writer, o output.Options) error {
-	ew := &output.ErrWriter{W: w}
-	tw := output.NewTabWriter(ew)
-	fmt.Fprintln(tw, "STATUS\tLAYER\tSETTING\tCURRENT\tEXPECTED")
-	for _, c := range r.Checks {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", paintStatus(o, c.Status), c.Layer, c.Key(), clip(orDash(c.CurrentText()), 40), clip(orDash(c.ExpectedText()), 40))
+	checks := slices.Clone(r.Checks)
+	slices.SortStableFunc(checks, func(a, b Check) int {
+		if d := a.Status.Severity() - b.Status.Severity(); d != 0 {
+			return d
+		}
+		return strings.Compare(a.Key(), b.Key())
+	})
+	g := output.Grid{Columns: []output.Column{
+		{Name: "STATUS", Color: statusColor},
+		{Name: "LAYER"},
+		{Name: "SETTING", Wrap: true},
+		{Name: "CURRENT", Wrap: true},
+		{Name: "EXPECTED", Wrap: true},
+		{Name: "FIX", Wide: true},
+	}}
+	for _, c := range checks {
+		g.AddRow(string(c.Status), c.Layer, c.Key(), output.Dash(c.CurrentText()), output.Dash(c.ExpectedText()), output.Dash(strings.Join(c.Fix, "; ")))
 	}
-	tw.Flush()
-	first := true
-	for _, c := range r.Checks {
+	if err := output.Print(w, g, o); err != nil {
+		return err
+	}
+	if o.NoHeaders {
+		return nil
+	}
+	var findings [][]string
+	type fixUse struct {
+		text string
+		keys []string
+	}
+	var fixes []*fixUse
+	byText := map[string]*fixUse{}
+	for _, c := range checks {
 		if c.Status == StatusOK || c.Status == StatusInfo {
 			continue
 		}
-		if first {
-			ew.Printf("\n")
-			first = false
-		}
-		ew.Printf("%s: %s\n", o.Paint("bold", c.Key()), c.Status)
+		e := []string{o.Paint("bold", c.Key()) + ": " + string(c.Status)}
 		if c.Detail != "" {
-			ew.Printf("  detail: %s\n", c.Detail)
-		}
-		for _, f := range c.Fix {
-			ew.Printf("  fix: %s\n", f)
+			e = append(e, "detail: "+c.Detail)
 		}
 		if c.Reason != "" && c.Status != StatusAbsent {
-			ew.Printf("  why: %s\n", c.Reason)
+			e = append(e, "why: "+c.Reason)
+		}
+		findings = append(findings, e)
+		for _, f := range c.Fix {
+			u := byText[f]
+			if u == nil {
+				u = &fixUse{text: f}
+				byText[f] = u
+				fixes = append(fixes, u)
+			}
+			if !slices.Contains(u.keys, c.Key()) {
+				u.keys = append(u.keys, c.Key())
+			}
 		}
 	}
+	if err := output.Section(w, "Findings:", findings, o); err != nil {
+		return err
+	}
+	var fixEntries [][]string
+	for _, u := range fixes {
+		fixEntries = append(fixEntries, []string{"for " + strings.Join(u.keys, ", ") + ":", u.text})
+	}
+	if err := output.Section(w, "Fixes (each once; -o wide prints them unwrapped, -o json exactly):", fixEntries, o); err != nil {
+		return err
+	}
+	ew := &output.ErrWriter{W: w}
 	for _, wmsg := range r.Warnings {
 		ew.Printf("warning: %s\n", wmsg)
 	}
 	s := r.Summary
 	ew.Printf("\n%d ok, %d drift, %d pending-reboot, %d absent, %d error, %d info (profile %s)\n", s.OK, s.Drift, s.PendingReboot, s.Absent, s.Error, s.Info, r.Profile)
 	return ew.Err
+}
+
+// statusColor is the colour of a status cell.
+func statusColor(s string) string {
+	switch Status(s) {
+	case StatusOK:
+		return "green"
+	case StatusDrift, StatusError:
+		return "red"
+	case StatusPendingReboot:
+		return "yellow"
+	}
+	return "dim"
 }
 
 func paintStatus(o output.Options, s Status) string {

@@ -3,6 +3,8 @@ package kubeletcfg
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -253,31 +255,39 @@ type LogVModule struct {
 	Verbosity   uint32 `json:"verbosity"`
 }
 
-// LogFlushFrequency is logging.flushFrequency: a duration string ("5s")
-// or, for older files, an integer number of nanoseconds.
+// LogFlushFrequency is logging.flushFrequency. Kubelet reads it in two
+// spellings: a Go duration string ("5s"), and an integer count of
+// nanoseconds as files written before the string form carry it. The value
+// remembers its spelling (AsString) so that a file written back keeps it.
 type LogFlushFrequency struct {
 	Duration metav1.Duration
 	// AsString records which of the two forms the file used.
 	AsString bool
 }
 
-// UnmarshalJSON accepts a duration string or an integer of nanoseconds.
+// UnmarshalJSON reads either spelling. The JSON token's first byte decides:
+// a quote is the string form, anything else is read as nanoseconds (null
+// leaves the value as it was, as for any other integer field).
 func (f *LogFlushFrequency) UnmarshalJSON(b []byte) error {
-	if len(b) > 0 && b[0] == '"' {
-		f.AsString = true
-		return json.Unmarshal(b, &f.Duration)
+	f.AsString = len(b) > 0 && b[0] == '"'
+	if f.AsString {
+		return f.Duration.UnmarshalJSON(b)
 	}
-	f.AsString = false
-	if err := json.Unmarshal(b, &f.Duration.Duration); err != nil {
+	ns := int64(f.Duration.Duration)
+	if err := json.Unmarshal(b, &ns); err != nil {
 		return fmt.Errorf("invalid duration %q: %w", b, err)
 	}
+	f.Duration.Duration = time.Duration(ns)
 	return nil
 }
 
-// MarshalJSON writes the form the value was read in.
+// MarshalJSON writes the value in the spelling it was read in.
 func (f LogFlushFrequency) MarshalJSON() ([]byte, error) {
-	if f.AsString {
-		return json.Marshal(f.Duration)
+	d := f.Duration.Duration
+	if !f.AsString {
+		return strconv.AppendInt(nil, int64(d), 10), nil
 	}
-	return json.Marshal(f.Duration.Duration)
+	// A duration's String() holds digits, '.', '-' and unit letters
+	// (µ included, which JSON leaves unescaped): quoting needs no escapes.
+	return []byte(`"` + d.String() + `"`), nil
 }

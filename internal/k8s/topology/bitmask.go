@@ -109,17 +109,33 @@ func (m Bitmask) String() string {
 // positions in ids. It enumerates 2^len(ids)-1 masks: hint providers use it
 // on small sets only.
 func IterateBitmasks(ids []int, fn func(Bitmask)) {
-	var iterate func(rest []int, accum Bitmask, left int)
-	iterate = func(rest []int, accum Bitmask, left int) {
-		if left == 0 {
-			fn(accum)
-			return
+	n := len(ids)
+	// pick holds the positions in ids of the current subset, increasing;
+	// below[k] is the mask of pick[:k], so a step rebuilds only the tail.
+	pick := make([]int, n)
+	below := make([]Bitmask, n+1)
+	for size := 1; size <= n; size++ {
+		for k := 0; k < size; k++ {
+			pick[k] = k
+			below[k+1] = below[k] | 1<<uint(ids[k])
 		}
-		for i := range rest {
-			iterate(rest[i+1:], accum|1<<uint(rest[i]), left-1)
+		for {
+			fn(below[size])
+			// The rightmost position that can still move right moves
+			// one step; the positions after it follow it closely.
+			j := size - 1
+			for j >= 0 && pick[j] == n-size+j {
+				j--
+			}
+			if j < 0 {
+				break
+			}
+			pick[j]++
+			below[j+1] = below[j] | 1<<uint(ids[pick[j]])
+			for k := j + 1; k < size; k++ {
+				pick[k] = pick[k-1] + 1
+				below[k+1] = below[k] | 1<<uint(ids[pick[k]])
+			}
 		}
-	}
-	for size := 1; size <= len(ids); size++ {
-		iterate(ids, 0, size)
 	}
 }

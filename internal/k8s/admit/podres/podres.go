@@ -53,7 +53,7 @@ func PodRequests(pod *v1.Pod, useLimits bool) v1.ResourceList {
 		addTo(app, get(&pod.Spec.Containers[i]))
 	}
 	sidecars := v1.ResourceList{}
-	initMax := v1.ResourceList{}
+	initPeak := v1.ResourceList{}
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
 		if IsRestartableInitContainer(c) {
@@ -61,12 +61,19 @@ func PodRequests(pod *v1.Pod, useLimits bool) v1.ResourceList {
 			addTo(app, get(c))
 			continue
 		}
-		tmp := v1.ResourceList{}
-		addTo(tmp, get(c))
-		addTo(tmp, sidecars)
-		maxTo(initMax, tmp)
+		// While c runs it holds its own request and every sidecar
+		// started before it.
+		own := get(c)
+		for name := range union(own, sidecars) {
+			var need resource.Quantity
+			need.Add(own[name])
+			need.Add(sidecars[name])
+			atLeast(initPeak, name, need)
+		}
 	}
-	maxTo(app, initMax)
+	for name, q := range initPeak {
+		atLeast(app, name, q)
+	}
 	return app
 }
 
@@ -78,12 +85,25 @@ func addTo(dst, src v1.ResourceList) {
 	}
 }
 
-func maxTo(dst, src v1.ResourceList) {
-	for k, v := range src {
-		if q, ok := dst[k]; !ok || v.Cmp(q) > 0 {
-			dst[k] = v.DeepCopy()
-		}
+// union yields every resource name either list holds, once.
+func union(a, b v1.ResourceList) map[v1.ResourceName]struct{} {
+	names := make(map[v1.ResourceName]struct{}, len(a)+len(b))
+	for n := range a {
+		names[n] = struct{}{}
 	}
+	for n := range b {
+		names[n] = struct{}{}
+	}
+	return names
+}
+
+// atLeast raises list[name] to q when the list holds less (or none); an
+// equal quantity already there is kept with its own format.
+func atLeast(list v1.ResourceList, name v1.ResourceName, q resource.Quantity) {
+	if have, ok := list[name]; ok && have.Cmp(q) >= 0 {
+		return
+	}
+	list[name] = q.DeepCopy()
 }
 
 // Quantity returns list[name] or zero.

@@ -1,0 +1,245 @@
+package output
+
+import (
+	"io"
+	"strings"
+	"unicode/utf8"
+)
+
+// DefaultWidth is the terminal width the default table fits: cells of
+// wrappable columns are wrapped at word boundaries until every line of the
+// table is at most this many columns.
+const DefaultWidth = 160
+
+// minWrapWidth is the narrowest a wrappable column is made.
+const minWrapWidth = 12
+
+// Column is one column of a table a model gives the shared printer.
+type Column struct {
+	// Name is the header, in upper case as kubectl prints them.
+	Name string
+	// Wide columns appear only with -o wide.
+	Wide bool
+	// Wrap lets the printer wrap this column's cells over several lines
+	// to fit the width; other columns keep their cells on one line.
+	Wrap bool
+	// Color, when set, names the colour of a cell (see Options.Paint).
+	Color func(cell string) string
+}
+
+// Grid is a model's table: its columns and rows. The printer (Print) does widths,
+// wrapping, -o wide and --no-headers; models only fill it.
+type Grid struct {
+	Columns []Column
+	Rows    [][]string
+}
+
+// AddRow appends a row; a row with fewer cells than columns is padded
+// with empty cells.
+func (t *Grid) AddRow(cells ...string) {
+	t.Rows = append(t.Rows, cells)
+}
+
+// Print writes t as an aligned table: the header (unless o.NoHeaders),
+// then one line per row, or several where a wrappable cell is wrapped to
+// fit o.Width (DefaultWidth when zero). Wide columns are printed only with
+// o.Wide, and the width limit does not apply then (-o wide is for wide
+// terminals and files, as in kubectl).
+func Print(w io.Writer, t Grid, o Options) error {
+	var cols []int
+	for i, c := range t.Columns {
+		if !c.Wide || o.Wide {
+			cols = append(cols, i)
+		}
+	}
+	if len(cols) == 0 {
+		return nil
+	}
+	cell := func(row []string, i int) string {
+		if i < len(row) {
+			return oneLine(row[i])
+		}
+		return ""
+	}
+	widths := make([]int, len(cols))
+	for k, i := range cols {
+		if !o.NoHeaders {
+			widths[k] = textWidth(t.Columns[i].Name)
+		}
+		for _, r := range t.Rows {
+			widths[k] = max(widths[k], textWidth(cell(r, i)))
+		}
+	}
+	if !o.Wide {
+		fit(widths, cols, t.Columns, o.width())
+	}
+	ew := &ErrWriter{W: w}
+	line := func(parts []string, paint []func(string) string) {
+		var b strings.Builder
+		for k, p := range parts {
+			last := k == len(parts)-1
+			pad := ""
+			if !last {
+				pad = strings.Repeat(" ", widths[k]-textWidth(p)+2)
+			}
+			if paint != nil && paint[k] != nil && p != "" {
+				p = paint[k](p)
+			}
+			b.WriteString(p)
+			b.WriteString(pad)
+		}
+		ew.Printf("%s\n", strings.TrimRight(b.String(), " "))
+	}
+	if !o.NoHeaders {
+		hdr := make([]string, len(cols))
+		for k, i := range cols {
+			hdr[k] = t.Columns[i].Name
+		}
+		line(hdr, nil)
+	}
+	paint := make([]func(string) string, len(cols))
+	for k, i := range cols {
+		if c := t.Columns[i].Color; c != nil {
+			paint[k] = func(s string) string { return o.Paint(c(strings.TrimSpace(s)), s) }
+		}
+	}
+	for _, r := range t.Rows {
+		wrapped := make([][]string, len(cols))
+		height := 1
+		for k, i := range cols {
+			wrapped[k] = wrapText(cell(r, i), widths[k])
+			height = max(height, len(wrapped[k]))
+		}
+		for l := 0; l < height; l++ {
+			parts := make([]string, len(cols))
+			for k := range cols {
+				if l < len(wrapped[k]) {
+					parts[k] = wrapped[k][l]
+				}
+			}
+			line(parts, paint)
+		}
+	}
+	return ew.Err
+}
+
+func (o Options) width() int {
+	if o.Width > 0 {
+		return o.Width
+	}
+	return DefaultWidth
+}
+
+// fit narrows the widest wrappable columns until the table's lines fit
+// limit (the columns plus two spaces between each), or until every
+// wrappable column is at minWrapWidth.
+func fit(widths, cols []int, defs []Column, limit int) {
+	total := func() int {
+		n := 2 * (len(widths) - 1)
+		for _, w := range widths {
+			n += w
+		}
+		return n
+	}
+	for over := total() - limit; over > 0; over = total() - limit {
+		widest := -1
+		for k, i := range cols {
+			if defs[i].Wrap && widths[k] > minWrapWidth && (widest < 0 || widths[k] > widths[widest]) {
+				widest = k
+			}
+		}
+		if widest < 0 {
+			return
+		}
+		// Narrow the widest down to the next widest (or by the excess),
+		// so that wide columns share the cut.
+		next := minWrapWidth
+		for k, i := range cols {
+			if k != widest && defs[i].Wrap && widths[k] < widths[widest] {
+				next = max(next, widths[k])
+			}
+		}
+		cut := min(over, max(widths[widest]-next, 1))
+		widths[widest] = max(widths[widest]-cut, minWrapWidth)
+	}
+}
+
+// Wrap breaks s into lines of at most width columns, at spaces where it
+// can and inside a word longer than a line where it must.
+func Wrap(s string, width int) []string { return wrapText(oneLine(s), width) }
+
+func wrapText(s string, width int) []string {
+	if width <= 0 || textWidth(s) <= width {
+		return []string{s}
+	}
+	var lines []string
+	var cur []rune
+	for _, word := range strings.Fields(s) {
+		wr := []rune(word)
+		for len(wr) > 0 {
+			switch {
+			case len(cur) == 0 && len(wr) <= width:
+				cur, wr = append(cur, wr...), nil
+			case len(cur) > 0 && len(cur)+1+len(wr) <= width:
+				cur = append(append(cur, ' '), wr...)
+				wr = nil
+			case len(cur) > 0:
+				lines, cur = append(lines, string(cur)), nil
+			default: // a word longer than a line
+				lines = append(lines, string(wr[:width]))
+				wr = wr[width:]
+			}
+		}
+	}
+	if len(cur) > 0 {
+		lines = append(lines, string(cur))
+	}
+	return lines
+}
+
+// oneLine keeps a cell on one logical line: newlines and tabs become
+// spaces.
+func oneLine(s string) string {
+	if !strings.ContainsAny(s, "\n\t\r") {
+		return s
+	}
+	return strings.NewReplacer("\r\n", " ", "\n", " ", "\t", " ", "\r", " ").Replace(s)
+}
+
+func textWidth(s string) int { return utf8.RuneCountInString(s) }
+
+// Dash renders an empty value as "-".
+func Dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// Section writes a titled list under a table: the title on its own line,
+// then each entry's first line indented two spaces and its following
+// lines four, every line wrapped at spaces to fit o's width (with -o wide,
+// not wrapped: a long command stays one line to copy).
+func Section(w io.Writer, title string, entries [][]string, o Options) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	ew := &ErrWriter{W: w}
+	ew.Printf("\n%s\n", title)
+	for _, e := range entries {
+		for n, text := range e {
+			indent := "    "
+			if n == 0 {
+				indent = "  "
+			}
+			lines := []string{text}
+			if !o.Wide {
+				lines = Wrap(text, o.width()-len(indent))
+			}
+			for _, l := range lines {
+				ew.Printf("%s%s\n", indent, l)
+			}
+		}
+	}
+	return ew.Err
+}
