@@ -35,7 +35,7 @@ func TestMIG25of24(t *testing.T) {
 func TestAutoMatchesUpstreamSmall(t *testing.T) {
 	for _, k := range []int64{1, 3, 24, 25} {
 		in := migInput(t, k)
-		auto := runOne(t, in, Options{PickBudget: 5 * time.Second})
+		auto := runOne(t, in, Options{})
 		up := runOne(t, migInput(t, k), Options{Solver: SolverUpstream, UpstreamLimit: 200 * time.Millisecond})
 		if !up.Undecided && auto.Fits != up.Fits {
 			t.Fatalf("k=%d: auto %v upstream %v", k, auto.Fits, up.Fits)
