@@ -115,7 +115,7 @@ func (b *boundScratch) next() {
 func (s *searcher) demands(ci, ri int) []demand {
 	out := s.bs.ds[:0]
 	first := ci
-	if s.plain {
+	if !s.phase2 {
 		first = 0
 	}
 	for c := first; c < len(s.p.claims); c++ {
@@ -135,13 +135,7 @@ func (s *searcher) demands(ci, ri int) []demand {
 					skip = true
 					break
 				}
-				cands := a.cands
-				switch {
-				case c == ci && s.restrict != nil:
-					cands = s.restrict[r][ai]
-				case c < ci:
-					cands = s.restrictOf[c][r][ai]
-				}
+				cands := s.candsOf(ci, c, r, ai)
 				if d.count < 0 || a.count < d.count {
 					d.count = a.count
 				}
@@ -166,6 +160,19 @@ func (s *searcher) demands(ci, ri int) []demand {
 	return out
 }
 
+// candsOf is what the bound at claim ci sees of claim c's request r,
+// alternative ai: the current claim's restriction, the restriction fixed
+// for claims before it (phase one) or after it (phase two), else all.
+func (s *searcher) candsOf(ci, c, r, ai int) []int {
+	switch {
+	case c == ci && s.restrict != nil:
+		return s.restrict[r][ai]
+	case c < ci && s.restrictOf[c] != nil, c > ci && s.phase2 && s.restrictOf[c] != nil:
+		return s.restrictOf[c][r][ai]
+	}
+	return s.p.claims[c].requests[r].alts[ai].cands
+}
+
 func (s *searcher) available(d int) bool {
 	p := s.p
 	if s.used[d] || p.inUse[d] {
@@ -188,10 +195,77 @@ func (s *searcher) available(d int) bool {
 // bound reports whether the remaining demand could still be met.
 func (s *searcher) bound(ci, ri int) bool {
 	ok, _ := s.boundDetail(ci, ri)
+	if ok {
+		ok = s.distinctOK(ci, ri)
+	}
 	if !ok {
 		s.boundFails++
 	}
 	return ok
+}
+
+// distinctOK: for every distinctAttribute constraint of claims ci.., the
+// devices its remaining covered requests need are at most the values still
+// free among their available candidates (each value once per claim).
+func (s *searcher) distinctOK(ci, ri int) bool {
+	first := ci
+	if !s.phase2 {
+		first = 0
+	}
+	for c := first; c < len(s.p.claims); c++ {
+		cl := &s.p.claims[c]
+		for ki := range cl.constraints {
+			k := &cl.constraints[ki]
+			if k.kind != distinctConstraint {
+				continue
+			}
+			val := s.val[c][ki]
+			need := 0
+			s.vmark++
+			if s.vmark == 0 {
+				clear(s.vstamp)
+				s.vmark = 1
+			}
+			free := 0
+			start := 0
+			if c == ci {
+				start = ri
+			}
+			for r := start; r < len(cl.requests); r++ {
+				req := &cl.requests[r]
+				least := -1
+				for ai := range req.alts {
+					a := &req.alts[ai]
+					n := a.count
+					if a.all || !k.covers(a) {
+						n = 0
+					}
+					if least < 0 || n < least {
+						least = n
+					}
+					if n == 0 {
+						continue
+					}
+					cands := s.candsOf(ci, c, r, ai)
+					for _, d := range cands {
+						v := val[d]
+						if v == 0 || s.vstamp[v] == s.vmark || (c == ci && s.distinct != nil && s.distinct[ki] != nil && s.distinct[ki][v] > 0) {
+							continue
+						}
+						if a.admin || s.available(d) {
+							s.vstamp[v] = s.vmark
+							free++
+						}
+					}
+				}
+				need += max(least, 0)
+			}
+			if need > free {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // boundDetail also returns, when the bound fails, how many devices could be

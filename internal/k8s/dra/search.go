@@ -94,8 +94,11 @@ type searcher struct {
 	nvals int
 	// matchIdx[c] are the match constraints of claim c.
 	matchIdx [][]int
-	// per-claim constraint state
-	matchVal []int32   // value per constraint of the current claim (match ones)
+	// per-claim constraint state; phase2: every claim's values are fixed
+	// (matchValOf, restrictOf) and devices are being chosen
+	phase2     bool
+	matchValOf [][]int32
+	matchVal   []int32 // value per constraint of the current claim (match ones)
 	distinct [][]int32 // per distinct constraint: count per value id
 	failed   map[key128]struct{}
 	packMemo map[key128]int
@@ -104,8 +107,9 @@ type searcher struct {
 	usedH, pickH, matchH key128
 	// restricted candidates of the current claim per (request, alt)
 	restrict [][][]int
-	// plain: every request is plain, the flow decides; restrictOf holds
-	// the restricted candidates of the claims before the current one.
+	// plain: every request is plain, the flow decides. restrictOf holds
+	// each claim's candidates restricted by its values (phase one: the
+	// claims before the current one).
 	plainOK    bool
 	plain      bool
 	restrictOf [][][][]int
@@ -151,6 +155,8 @@ func newSearcher(ctx context.Context, p *problem, budget int) *searcher {
 	s.classify()
 	s.plainOK = s.isPlain()
 	s.bs.init(len(p.devices), s.numSets)
+	s.restrictOf = make([][][][]int, len(p.claims))
+	s.matchValOf = make([][]int32, len(p.claims))
 	return s
 }
 
@@ -291,7 +297,6 @@ func (s *searcher) solve() ([]pick, error) {
 			return sol, err
 		}
 		s.plain = true
-		s.restrictOf = make([][][][]int, len(s.p.claims))
 	}
 	return s.solveOnce()
 }
@@ -321,26 +326,22 @@ func (s *searcher) tick() error {
 	return nil
 }
 
-// claim chooses values for claim ci's matchAttribute constraints, then its
-// requests.
+// claim chooses values for claim ci's matchAttribute constraints (phase
+// one: the values of every claim are fixed before any device is chosen, so
+// the bound sees every claim restricted), then the next claim's. With all
+// values fixed, the devices are chosen (phase two) or, for a plain
+// problem, read off one flow.
 func (s *searcher) claim(ci int) (bool, error) {
 	if ci == len(s.p.claims) {
 		if s.plain {
 			return s.plainSolution()
 		}
-		return true, nil
+		return s.devicesOf(0)
 	}
 	s.atClaim, s.atRequest = ci, 0
 	c := &s.p.claims[ci]
 	matchIdx := s.matchIdx[ci]
 	s.matchVal = make([]int32, len(c.constraints))
-	s.distinct = make([][]int32, len(c.constraints))
-	for i, k := range c.constraints {
-		if k.kind == distinctConstraint {
-			s.distinct[i] = make([]int32, s.nvals)
-		}
-	}
-	s.matchH = key128{}
 	s.restrict = make([][][]int, len(c.requests))
 	for ri := range c.requests {
 		s.restrict[ri] = make([][]int, len(c.requests[ri].alts))
@@ -357,10 +358,12 @@ func (s *searcher) claim(ci int) (bool, error) {
 			if !s.bound(ci, 0) {
 				return false, nil
 			}
-			if s.plain {
-				return s.nextClaimPlain(ci)
-			}
-			return s.request(ci, 0)
+			s.restrictOf[ci], s.matchValOf[ci] = s.restrict, slices.Clone(s.matchVal)
+			saveMatch, saveRestrict := s.matchVal, s.restrict
+			ok, err := s.claim(ci + 1)
+			s.matchVal, s.restrict = saveMatch, saveRestrict
+			s.restrictOf[ci] = nil
+			return ok, err
 		}
 		ki := matchIdx[j]
 		prev, prevH := s.restrict, s.matchH
@@ -368,14 +371,14 @@ func (s *searcher) claim(ci int) (bool, error) {
 		var last error
 		for _, v := range s.values(ci, ki) {
 			s.matchVal[ki] = v
-			s.matchH = prevH.xor(hashOf(1, uint64(ki), uint64(v), 0))
+			s.matchH = prevH.xor(hashOf(1, uint64(ci), uint64(ki), uint64(v)))
 			s.restrict = s.restrictBy(ci, ki, v, prev)
 			if j+1 < len(matchIdx) && !s.bound(ci, 0) {
 				continue
 			}
 			ok, err := assign(j + 1)
 			if errors.Is(err, errLimit) {
-				// The limit does not depend on the value: try no other.
+				// The limit does not depend on the values: try no other.
 				return false, err
 			}
 			if ok || err != nil {
@@ -388,15 +391,32 @@ func (s *searcher) claim(ci int) (bool, error) {
 	return assign(0)
 }
 
-// nextClaimPlain keeps claim ci's restricted candidates and goes on with
-// the next claim's values (plain problems choose no device before the end).
-func (s *searcher) nextClaimPlain(ci int) (bool, error) {
-	s.restrictOf[ci] = s.restrict
-	saveMatch, saveDistinct, saveRestrict, saveH := s.matchVal, s.distinct, s.restrict, s.matchH
-	ok, err := s.claim(ci + 1)
-	s.matchVal, s.distinct, s.restrict, s.matchH = saveMatch, saveDistinct, saveRestrict, saveH
-	if !ok {
-		s.restrictOf[ci] = nil
+// devicesOf starts choosing claim ci's devices (phase two), its values
+// fixed.
+func (s *searcher) devicesOf(ci int) (bool, error) {
+	if ci == len(s.p.claims) {
+		return true, nil
+	}
+	wasPhase2 := s.phase2
+	saveMatch, saveDistinct, saveRestrict, savePH := s.matchVal, s.distinct, s.restrict, s.pickH
+	defer func() {
+		s.phase2 = wasPhase2
+		s.matchVal, s.distinct, s.restrict, s.pickH = saveMatch, saveDistinct, saveRestrict, savePH
+	}()
+	s.phase2 = true
+	s.atClaim, s.atRequest = ci, 0
+	c := &s.p.claims[ci]
+	s.matchVal, s.restrict, s.pickH = s.matchValOf[ci], s.restrictOf[ci], key128{}
+	s.distinct = make([][]int32, len(c.constraints))
+	for i, k := range c.constraints {
+		if k.kind == distinctConstraint {
+			s.distinct[i] = make([]int32, s.nvals)
+		}
+	}
+	ok, err := s.request(ci, 0)
+	if ci > 0 && errors.Is(err, errLimit) {
+		// Back to the previous claim's devices, as before.
+		return false, nil
 	}
 	return ok, err
 }
@@ -493,16 +513,7 @@ func (s *searcher) request(ci, ri int) (bool, error) {
 	s.atClaim, s.atRequest = ci, ri
 	c := &s.p.claims[ci]
 	if ri == len(c.requests) {
-		saveMatch, saveDistinct, saveRestrict := s.matchVal, s.distinct, s.restrict
-		saveMH, savePH := s.matchH, s.pickH
-		s.pickH = key128{}
-		ok, err := s.claim(ci + 1)
-		s.matchVal, s.distinct, s.restrict = saveMatch, saveDistinct, saveRestrict
-		s.matchH, s.pickH = saveMH, savePH
-		if errors.Is(err, errLimit) {
-			return false, nil
-		}
-		return ok, err
+		return s.devicesOf(ci + 1)
 	}
 	key := s.stateKey(ci, ri)
 	if _, bad := s.failed[key]; bad {
