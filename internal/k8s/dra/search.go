@@ -98,10 +98,10 @@ type searcher struct {
 	// (matchValOf, restrictOf) and devices are being chosen
 	phase2     bool
 	matchValOf [][]int32
-	matchVal   []int32 // value per constraint of the current claim (match ones)
-	distinct [][]int32 // per distinct constraint: count per value id
-	failed   map[key128]struct{}
-	packMemo map[key128]int
+	matchVal   []int32   // value per constraint of the current claim (match ones)
+	distinct   [][]int32 // per distinct constraint: count per value id
+	failed     map[key128]struct{}
+	packMemo   map[key128]int
 	// incremental hashes: devices used, picks of the current claim, match
 	// values of the current claim
 	usedH, pickH, matchH key128
