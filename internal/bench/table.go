@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/gpunode/gpunode/internal/output"
 )
@@ -53,8 +54,8 @@ func (r *NUMAResult) WriteTable(w io.Writer, o output.Options) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	e.Printf("\narrays %s each (copy 16 B, triad 24 B per element counted), chase buffer %s, %.2gs per kernel; medians of the samples, best in brackets\n",
-		output.HumanBytes(r.ArrayBytes), output.HumanBytes(r.LatencyBytes), r.DurationSeconds)
+	e.Printf("\narrays %s each (copy 16 B, triad 24 B per element counted), chase buffer %s, run bounded to %s; medians of the samples, best in brackets\n",
+		output.HumanBytes(r.ArrayBytes), output.HumanBytes(r.LatencyBytes), time.Duration(r.DurationSeconds*float64(time.Second)).Round(time.Millisecond))
 	notes(e, r.Notes)
 	return e.Err
 }
