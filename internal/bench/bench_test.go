@@ -57,7 +57,7 @@ type fakeNUMA struct {
 	shares []time.Duration
 	sleep  bool // spend each share, as the live kernels do
 	dist   func(cpuNode, memNode int) int
-	node  func(cpu int) int
+	node   func(cpu int) int
 }
 
 func (f *fakeNUMA) bandwidth(_ context.Context, cpus []int, node int, arrayBytes uint64, share time.Duration) ([]float64, []float64, int, int, error) {

@@ -40,17 +40,17 @@ type NUMAResult struct {
 // NUMAPair is one (CPU node, memory node) measurement. GB/s are 10^9 bytes
 // per second counting bytes read plus written (STREAM's convention).
 type NUMAPair struct {
-	CPUNode   int     `json:"cpuNode"`
-	MemNode   int     `json:"memNode"`
-	Distance  int     `json:"distance,omitempty"`
-	Threads   int     `json:"threads"`
-	CPUs      string  `json:"cpus"`
-	CopyGBps  float64 `json:"copyGBps"`
+	CPUNode  int     `json:"cpuNode"`
+	MemNode  int     `json:"memNode"`
+	Distance int     `json:"distance,omitempty"`
+	Threads  int     `json:"threads"`
+	CPUs     string  `json:"cpus"`
+	CopyGBps float64 `json:"copyGBps"`
 	// CopyMbwMiBps is the copy counted as mbw counts it: MiB of one array
 	// copied over the mean pass time (mbw's AVG line), from the same passes.
 	CopyMbwMiBps float64 `json:"copyMbwMiBps"`
-	TriadGBps float64 `json:"triadGBps"`
-	LatencyNs float64 `json:"latencyNs"`
+	TriadGBps    float64 `json:"triadGBps"`
+	LatencyNs    float64 `json:"latencyNs"`
 	// The best samples (STREAM reports the best pass; the fastest chase
 	// sample is the closest to idle latency on a busy machine).
 	CopyBestGBps  float64 `json:"copyBestGBps"`
