@@ -57,3 +57,27 @@ func BenchmarkEasyFitDynamicMIG(b *testing.B) {
 		}
 	}
 }
+
+// The DRA easy case in process: one node (the DGX fixture's full GPUs), a
+// claim that fits (seed 5.3.1's shared claim), input loaded once. Gpunode
+// is the decision `k8s dra allocate` makes; Upstream is the anchor, the
+// upstream allocator alone on the same input.
+func BenchmarkEasyFitGpunode(b *testing.B) {
+	benchEasy(b, Options{})
+}
+
+func BenchmarkEasyFitUpstream(b *testing.B) {
+	benchEasy(b, Options{Solver: SolverUpstream})
+}
+
+func benchEasy(b *testing.B, o Options) {
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		in := loadSeedInput(b, "slices-dgx-h100.yaml", "5.3.1-shared-claim.yaml")
+		b.StartTimer()
+		rep, err := Run(context.Background(), in, o)
+		if err != nil || !rep.Fits {
+			b.Fatalf("%v %+v", err, rep)
+		}
+	}
+}
