@@ -1,6 +1,7 @@
 package dra
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -32,16 +33,25 @@ func TestMIG25of24(t *testing.T) {
 	}
 }
 
+// TestAutoMatchesUpstreamSmall: the product path decides without the
+// upstream allocator, agrees with it on fits, and where the claim fits
+// easily its devices are the upstream allocator's first fit.
 func TestAutoMatchesUpstreamSmall(t *testing.T) {
 	for _, k := range []int64{1, 3, 24, 25} {
 		in := migInput(t, k)
-		auto := runOne(t, in, Options{})
-		up := runOne(t, migInput(t, k), Options{Solver: SolverUpstream, UpstreamLimit: 200 * time.Millisecond})
-		if !up.Undecided && auto.Fits != up.Fits {
+		auto := runOne(t, in, Options{Explain: true})
+		up := runOne(t, migInput(t, k), Options{Solver: SolverUpstream, UpstreamLimit: 2 * time.Second})
+		if auto.Explain == nil || auto.Explain.Solver != "gpunode" {
+			t.Fatalf("k=%d: not decided by gpunode: %+v", k, auto.Explain)
+		}
+		if up.Undecided {
+			continue
+		}
+		if auto.Fits != up.Fits {
 			t.Fatalf("k=%d: auto %v upstream %v", k, auto.Fits, up.Fits)
 		}
-		if k <= 3 && (auto.Explain != nil && auto.Explain.Solver == "gpunode") {
-			t.Fatalf("k=%d: devices not from upstream: %+v", k, auto.Explain)
+		if k <= 3 && fmt.Sprint(auto.Allocations) != fmt.Sprint(up.Allocations) {
+			t.Fatalf("k=%d: devices differ from the upstream first fit:\n%v\n%v", k, auto.Allocations, up.Allocations)
 		}
 	}
 }
