@@ -113,13 +113,19 @@ func TestNUMAPipelineDGX(t *testing.T) {
 		t.Fatalf("pairs: %d", len(r.Pairs))
 	}
 	wantCalls := []string{
+		// local pairs: one thread over the same arrays first
+		"bw cpus=1 first=0 node=0 bytes=880803840",
 		"bw cpus=112 first=0 node=0 bytes=880803840", "lat cpu=0 node=0 bytes=880803840",
 		"bw cpus=112 first=0 node=1 bytes=880803840", "lat cpu=0 node=1 bytes=880803840",
 		"bw cpus=112 first=56 node=0 bytes=880803840", "lat cpu=56 node=0 bytes=880803840",
+		"bw cpus=1 first=56 node=1 bytes=880803840",
 		"bw cpus=112 first=56 node=1 bytes=880803840", "lat cpu=56 node=1 bytes=880803840",
 	}
 	if !slices.Equal(f.calls, wantCalls) {
 		t.Errorf("calls:\n%s\nwant\n%s", strings.Join(f.calls, "\n"), strings.Join(wantCalls, "\n"))
+	}
+	if r.Pairs[0].CopyOneThreadGBps != 200 || r.Pairs[1].CopyOneThreadGBps != 0 || r.Pairs[0].CopyOneThreadMbwMiBps == 0 {
+		t.Errorf("one-thread copy: %+v", r.Pairs[0])
 	}
 	p01 := r.Pairs[1]
 	if p01.CPUNode != 0 || p01.MemNode != 1 || p01.Distance != 21 {
@@ -726,7 +732,7 @@ func TestNUMADurationAndMemoryBound(t *testing.T) {
 		for _, s := range f.shares {
 			sum += s
 		}
-		if len(f.shares) != 8 || (f.sleep && (sum > d || took > d*6/5)) {
+		if len(f.shares) != 10 || (f.sleep && (sum > d || took > d*6/5)) {
 			t.Fatalf("%s: shares %v add up to %s, run took %s", d, f.shares, sum, took)
 		}
 		limit := uint64(d.Seconds() / 4 * touchBytesPerSecond / 4)

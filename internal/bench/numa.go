@@ -49,8 +49,14 @@ type NUMAPair struct {
 	// CopyMbwMiBps is the copy counted as mbw counts it: MiB of one array
 	// copied over the mean pass time (mbw's AVG line), from the same passes.
 	CopyMbwMiBps float64 `json:"copyMbwMiBps"`
-	TriadGBps    float64 `json:"triadGBps"`
-	LatencyNs    float64 `json:"latencyNs"`
+	// CopyOneThreadGBps is the copy of one thread (the node's first CPU)
+	// on the local pair, beside the every-CPU figure, as STREAM users
+	// compare them (0: not measured, the pair is remote or has one thread);
+	// CopyOneThreadMbwMiBps the same passes as mbw counts them.
+	CopyOneThreadGBps     float64 `json:"copyOneThreadGBps,omitempty"`
+	CopyOneThreadMbwMiBps float64 `json:"copyOneThreadMbwMiBps,omitempty"`
+	TriadGBps             float64 `json:"triadGBps"`
+	LatencyNs             float64 `json:"latencyNs"`
 	// The best samples (STREAM reports the best pass; the fastest chase
 	// sample is the closest to idle latency on a busy machine).
 	CopyBestGBps  float64 `json:"copyBestGBps"`
@@ -280,7 +286,16 @@ func RunNUMA(ctx context.Context, t *topo.Topology, o NUMAOptions) (*NUMAResult,
 	for i := range p.pairs {
 		pair := &p.pairs[i]
 		cpus := p.cpus[pair.CPUNode]
-		left := 3 * (len(p.pairs) - i)
+		left := 3*(len(p.pairs)-i) + 1
+		if pair.CPUNode == pair.MemNode && len(cpus) > 1 {
+			// One thread beside all of them (copy and triad run, copy kept).
+			c1, _, _, _, err := m.bandwidth(ctx, cpus[:1], pair.MemNode, p.arrayBytes, share(left))
+			if err != nil {
+				return nil, fmt.Errorf("CPU node %d, memory node %d, one thread: %w", pair.CPUNode, pair.MemNode, err)
+			}
+			pair.CopyOneThreadGBps, pair.CopyOneThreadMbwMiBps = round3(Median(c1)), round3(mbwMiBps(c1))
+		}
+		left--
 		c, tr, on, sampled, err := m.bandwidth(ctx, cpus, pair.MemNode, p.arrayBytes, share(left))
 		if err != nil {
 			return nil, fmt.Errorf("CPU node %d, memory node %d: %w", pair.CPUNode, pair.MemNode, err)
