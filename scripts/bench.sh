@@ -232,6 +232,66 @@ for n in 1024 10240 51200; do
   add "  decode of the $n-node export, view vs strict whole-object anchor (CPU)" "$(cpuop "BenchmarkLoadCluster/nodes=$n/view") ms vs $(cpuop "BenchmarkLoadCluster/nodes=$n/strict-full") ms" "-" "-"
 done
 
+# --- DRA, start-up ratio and mbw (issue 29 items 2, 4, 5; issue 26 item 4) ---
+dra_figures() {
+  echo "== DRA: the easy case whole process, the search in process (go test -bench)"
+  local S=internal/k8s/dra/testdata/seed easy
+  easy="$work/gpunode k8s dra allocate --slices $S/slices-dgx-h100.yaml --classes $S/classes.yaml --claims $S/5.3.1-shared-claim.yaml"
+  go run ./scripts/proctime -n "$runs" true "$easy" | tee "$work/dra-proc.txt"
+  local t0 te
+  t0=$(awk 'NR > 1 && $1 == "true" { print $(NF-3) }' "$work/dra-proc.txt")
+  te=$(awk 'NR > 1 && $1 != "true" { print $(NF-3) }' "$work/dra-proc.txt")
+  bench ./internal/k8s/dra '^Benchmark(EasyFitGpunode|EasyFitUpstream|SearchNodesPerSecond|RandomTemplates)$' 5x
+  local g u nps worst states
+  g=$(msop BenchmarkEasyFitGpunode); u=$(msop BenchmarkEasyFitUpstream)
+  add "DRA easy case (one node, a claim that fits), whole process" "$te ms (true: $t0 ms)" "<= 30 ms" "$(verdict "$te" 30)"
+  add "  in process: gpunode's decision vs anchor: the upstream allocator alone" "$g ms vs $u ms" "-" "-"
+  nps=$(awk '{ name = $1; sub(/-[0-9]+$/, "", name); if (name == "BenchmarkSearchNodesPerSecond") for (i = 2; i <= NF; i++) if ($(i+1) == "nodes/s") print $i }' "$work/bench.txt" | head -1)
+  # 71,336 nodes/s: the same benchmark on main at 60e2b92 (before), this VM.
+  add "DRA search states/s (pigeonhole, 200k states; before: 71336 at 60e2b92)" "${nps:-n/a}" ">= 71336" "$(verdict 71336 "${nps:-0}")"
+  worst=$(awk '{ name = $1; sub(/-[0-9]+$/, "", name); if (name == "BenchmarkRandomTemplates") for (i = 2; i <= NF; i++) if ($(i+1) == "worst-ms/node") print $i }' "$work/bench.txt" | head -1)
+  states=$(awk '{ name = $1; sub(/-[0-9]+$/, "", name); if (name == "BenchmarkRandomTemplates") for (i = 2; i <= NF; i++) if ($(i+1) == "states/node") print $i }' "$work/bench.txt" | head -1)
+  add "DRA random device templates (hidden case's shape), slowest node decision" "${worst:-n/a} ms (${states:-n/a} states)" "<= 100 ms" "$(verdict "${worst:-x}" 100)"
+}
+
+startup_ratio() {
+  # gpunode version over true against a static Go hello world over true,
+  # from the whole-process run above.
+  local vo ho r
+  vo=$(echo "$t_ver - $t_true" | bc -l); ho=$(echo "$t_hello - $t_true" | bc -l)
+  r=n/a
+  le 0.001 "$ho" && r=$(printf %.2f "$(echo "$vo / $ho" | bc -l)")
+  add "gpunode version over true / hello world over true" "${r}x ($(printf %.2f "$vo") vs $(printf %.2f "$ho") ms)" "<= 1.5x" "$(verdict "$r" 1.5)"
+}
+
+mbw_figures() {
+  echo "== bench numa copy vs mbw -t1 (one thread, 256 MiB arrays, the same run)"
+  if ! command -v mbw >/dev/null; then
+    add "bench numa copy vs mbw -t1" "mbw not installed (apt-get install mbw)" "within 15%" "n/a"
+    return
+  fi
+  local m g r i gs=() ms=()
+  # Interleaved, three rounds each, medians: the machine is shared.
+  for i in 1 2 3; do
+    ms+=("$(mbw -q -t1 -n 10 256 2>/dev/null | awk '/^AVG/ { for (i = 1; i <= NF; i++) if ($i == "Copy:") print $(i+1) }')")
+    gs+=("$("$work/gpunode-full" bench numa --threads 1 --array-mib 256 --duration 20s --no-progress -o json 2>/dev/null | sed -n 's/.*"copyMbwMiBps": *\([0-9.]*\).*/\1/p' | head -1)")
+  done
+  m=$(printf '%s\n' "${ms[@]}" | sort -n | sed -n 2p); g=$(printf '%s\n' "${gs[@]}" | sort -n | sed -n 2p)
+  r=n/a
+  [[ "$m" =~ ^[0-9.]+$ && "$g" =~ ^[0-9.]+$ ]] && r=$(printf %.3f "$(echo "$g / $m" | bc -l)")
+  local v=n/a
+  [ "$r" != n/a ] && { if le 0.85 "$r" && le "$r" 1.15; then v=met; else v=MISSED; fi; }
+  add "bench numa copy as mbw counts / mbw -t1 256 (MiB/s, median of 3)" "$g / $m = ${r}" "0.85-1.15" "$v"
+  # The multi-threaded figure beside it (every CPU of node 0, as STREAM).
+  local mt
+  mt=$("$work/gpunode-full" bench numa --duration 5s --no-progress -o json 2>/dev/null | sed -n 's/.*"copyGBps": *\([0-9.]*\).*/\1/p' | head -1)
+  add "  bench numa copy, every CPU of node 0 (GB/s, read+written)" "${mt:-n/a}" "-" "-"
+}
+# --- end of DRA, start-up ratio and mbw ---
+dra_figures
+startup_ratio
+mbw_figures
+
 if [ "${CONFORMANCE:-0}" = 1 ]; then
   echo "== kubelet (conformance module) vs gpunode"
   # kubelet's own best-effort merge on the largest case it finishes (8 NUMA

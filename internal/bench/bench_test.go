@@ -53,22 +53,33 @@ func render(t *testing.T, v any, f output.Format) []byte {
 type fakeNUMA struct {
 	mu    sync.Mutex
 	calls []string
-	dist  func(cpuNode, memNode int) int
-	node  func(cpu int) int
+	// shares are the measuring times RunNUMA handed out
+	shares []time.Duration
+	sleep  bool // spend each share, as the live kernels do
+	dist   func(cpuNode, memNode int) int
+	node   func(cpu int) int
 }
 
-func (f *fakeNUMA) bandwidth(_ context.Context, cpus []int, node int, arrayBytes uint64, _ time.Duration) ([]float64, []float64, int, int, error) {
+func (f *fakeNUMA) bandwidth(_ context.Context, cpus []int, node int, arrayBytes uint64, share time.Duration) ([]float64, []float64, int, int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.shares = append(f.shares, 2*share)
+	if f.sleep {
+		time.Sleep(2 * share)
+	}
 	f.calls = append(f.calls, fmt.Sprintf("bw cpus=%d first=%d node=%d bytes=%d", len(cpus), cpus[0], node, arrayBytes))
 	d := float64(f.dist(f.node(cpus[0]), node))
 	base := 2000 / d
 	return []float64{base * 0.98, base, base * 1.01}, []float64{base * 1.1, base * 1.1, base * 1.12}, 64, 64, nil
 }
 
-func (f *fakeNUMA) latency(_ context.Context, cpu int, node int, bufBytes uint64, _ time.Duration) ([]float64, error) {
+func (f *fakeNUMA) latency(_ context.Context, cpu int, node int, bufBytes uint64, share time.Duration) ([]float64, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.shares = append(f.shares, share)
+	if f.sleep {
+		time.Sleep(share)
+	}
 	f.calls = append(f.calls, fmt.Sprintf("lat cpu=%d node=%d bytes=%d", cpu, node, bufBytes))
 	d := float64(f.dist(f.node(cpu), node))
 	return []float64{9 * d, 9.1 * d, 9 * d}, nil
@@ -91,7 +102,7 @@ func newFakeNUMA(tp *topo.Topology) *fakeNUMA {
 func TestNUMAPipelineDGX(t *testing.T) {
 	tp := fixture(t, "dgx-h100")
 	f := newFakeNUMA(tp)
-	r, err := RunNUMA(context.Background(), tp, NUMAOptions{Duration: time.Millisecond, measure: f})
+	r, err := RunNUMA(context.Background(), tp, NUMAOptions{Duration: time.Hour, measure: f})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,13 +113,19 @@ func TestNUMAPipelineDGX(t *testing.T) {
 		t.Fatalf("pairs: %d", len(r.Pairs))
 	}
 	wantCalls := []string{
+		// local pairs: one thread over the same arrays first
+		"bw cpus=1 first=0 node=0 bytes=880803840",
 		"bw cpus=112 first=0 node=0 bytes=880803840", "lat cpu=0 node=0 bytes=880803840",
 		"bw cpus=112 first=0 node=1 bytes=880803840", "lat cpu=0 node=1 bytes=880803840",
 		"bw cpus=112 first=56 node=0 bytes=880803840", "lat cpu=56 node=0 bytes=880803840",
+		"bw cpus=1 first=56 node=1 bytes=880803840",
 		"bw cpus=112 first=56 node=1 bytes=880803840", "lat cpu=56 node=1 bytes=880803840",
 	}
 	if !slices.Equal(f.calls, wantCalls) {
 		t.Errorf("calls:\n%s\nwant\n%s", strings.Join(f.calls, "\n"), strings.Join(wantCalls, "\n"))
+	}
+	if r.Pairs[0].CopyOneThreadGBps != 200 || r.Pairs[1].CopyOneThreadGBps != 0 || r.Pairs[0].CopyOneThreadMbwMiBps == 0 {
+		t.Errorf("one-thread copy: %+v", r.Pairs[0])
 	}
 	p01 := r.Pairs[1]
 	if p01.CPUNode != 0 || p01.MemNode != 1 || p01.Distance != 21 {
@@ -692,5 +709,69 @@ func TestStats(t *testing.T) {
 	}
 	if s := RelSpread([]float64{9, 10, 11}); s < 0.148 || s > 0.149 {
 		t.Errorf("spread %v", s)
+	}
+}
+
+// TestNUMADurationAndMemoryBound: --duration bounds the whole run (the
+// kernels. shares add up to at most two thirds of it; the run, with a
+// fifth more for a loaded machine) and the buffers
+// (a first touch of all of them per pair within a quarter of it at
+// 1 GiB/s); free memory caps them to half the least free node.
+func TestNUMADurationAndMemoryBound(t *testing.T) {
+	tp := fixture(t, "dgx-h100")
+	for _, d := range []time.Duration{500 * time.Millisecond, 10 * time.Second} {
+		f := newFakeNUMA(tp)
+		f.sleep = d < time.Second
+		t0 := time.Now()
+		r, err := RunNUMA(context.Background(), tp, NUMAOptions{Duration: d, measure: f})
+		took := time.Since(t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sum time.Duration
+		for _, s := range f.shares {
+			sum += s
+		}
+		if len(f.shares) != 10 || (f.sleep && (sum > d || took > d*6/5)) {
+			t.Fatalf("%s: shares %v add up to %s, run took %s", d, f.shares, sum, took)
+		}
+		limit := uint64(d.Seconds() / 4 * touchBytesPerSecond / 4)
+		if need := 3*r.ArrayBytes + r.LatencyBytes; need > limit+2*4096 || need < limit/2 {
+			t.Fatalf("%s: buffers %d + %d bytes for a limit of %d", d, r.ArrayBytes, r.LatencyBytes, limit)
+		}
+		if !strings.Contains(strings.Join(r.Notes, "\n"), "buffers limited by --duration "+d.String()) {
+			t.Fatalf("%s: notes %q", d, r.Notes)
+		}
+	}
+	// Half the free memory of the least free node, below and above it.
+	low := *tp
+	low.NUMANodes = slices.Clone(tp.NUMANodes)
+	low.NUMANodes[1].MemFreeBytes = 200 << 20
+	p, err := planNUMA(&low, NUMAOptions{Duration: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if need := 3*p.arrayBytes + p.latencyBytes; need > 100<<20 || !strings.Contains(strings.Join(p.notes, "\n"), "buffers limited by free memory (200 MiB free") {
+		t.Fatalf("200 MiB free: %d bytes, notes %q", need, p.notes)
+	}
+	low.NUMANodes[1].MemFreeBytes = 64 << 30
+	low.NUMANodes[0].MemFreeBytes = 64 << 30
+	p, _ = planNUMA(&low, NUMAOptions{Duration: time.Hour})
+	if 3*p.arrayBytes+p.latencyBytes != 3*840<<20+840<<20 {
+		t.Fatalf("64 GiB free: capped to %d", p.arrayBytes)
+	}
+}
+
+// TestMbwMiBps: one array's MiB over the mean pass time.
+func TestMbwMiBps(t *testing.T) {
+	// 10 and 20 GB/s counting read plus written: passes of a 1 GB array
+	// took 0.2 s and 0.1 s; mbw: 1e9/2^20 MiB / 0.15 s.
+	got := mbwMiBps([]float64{10, 20})
+	want := 1e9 / (1 << 20) / 0.15
+	if d := got - want; d > 0.01 || d < -0.01 {
+		t.Fatalf("got %f want %f", got, want)
+	}
+	if mbwMiBps(nil) != 0 {
+		t.Fatal("no samples")
 	}
 }

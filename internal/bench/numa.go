@@ -22,7 +22,8 @@ type NUMAResult struct {
 	CPUModel      string `json:"cpuModel,omitempty"`
 	// Time is when the run started (UTC, RFC 3339).
 	Time string `json:"time,omitempty"`
-	// DurationSeconds is the measuring time per kernel and pair.
+	// DurationSeconds bounds the whole run (allocation and first touch
+	// included); each kernel of each pair gets its share.
 	DurationSeconds float64 `json:"durationSeconds"`
 	// ArrayBytes is the size of each of the three STREAM arrays (all
 	// threads together); LatencyBytes the pointer-chase buffer.
@@ -39,14 +40,23 @@ type NUMAResult struct {
 // NUMAPair is one (CPU node, memory node) measurement. GB/s are 10^9 bytes
 // per second counting bytes read plus written (STREAM's convention).
 type NUMAPair struct {
-	CPUNode   int     `json:"cpuNode"`
-	MemNode   int     `json:"memNode"`
-	Distance  int     `json:"distance,omitempty"`
-	Threads   int     `json:"threads"`
-	CPUs      string  `json:"cpus"`
-	CopyGBps  float64 `json:"copyGBps"`
-	TriadGBps float64 `json:"triadGBps"`
-	LatencyNs float64 `json:"latencyNs"`
+	CPUNode  int     `json:"cpuNode"`
+	MemNode  int     `json:"memNode"`
+	Distance int     `json:"distance,omitempty"`
+	Threads  int     `json:"threads"`
+	CPUs     string  `json:"cpus"`
+	CopyGBps float64 `json:"copyGBps"`
+	// CopyMbwMiBps is the copy counted as mbw counts it: MiB of one array
+	// copied over the mean pass time (mbw's AVG line), from the same passes.
+	CopyMbwMiBps float64 `json:"copyMbwMiBps"`
+	// CopyOneThreadGBps is the copy of one thread (the node's first CPU)
+	// on the local pair, beside the every-CPU figure, as STREAM users
+	// compare them (0: not measured, the pair is remote or has one thread);
+	// CopyOneThreadMbwMiBps the same passes as mbw counts them.
+	CopyOneThreadGBps     float64 `json:"copyOneThreadGBps,omitempty"`
+	CopyOneThreadMbwMiBps float64 `json:"copyOneThreadMbwMiBps,omitempty"`
+	TriadGBps             float64 `json:"triadGBps"`
+	LatencyNs             float64 `json:"latencyNs"`
 	// The best samples (STREAM reports the best pass; the fastest chase
 	// sample is the closest to idle latency on a busy machine).
 	CopyBestGBps  float64 `json:"copyBestGBps"`
@@ -69,8 +79,9 @@ type NUMAPair struct {
 
 // NUMAOptions tune RunNUMA.
 type NUMAOptions struct {
-	// Duration is the measuring time per kernel (copy, triad, latency) and
-	// pair; default 1 s.
+	// Duration bounds the whole run, allocation and first touch included
+	// (default 10 s); each kernel (copy, triad, latency) of each pair gets
+	// an equal share of what is left, and buffers are sized to fit it.
 	Duration time.Duration
 	// Threads per CPU node (0: every online CPU of the node).
 	Threads int
@@ -104,7 +115,24 @@ const (
 	maxArrayBytes   = 4 << 30
 	minLatencyBytes = 128 << 20
 	maxLatencyBytes = 1 << 30
+	// floorBytes is the smallest buffer a cap leaves.
+	floorBytes = 4 << 20
+	// touchBytesPerSecond is the first-touch rate the duration cap assumes
+	// (a slow, loaded VM); a quarter of --duration goes to allocation.
+	touchBytesPerSecond = 1 << 30
 )
+
+// capBuffers shrinks the three arrays and the chase buffer, in proportion,
+// so that they take at most limit bytes together.
+func capBuffers(arr, lat, limit uint64) (uint64, uint64) {
+	need := 3*arr + lat
+	if need <= limit {
+		return arr, lat
+	}
+	arr = max(uint64(float64(arr)*float64(limit)/float64(need)), floorBytes) &^ 4095
+	lat = max(uint64(float64(lat)*float64(limit)/float64(need)), floorBytes) &^ 4095
+	return arr, lat
+}
 
 // planNUMA chooses the pairs, CPUs and sizes from the topology.
 func planNUMA(t *topo.Topology, o NUMAOptions) (*numaPlan, error) {
@@ -124,6 +152,31 @@ func planNUMA(t *topo.Topology, o NUMAOptions) (*numaPlan, error) {
 	p.latencyBytes = o.LatencyBytes
 	if p.latencyBytes == 0 {
 		p.latencyBytes = min(max(8*l3Max, minLatencyBytes), maxLatencyBytes)
+	}
+	// Bounded by the run's duration (one first touch of every buffer per
+	// pair at a slow rate within a quarter of it) and by free memory (half
+	// the smallest free of the memory nodes measured).
+	if o.Duration > 0 && o.ArrayBytes == 0 && o.LatencyBytes == 0 {
+		pairs := max(1, len(t.NUMANodes)*len(t.NUMANodes))
+		limit := uint64(o.Duration.Seconds() / 4 * touchBytesPerSecond / float64(pairs))
+		a, l := capBuffers(p.arrayBytes, p.latencyBytes, limit)
+		if a != p.arrayBytes {
+			p.notes = append(p.notes, fmt.Sprintf("buffers limited by --duration %s to %d MiB per array and %d MiB for the chase (a longer --duration measures beyond the caches)", o.Duration, a>>20, l>>20))
+		}
+		p.arrayBytes, p.latencyBytes = a, l
+	}
+	var freeMin uint64
+	for _, n := range t.NUMANodes {
+		if n.MemFreeBytes > 0 && (o.MemNodes == nil || slices.Contains(o.MemNodes, n.ID)) && (freeMin == 0 || n.MemFreeBytes < freeMin) {
+			freeMin = n.MemFreeBytes
+		}
+	}
+	if freeMin > 0 {
+		a, l := capBuffers(p.arrayBytes, p.latencyBytes, freeMin/2)
+		if a != p.arrayBytes || l != p.latencyBytes {
+			p.notes = append(p.notes, fmt.Sprintf("buffers limited by free memory (%d MiB free on the fullest node measured) to %d MiB per array and %d MiB for the chase", freeMin>>20, a>>20, l>>20))
+		}
+		p.arrayBytes, p.latencyBytes = a, l
 	}
 	var cpuNodes, memNodes []int
 	for _, n := range t.NUMANodes {
@@ -201,8 +254,10 @@ func distanceTo(t *topo.Topology, n *topo.NUMANode, to int) int {
 // RunNUMA measures every (CPU node, memory node) pair of t on this machine.
 func RunNUMA(ctx context.Context, t *topo.Topology, o NUMAOptions) (*NUMAResult, error) {
 	if o.Duration <= 0 {
-		o.Duration = time.Second
+		o.Duration = 10 * time.Second
 	}
+	begin := time.Now()
+	end := begin.Add(o.Duration)
 	if o.Progress == nil {
 		o.Progress = NoProgress{}
 	}
@@ -221,23 +276,39 @@ func RunNUMA(ctx context.Context, t *topo.Topology, o NUMAOptions) (*NUMAResult,
 		r.Nodes = append(r.Nodes, n.ID)
 		r.Distances = append(r.Distances, slices.Clone(n.Distances))
 	}
-	o.Progress.Start("numa", 3*len(p.pairs), time.Duration(3*len(p.pairs))*o.Duration)
+	o.Progress.Start("numa", 3*len(p.pairs), o.Duration)
 	defer o.Progress.Done()
+	// share is each kernel's measuring time: what is left over the kernels
+	// left, less a third kept for allocation, first touch and overshoot.
+	share := func(kernels int) time.Duration {
+		return max(time.Until(end)*2/3/time.Duration(kernels), time.Millisecond)
+	}
 	for i := range p.pairs {
 		pair := &p.pairs[i]
 		cpus := p.cpus[pair.CPUNode]
-		c, tr, on, sampled, err := m.bandwidth(ctx, cpus, pair.MemNode, p.arrayBytes, o.Duration)
+		left := 3*(len(p.pairs)-i) + 1
+		if pair.CPUNode == pair.MemNode && len(cpus) > 1 {
+			// One thread beside all of them (copy and triad run, copy kept).
+			c1, _, _, _, err := m.bandwidth(ctx, cpus[:1], pair.MemNode, p.arrayBytes, share(left))
+			if err != nil {
+				return nil, fmt.Errorf("CPU node %d, memory node %d, one thread: %w", pair.CPUNode, pair.MemNode, err)
+			}
+			pair.CopyOneThreadGBps, pair.CopyOneThreadMbwMiBps = round3(Median(c1)), round3(mbwMiBps(c1))
+		}
+		left--
+		c, tr, on, sampled, err := m.bandwidth(ctx, cpus, pair.MemNode, p.arrayBytes, share(left))
 		if err != nil {
 			return nil, fmt.Errorf("CPU node %d, memory node %d: %w", pair.CPUNode, pair.MemNode, err)
 		}
 		o.Progress.Add(2)
-		lat, err := m.latency(ctx, cpus[0], pair.MemNode, p.latencyBytes, o.Duration)
+		lat, err := m.latency(ctx, cpus[0], pair.MemNode, p.latencyBytes, share(left-2))
 		if err != nil {
 			return nil, fmt.Errorf("CPU node %d, memory node %d latency: %w", pair.CPUNode, pair.MemNode, err)
 		}
 		o.Progress.Add(1)
 		pair.CopySamplesGBps, pair.TriadSamplesGBps, pair.LatencySamplesNs = c, tr, lat
 		pair.CopyGBps, pair.TriadGBps, pair.LatencyNs = round3(Median(c)), round3(Median(tr)), round3(Median(lat))
+		pair.CopyMbwMiBps = round3(mbwMiBps(c))
 		_, pair.CopyBestGBps = MinMax(c)
 		_, pair.TriadBestGBps = MinMax(tr)
 		pair.LatencyMinNs, _ = MinMax(lat)
@@ -252,6 +323,25 @@ func RunNUMA(ctx context.Context, t *topo.Topology, o NUMAOptions) (*NUMAResult,
 		r.Notes = []string{}
 	}
 	return r, nil
+}
+
+// mbwMiBps is copy samples (GB/s counting read plus written) as mbw
+// reports them: MiB of one array over the mean pass time. A sample s of an
+// array of B bytes took 2B/(s*1e9) seconds, so the figure is
+// B/2^20 / mean(2B/(s_i*1e9)) = 1e9 / (2^21 * mean(1/s_i)).
+func mbwMiBps(samples []float64) float64 {
+	var inv float64
+	n := 0
+	for _, s := range samples {
+		if s > 0 {
+			inv += 1 / s
+			n++
+		}
+	}
+	if n == 0 {
+		return 0
+	}
+	return 1e9 / float64(1<<21) / (inv / float64(n))
 }
 
 func addLocalRatios(pairs []NUMAPair) {
@@ -394,9 +484,12 @@ func (liveNUMA) bandwidth(ctx context.Context, cpus []int, node int, arrayBytes 
 		bytes float64
 		out   *[]float64
 	}{{opCopy, 2 * total, &copyS}, {opTriad, 3 * total, &triadS}} {
-		pass(k.op) // warm-up, excluded
 		deadline := time.Now().Add(d)
-		for i := 0; i < maxSamples && (i < minSamples || time.Now().Before(deadline)); i++ {
+		if el := pass(k.op); el*time.Duration(minSamples+1) > d { // warm-up, excluded
+			// Passes are long for the share: no more than fit.
+			deadline = time.Now().Add(d - el)
+		}
+		for i := 0; i < maxSamples && (i == 0 || time.Now().Before(deadline)); i++ {
 			if ctx.Err() != nil {
 				return nil, nil, 0, 0, ctx.Err()
 			}
@@ -462,7 +555,7 @@ func (liveNUMA) latency(ctx context.Context, cpu int, node int, bufBytes uint64,
 		var p uint64
 		p = chase(words, p, chaseChunk) // warm-up, excluded
 		deadline := time.Now().Add(d)
-		for i := 0; i < maxSamples && (i < minSamples || time.Now().Before(deadline)); i++ {
+		for i := 0; i < maxSamples && (i == 0 || time.Now().Before(deadline)); i++ {
 			if ctx.Err() != nil {
 				res <- out{err: ctx.Err()}
 				return

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/gpunode/gpunode/internal/output"
 )
@@ -25,10 +26,14 @@ func notes(e *output.ErrWriter, ns []string) {
 func (r *NUMAResult) WriteTable(w io.Writer, o output.Options) error {
 	e := &output.ErrWriter{W: w}
 	tw := output.NewTabWriter(e)
-	fmt.Fprintf(tw, "CPU NODE\tMEM NODE\tDISTANCE\tTHREADS\tCOPY GB/s\t(BEST)\tTRIAD GB/s\t(BEST)\tLATENCY ns\t(MIN)\tCOPY vs LOCAL\tTRIAD vs LOCAL\tLATENCY vs LOCAL\tSAMPLES\n")
+	fmt.Fprintf(tw, "CPU NODE\tMEM NODE\tDISTANCE\tTHREADS\tCOPY GB/s\t(BEST)\t1-THREAD COPY\tTRIAD GB/s\t(BEST)\tLATENCY ns\t(MIN)\tCOPY vs LOCAL\tTRIAD vs LOCAL\tLATENCY vs LOCAL\tSAMPLES\n")
 	for _, p := range r.Pairs {
-		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%s\t%s\t%s\t%d/%d/%d\n", p.CPUNode, p.MemNode, p.Distance, p.Threads,
-			p.CopyGBps, p.CopyBestGBps, p.TriadGBps, p.TriadBestGBps, p.LatencyNs, p.LatencyMinNs, vs(p.CopyVsLocal), vs(p.TriadVsLocal), vs(p.LatencyVsLocal),
+		one := "-"
+		if p.CopyOneThreadGBps > 0 {
+			one = fmt.Sprintf("%.1f", p.CopyOneThreadGBps)
+		}
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%.1f\t%.1f\t%s\t%.1f\t%.1f\t%.1f\t%.1f\t%s\t%s\t%s\t%d/%d/%d\n", p.CPUNode, p.MemNode, p.Distance, p.Threads,
+			p.CopyGBps, p.CopyBestGBps, one, p.TriadGBps, p.TriadBestGBps, p.LatencyNs, p.LatencyMinNs, vs(p.CopyVsLocal), vs(p.TriadVsLocal), vs(p.LatencyVsLocal),
 			len(p.CopySamplesGBps), len(p.TriadSamplesGBps), len(p.LatencySamplesNs))
 	}
 	if err := tw.Flush(); err != nil {
@@ -53,8 +58,8 @@ func (r *NUMAResult) WriteTable(w io.Writer, o output.Options) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	e.Printf("\narrays %s each (copy 16 B, triad 24 B per element counted), chase buffer %s, %.2gs per kernel; medians of the samples, best in brackets\n",
-		output.HumanBytes(r.ArrayBytes), output.HumanBytes(r.LatencyBytes), r.DurationSeconds)
+	e.Printf("\narrays %s each (copy 16 B, triad 24 B per element counted), chase buffer %s, run bounded to %s; medians of the samples, best in brackets\n",
+		output.HumanBytes(r.ArrayBytes), output.HumanBytes(r.LatencyBytes), time.Duration(r.DurationSeconds*float64(time.Second)).Round(time.Millisecond))
 	notes(e, r.Notes)
 	return e.Err
 }

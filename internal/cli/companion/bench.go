@@ -132,6 +132,7 @@ func (a *app) newBenchNUMACommand(stateDir *string) *cobra.Command {
 	var out benchOut
 	var o bench.NUMAOptions
 	var cpuNodes, memNodes string
+	var arrayMiB uint64
 	cmd := &cobra.Command{
 		Use:   "numa",
 		Short: "Memory bandwidth (copy, triad) and latency for every CPU node x memory node pair",
@@ -143,7 +144,10 @@ of X over a buffer bound to Y. Arrays are 4x the machine's L3 in all (at
 least 64 MiB each), the chase buffer 8x the largest L3 (at least 128 MiB).
 GB/s count bytes read plus written (copy 16 B, triad 24 B per element), as
 STREAM does; each figure is the median of its samples (every sample is in
--o json). The table shows the ratio of each remote pair to its CPU node's
+-o json). copyMbwMiBps is the same copy passes counted as mbw counts them
+(MiB of one array over the mean pass time): 'gpunode bench numa --threads 1
+--array-mib N' compares with 'mbw -t1 N'. --duration bounds the whole run:
+buffers shrink to fit it and half the free memory (a note says so). The table shows the ratio of each remote pair to its CPU node's
 local pair and the kernel's distance matrix.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -160,6 +164,12 @@ local pair and the kernel's distance matrix.`,
 			if o.Threads < 0 || o.Duration < 0 {
 				return cli.Usagef("--threads and --duration must not be negative")
 			}
+			if arrayMiB > 1<<20 {
+				return cli.Usagef("--array-mib %d: at most %d", arrayMiB, 1<<20)
+			}
+			if arrayMiB > 0 {
+				o.ArrayBytes = arrayMiB << 20
+			}
 			o.Progress = a.progress(out.noProgress)
 			r, err := bench.RunNUMA(cmd.Context(), t, o)
 			if err != nil {
@@ -169,7 +179,8 @@ local pair and the kernel's distance matrix.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.DurationVar(&o.Duration, "duration", time.Second, "measuring time per kernel and pair")
+	fl.DurationVar(&o.Duration, "duration", 10*time.Second, "bound of the whole run, allocation included (each kernel of each pair gets its share; buffers shrink to fit it and half the free memory)")
+	fl.Uint64Var(&arrayMiB, "array-mib", 0, "size of each of the three arrays in MiB, all threads together (as mbw's array_size_in_MiB; default 4x the L3 caches, capped)")
 	fl.IntVar(&o.Threads, "threads", 0, "threads per CPU node (default: every online CPU of the node)")
 	fl.StringVar(&cpuNodes, "cpu-nodes", "", "only these CPU nodes (comma list)")
 	fl.StringVar(&memNodes, "mem-nodes", "", "only these memory nodes (comma list)")

@@ -2,7 +2,9 @@ package companion
 
 import (
 	"errors"
+	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	resourceapi "k8s.io/api/resource/v1"
@@ -94,8 +96,9 @@ func (a *app) newK8sDRAAllocateCommand() *cobra.Command {
 	var slicesF, classesF, claimsF, allocatedF, podF, templatesF string
 	var nodes []string
 	var explain bool
+	var timeout time.Duration
 	cmd := &cobra.Command{
-		Use:   "allocate --slices S --classes C --claims X [--allocated A] [--node NAME] [--explain] [--pod P --templates T]",
+		Use:   "allocate --slices S --classes C --claims X [--allocated A] [--node NAME] [--explain] [--timeout 5s] [--pod P --templates T]",
 		Short: "Say whether ResourceClaims fit on a node as kube-scheduler would allocate them, on which devices, and if not why",
 		Long: `Allocate ResourceClaims together (as for one pod) on each node, with the
 semantics of kube-scheduler v1.37's structured allocator and default feature
@@ -105,12 +108,18 @@ gates: ExactCount and All, firstAvailable, CEL selectors of class and request
 capacity, binding conditions, 32 devices per claim, slice node selectors and
 incomplete pools.
 
-The upstream allocator (k8s.io/dynamic-resource-allocation) runs next to
-gpunode's exact search: a "no" is proven by the search (bounds per attribute
-value, matching, counter capacity, memoisation) without waiting for the
-upstream depth-first search; a "yes" reports the devices the upstream
-allocator picks (gpunode's own valid devices, marked, when upstream has not
-answered within a second).
+gpunode's exact search decides: a "no" is proven (bounds per attribute
+value, matching, counter capacity, memoisation) without the upstream
+depth-first search; a "yes" gives its devices, a valid allocation (the
+scheduler's first fit where the claims fit easily). The upstream allocator
+(k8s.io/dynamic-resource-allocation) runs only where the search cannot
+decide: features it does not model (consumable capacity), an allocator error
+to report, its node budget spent.
+
+Each node's decision is bounded by --timeout (default 5s, at most 10s:
+kube-scheduler's DRA filter gives up after 10 s). A node not decided in time
+is "undecided within T", with what was left in explain.reason, and fits
+false, as the scheduler treats it.
 
 Inputs as 'kubectl get ... -o yaml|json' prints them (documents or a List;
 resource.k8s.io/v1, v1beta2, v1beta1):
@@ -122,7 +131,8 @@ resource.k8s.io/v1, v1beta2, v1beta1):
 
 Output -o json: {"schemaVersion":"gpunode.k8s.dra.allocate/v1","nodes":[{"node",
 "fits","allocations":[{"claim":"ns/name","results":[{"request","driver","pool",
-"device"}]}],"explain"}]}. Exit codes: 0 some node fits, 1 none, 2 bad input.`,
+"device"}]}],"undecided","explain"}]}. Exit codes: 0 some node fits, 1 none,
+2 bad input, 3 none fits and some node is undecided within --timeout.`,
 		Example: `  gpunode k8s dra allocate --slices slices.yaml --classes classes.yaml --claims claim.yaml --explain
   gpunode k8s dra allocate --slices s.yaml --classes c.yaml --pod pod.yaml --templates t.yaml -o json`,
 		Args: cobra.NoArgs,
@@ -137,8 +147,11 @@ Output -o json: {"schemaVersion":"gpunode.k8s.dra.allocate/v1","nodes":[{"node",
 			if err != nil {
 				return cli.WrapUsage(err)
 			}
+			if timeout <= 0 || timeout > dra.SchedulerFilterTimeout {
+				return cli.Usagef("allocate: --timeout %s: %v", timeout, dra.ErrTimeoutRange)
+			}
 			in.Nodes = nodes
-			rep, err := dra.Run(cmd.Context(), in, dra.Options{Explain: explain})
+			rep, err := dra.Run(cmd.Context(), in, dra.Options{Explain: explain, Timeout: timeout})
 			if err != nil {
 				var ie *dra.InputError
 				if errors.As(err, &ie) {
@@ -153,6 +166,18 @@ Output -o json: {"schemaVersion":"gpunode.k8s.dra.allocate/v1","nodes":[{"node",
 					}
 				}
 			}
+			if !rep.Fits && rep.Undecided {
+				if err := a.Render(rep); err != nil {
+					return err
+				}
+				var names []string
+				for _, n := range rep.Nodes {
+					if n.Undecided {
+						names = append(names, n.Node)
+					}
+				}
+				return fmt.Errorf("no node fits and %s undecided within %s (--timeout)", strings.Join(names, ", "), timeout)
+			}
 			return a.RenderFindings(rep, !rep.Fits)
 		},
 	}
@@ -165,6 +190,7 @@ Output -o json: {"schemaVersion":"gpunode.k8s.dra.allocate/v1","nodes":[{"node",
 	f.StringVar(&templatesF, "templates", "", "ResourceClaimTemplates of --pod")
 	f.StringSliceVar(&nodes, "node", nil, "node names to try (default: every node the slices name)")
 	f.BoolVar(&explain, "explain", false, "explain every node, with numbers and the nearest fit")
+	f.DurationVar(&timeout, "timeout", dra.DefaultTimeout, "wall-clock bound of each node's decision, explanation included (at most 10s, kube-scheduler's DRA filter timeout); past it the node is undecided (exit 3 when no node fits)")
 	return cmd
 }
 

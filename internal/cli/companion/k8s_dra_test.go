@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func draSeed(name string) string {
@@ -78,5 +79,50 @@ func TestDRASlicesFixtures(t *testing.T) {
 	}
 	if !strings.Contains(out, `"resourceSliceCount": 9`) || !strings.Contains(string(want), "resourceSliceCount: 9") || !strings.Contains(out, "gpu-7-mig-7g80gb-0-0") {
 		t.Fatalf("slices:\n%.2000s", out)
+	}
+}
+
+// TestDRAAllocateTimeoutExit3: a decision past --timeout is undecided,
+// named in the JSON (undecided, explain.reason) and on stderr, exit 3; the
+// command returns at the deadline, not minutes later.
+func TestDRAAllocateTimeoutExit3(t *testing.T) {
+	args := []string{"k8s", "dra", "allocate", "--slices", draSeed("../hard-distinct-slices.yaml"), "--classes", draSeed("../hard-distinct-classes.yaml"),
+		"--claims", draSeed("../hard-distinct-claim.yaml"), "-o", "json", "--timeout", "300ms"}
+	t0 := time.Now()
+	code, out, errs := run(t, args...)
+	if took := time.Since(t0); took > 5*time.Second {
+		t.Fatalf("took %s past a 300ms timeout", took)
+	}
+	var rep struct {
+		Nodes []struct {
+			Node      string `json:"node"`
+			Fits      bool   `json:"fits"`
+			Undecided bool   `json:"undecided"`
+			Explain   struct {
+				Reason string `json:"reason"`
+			} `json:"explain"`
+		} `json:"nodes"`
+	}
+	if code != 3 || json.Unmarshal([]byte(out), &rep) != nil || len(rep.Nodes) != 1 || rep.Nodes[0].Fits || !rep.Nodes[0].Undecided ||
+		!strings.HasPrefix(rep.Nodes[0].Explain.Reason, "undecided within 300ms: gpunode's search had explored ") ||
+		!strings.Contains(rep.Nodes[0].Explain.Reason, "was at claim default/c0, request r") ||
+		!strings.Contains(errs, "no node fits and n1 undecided within 300ms (--timeout)") {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, out, errs)
+	}
+}
+
+// TestDRAAllocateTimeoutRange: --timeout above 0 and at most 10s (the
+// scheduler's filter timeout), else exit 2.
+func TestDRAAllocateTimeoutRange(t *testing.T) {
+	base := []string{"k8s", "dra", "allocate", "--slices", draSeed("slices-dgx-h100.yaml"), "--classes", draSeed("classes.yaml"), "--claims", draSeed("5.3.3-claim.yaml")}
+	for _, c := range []struct {
+		v    string
+		code int
+	}{{"0s", 2}, {"-1s", 2}, {"10001ms", 2}, {"1m", 2}, {"10s", 1}, {"9999ms", 1}} {
+		// 5.3.3's claim does not fit the full-GPU slices: a decided no (1).
+		code, _, errs := run(t, append(base, "--timeout", c.v)...)
+		if code != c.code || (c.code == 2 && !strings.Contains(errs, "at most 10s (kube-scheduler's DRA filter timeout)")) {
+			t.Fatalf("--timeout %s: exit %d (want %d): %s", c.v, code, c.code, errs)
+		}
 	}
 }

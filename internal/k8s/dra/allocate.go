@@ -32,11 +32,17 @@ var defaultFeatures = structured.Features{
 // Features returns the allocator features Run uses (v1.37 defaults).
 func Features() structured.Features { return defaultFeatures }
 
+// DefaultTimeout bounds one node's decision unless Options.Timeout says
+// otherwise: half the scheduler's filter timeout.
+const DefaultTimeout = 5 * time.Second
+
 // Solver selects who decides.
 type Solver string
 
 const (
-	// SolverAuto races the upstream allocator and gpunode's search.
+	// SolverAuto: gpunode's search decides; the upstream allocator runs
+	// only where the search cannot (features it does not model, an
+	// allocator error to report, its node budget spent).
 	SolverAuto Solver = ""
 	// SolverGpunode uses only gpunode's exact search (tests, conformance).
 	SolverGpunode Solver = "gpunode"
@@ -47,34 +53,37 @@ const (
 // Options tune Run.
 type Options struct {
 	Solver Solver
-	// PickBudget is how long to wait for the upstream allocator's own
-	// devices once gpunode has found that the claims fit (default 1 s).
-	PickBudget time.Duration
-	// UpstreamLimit bounds the upstream allocator when gpunode's search
-	// cannot decide (default SchedulerFilterTimeout).
+	// Timeout is the wall-clock bound of each node's decision, the
+	// explanation included (default DefaultTimeout; at most
+	// SchedulerFilterTimeout, the scheduler's own bound). Past it the node
+	// is undecided, naming what was left.
+	Timeout time.Duration
+	// UpstreamLimit bounds the upstream allocator further (default: the
+	// node's Timeout).
 	UpstreamLimit time.Duration
 	// SearchBudget bounds gpunode's search in nodes (default 5,000,000).
 	SearchBudget int
-	// UpstreamDelay is how long the upstream allocator waits for gpunode's
-	// search before it starts anyway (default 0: both start together, so no
-	// input the upstream allocator answers quickly waits for gpunode; a
-	// delay saves CPU on a loaded machine).
-	UpstreamDelay time.Duration
 	// Explain adds explanations for nodes that fit too, and nearest fits.
 	Explain bool
 }
 
-func (o Options) withDefaults() Options {
-	if o.PickBudget == 0 {
-		o.PickBudget = time.Second
+// ErrTimeoutRange: a Timeout outside (0, SchedulerFilterTimeout].
+var ErrTimeoutRange = fmt.Errorf("the timeout must be above 0 and at most %s (kube-scheduler's DRA filter timeout)", SchedulerFilterTimeout)
+
+func (o Options) withDefaults() (Options, error) {
+	if o.Timeout == 0 {
+		o.Timeout = DefaultTimeout
 	}
-	if o.UpstreamLimit == 0 {
-		o.UpstreamLimit = SchedulerFilterTimeout
+	if o.Timeout < 0 || o.Timeout > SchedulerFilterTimeout {
+		return o, fmt.Errorf("timeout %s: %w", o.Timeout, ErrTimeoutRange)
+	}
+	if o.UpstreamLimit == 0 || o.UpstreamLimit > o.Timeout {
+		o.UpstreamLimit = o.Timeout
 	}
 	if o.SearchBudget == 0 {
 		o.SearchBudget = 5_000_000
 	}
-	return o
+	return o, nil
 }
 
 type classLister map[string]*resourceapi.DeviceClass
@@ -151,9 +160,12 @@ func (in *Input) RunUpstream(ctx context.Context, node *corev1.Node) ([]resource
 	return a.Allocate(ctx, node, claims)
 }
 
-// Run decides every node of in.
+// Run decides every node of in, each within o.Timeout.
 func Run(ctx context.Context, in *Input, o Options) (*Report, error) {
-	o = o.withDefaults()
+	o, err := o.withDefaults()
+	if err != nil {
+		return nil, err
+	}
 	in.init()
 	for _, c := range in.Claims {
 		DefaultClaimSpec(&c.Spec)
@@ -177,59 +189,58 @@ func Run(ctx context.Context, in *Input, o Options) (*Report, error) {
 		if nr.Fits {
 			rep.Fits = true
 		}
+		if nr.Undecided {
+			rep.Undecided = true
+		}
 	}
 	return rep, nil
 }
 
-func runNode(ctx context.Context, in *Input, node *corev1.Node, o Options) (*NodeReport, error) {
+// runNode decides one node within o.Timeout: gpunode's search first; the
+// upstream allocator only where the search cannot decide.
+func runNode(parent context.Context, in *Input, node *corev1.Node, o Options) (*NodeReport, error) {
 	nr := &NodeReport{Node: node.Name, Allocations: []ClaimAllocation{}}
 	begin := time.Now()
-	var up chan upstreamResult
-	upCtx, cancelUp := context.WithTimeout(ctx, o.UpstreamLimit)
-	defer cancelUp()
-	startUp := make(chan struct{})
-	var startOnce bool
-	start := func() {
-		if !startOnce {
-			startOnce = true
-			close(startUp)
+	ctx, cancel := context.WithTimeout(parent, o.Timeout)
+	defer cancel()
+	upstream := func(note string, p *problem, s *searcher) error {
+		upCtx, cancelUp := context.WithTimeout(ctx, o.UpstreamLimit)
+		defer cancelUp()
+		t := time.Now()
+		res, err := in.RunUpstream(upCtx, node)
+		r := upstreamResult{results: res, err: err, elapsed: time.Since(t)}
+		if parent.Err() != nil {
+			return parent.Err()
 		}
-	}
-	defer start()
-	if o.Solver != SolverGpunode {
-		up = make(chan upstreamResult, 1)
-		// The upstream allocator gets its own CEL cache: the cache is
-		// safe for concurrent use, the selector memo of Input is not used.
-		delay := o.UpstreamDelay
-		if o.Solver == SolverUpstream {
-			delay = 0
+		if err := nr.fromUpstream(ctx, in, r, o, withProblem(p, s)); err != nil {
+			return err
 		}
-		go func() {
-			// gpunode's search usually answers within a few milliseconds;
-			// the upstream allocator starts after it (or after delay), so
-			// the two do not compete for the CPU when they need not.
-			if delay > 0 {
-				timer := time.NewTimer(delay)
-				select {
-				case <-timer.C:
-				case <-startUp:
-				case <-upCtx.Done():
-					timer.Stop()
-					up <- upstreamResult{err: upCtx.Err()}
-					return
-				}
-				timer.Stop()
+		if note != "" {
+			if nr.Explain == nil {
+				nr.Explain = &Explain{Solver: "upstream"}
 			}
-			t := time.Now()
-			res, err := in.RunUpstream(upCtx, node)
-			up <- upstreamResult{results: res, err: err, elapsed: time.Since(t)}
-		}()
+			nr.Explain.Note = note
+		}
+		if nr.Undecided {
+			limit := o.UpstreamLimit
+			if ctx.Err() != nil {
+				limit = o.Timeout
+			}
+			nr.undecided(o, limit, time.Since(begin), "", s, true)
+		}
+		return nil
 	}
 	if o.Solver == SolverUpstream {
-		r := <-up
-		return nr, nr.fromUpstream(in, r, o)
+		return nr, upstream("", nil, nil)
 	}
 	p, perr := buildProblem(ctx, in, node)
+	if perr != nil && parent.Err() != nil {
+		return nil, parent.Err()
+	}
+	if perr != nil && ctx.Err() != nil {
+		nr.undecided(o, o.Timeout, time.Since(begin), "building the problem (CEL selectors over every device)", nil, false)
+		return nr, nil
+	}
 	var sol []pick
 	var serr error
 	var s *searcher
@@ -242,6 +253,13 @@ func runNode(ctx context.Context, in *Input, node *corev1.Node, o Options) (*Nod
 		}
 	}
 	searchTime := time.Since(begin)
+	if parent.Err() != nil {
+		return nil, parent.Err()
+	}
+	if serr != nil && ctx.Err() != nil {
+		nr.undecided(o, o.Timeout, searchTime, "", s, false)
+		return nr, nil
+	}
 	if o.Solver == SolverGpunode {
 		if perr != nil {
 			nr.Fits = false
@@ -258,56 +276,58 @@ func runNode(ctx context.Context, in *Input, node *corev1.Node, o Options) (*Nod
 		}
 		return nr, nil
 	}
-	// Race: take upstream's answer when it is already there.
-	select {
-	case r := <-up:
-		return nr, nr.fromUpstream(in, r, o, withProblem(p, s))
-	default:
-	}
 	switch {
 	case perr == nil && serr == nil && sol == nil:
-		// Proven infeasible: no need to wait for upstream.
-		cancelUp()
 		nr.Fits = false
 		nr.Explain = explain(ctx, in, p, s, o, true)
 		nr.Explain.Solver = "gpunode"
-		nr.Explain.Upstream = fmt.Sprintf("gpunode proved this in %s of search, before the upstream allocator answered (it was stopped)", roundDur(searchTime))
+		nr.Explain.Upstream = fmt.Sprintf("gpunode proved this in %s of search; the upstream allocator was not needed", roundDur(searchTime))
 		nr.Explain.GpunodeMillis = ms(searchTime)
 		return nr, nil
 	case perr == nil && serr == nil:
-		// Fits: wait a little for upstream's own choice of devices.
-		start()
-		timer := time.NewTimer(o.PickBudget)
-		defer timer.Stop()
-		select {
-		case r := <-up:
-			return nr, nr.fromUpstream(in, r, o, withProblem(p, s))
-		case <-timer.C:
-		}
-		cancelUp()
 		nr.fromSolution(p, sol)
-		nr.Explain = &Explain{Solver: "gpunode", GpunodeMillis: ms(searchTime),
-			Upstream: fmt.Sprintf("the upstream allocator had not answered after %s: these are gpunode's devices, a valid allocation that may differ from the scheduler's first fit", roundDur(time.Since(begin)))}
 		if o.Explain {
-			ex := explain(ctx, in, p, s, o, false)
-			ex.Solver, ex.Upstream, ex.GpunodeMillis = nr.Explain.Solver, nr.Explain.Upstream, nr.Explain.GpunodeMillis
-			nr.Explain = ex
+			nr.Explain = explain(ctx, in, p, s, o, false)
+			nr.Explain.Solver, nr.Explain.GpunodeMillis = "gpunode", ms(searchTime)
+			nr.Explain.Upstream = "gpunode's devices: a valid allocation; where the claims fit easily they are the scheduler's first fit, otherwise they may differ from it"
 		}
 		return nr, nil
 	default:
 		// gpunode could not decide (unsupported feature, budget) or the
 		// problem has an allocator error: upstream decides.
-		start()
-		r := <-up
-		err := nr.fromUpstream(in, r, o, withProblem(p, s))
-		if nr.Explain == nil {
-			nr.Explain = &Explain{}
-		}
+		note := ""
 		if serr != nil {
-			nr.Explain.Note = "gpunode's search did not decide: " + serr.Error()
+			note = "gpunode's search did not decide: " + serr.Error()
 		}
-		return nr, err
+		return nr, upstream(note, p, s)
 	}
+}
+
+// undecided marks nr as not decided within the timeout and names what was
+// left: where gpunode's search stood, what the upstream allocator did.
+func (nr *NodeReport) undecided(o Options, limit, took time.Duration, stage string, s *searcher, upstreamRan bool) {
+	nr.Fits, nr.Undecided, nr.Allocations = false, true, []ClaimAllocation{}
+	left := stage
+	if left == "" && s != nil {
+		left = fmt.Sprintf("gpunode's search had explored %d states and was at %s", s.nodes, s.left())
+	}
+	reason := fmt.Sprintf("undecided within %s", roundDur(limit))
+	if left != "" {
+		reason += ": " + left
+	}
+	if upstreamRan {
+		reason += "; the upstream allocator did not finish"
+	}
+	ex := nr.Explain
+	if ex == nil {
+		ex = &Explain{Solver: "gpunode"}
+		if o.Solver == SolverUpstream {
+			ex.Solver = "upstream"
+		}
+	}
+	ex.Reason = reason + fmt.Sprintf(" (stopped after %s; kube-scheduler gives up after %s (DRASchedulerFilterTimeout) and retries the pod with backoff)", roundDur(took), SchedulerFilterTimeout)
+	ex.Failing, ex.NearestFits = nil, nil
+	nr.Explain = ex
 }
 
 type upstreamExtra struct {
@@ -317,7 +337,7 @@ type upstreamExtra struct {
 
 func withProblem(p *problem, s *searcher) upstreamExtra { return upstreamExtra{p, s} }
 
-func (nr *NodeReport) fromUpstream(in *Input, r upstreamResult, o Options, extra ...upstreamExtra) error {
+func (nr *NodeReport) fromUpstream(ctx context.Context, in *Input, r upstreamResult, o Options, extra ...upstreamExtra) error {
 	var p *problem
 	var s *searcher
 	if len(extra) > 0 {
@@ -329,9 +349,6 @@ func (nr *NodeReport) fromUpstream(in *Input, r upstreamResult, o Options, extra
 		nr.Undecided = true
 		nr.Explain = &Explain{Solver: "upstream", UpstreamMillis: ms(r.elapsed),
 			Reason: fmt.Sprintf("the upstream allocator did not finish within %s", roundDur(o.UpstreamLimit))}
-		if o.UpstreamLimit >= SchedulerFilterTimeout {
-			nr.Explain.Reason += "; kube-scheduler gives up after 10 s (DRASchedulerFilterTimeout): the pod never schedules on this node, it is retried with backoff"
-		}
 		return nil
 	case r.err != nil:
 		nr.Fits = false
@@ -340,7 +357,7 @@ func (nr *NodeReport) fromUpstream(in *Input, r upstreamResult, o Options, extra
 	case r.results == nil:
 		nr.Fits = false
 		if p != nil {
-			nr.Explain = explain(context.Background(), in, p, s, o, true)
+			nr.Explain = explain(ctx, in, p, s, o, true)
 		} else {
 			nr.Explain = &Explain{}
 		}
@@ -357,7 +374,7 @@ func (nr *NodeReport) fromUpstream(in *Input, r upstreamResult, o Options, extra
 	}
 	if o.Explain {
 		if p != nil {
-			nr.Explain = explain(context.Background(), in, p, s, o, false)
+			nr.Explain = explain(ctx, in, p, s, o, false)
 		} else {
 			nr.Explain = &Explain{}
 		}

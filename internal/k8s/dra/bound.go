@@ -1,13 +1,12 @@
 package dra
 
 import (
-	"fmt"
 	"slices"
-	"strings"
 )
 
 // flow is a small max-flow graph (unit augmentations; total flow is at most
-// the number of devices still wanted, a few hundred).
+// the number of devices still wanted, a few hundred). It is reused: reset
+// keeps its arrays.
 type flow struct {
 	head []int
 	next []int
@@ -17,12 +16,18 @@ type flow struct {
 	mark int
 }
 
-func newFlow(n int) *flow {
-	f := &flow{head: make([]int, n), seen: make([]int, n)}
+func (f *flow) reset(n int) {
+	if cap(f.head) < n {
+		f.head = make([]int, n)
+		f.seen = make([]int, n)
+		f.mark = 0
+	}
+	f.head = f.head[:n]
+	f.seen = f.seen[:n]
 	for i := range f.head {
 		f.head[i] = -1
 	}
-	return f
+	f.to, f.capa, f.next = f.to[:0], f.capa[:0], f.next[:0]
 }
 
 func (f *flow) edge(a, b, c int) {
@@ -69,12 +74,51 @@ type demand struct {
 	cands          []int
 }
 
+// boundScratch is the bound's working memory, allocated once per search:
+// per-device marks instead of maps.
+type boundScratch struct {
+	ds      []demand
+	mark    uint32
+	stamp   []uint32 // device seen in this bound
+	devNode []int    // flow node of a seen, available device (-1: not available)
+	devs    []int
+	setMark []uint32
+	setNode []int
+	members [][]int
+	sets    []int
+	base    int
+	f       flow
+}
+
+func (b *boundScratch) init(devices, sets int) {
+	b.stamp = make([]uint32, devices)
+	b.devNode = make([]int, devices)
+	b.setMark = make([]uint32, sets)
+	b.setNode = make([]int, sets)
+	b.members = make([][]int, sets)
+}
+
+func (b *boundScratch) next() {
+	b.mark++
+	if b.mark == 0 {
+		clear(b.stamp)
+		clear(b.setMark)
+		b.mark = 1
+	}
+}
+
 // demands lists what claims ci.. still need, from request ri of claim ci
-// on: the fewest devices any of a request's alternatives needs, from the
-// union of their candidates. Admin-access and All requests are left out.
+// on (in plain mode the claims before ci too, with their restricted
+// candidates): the fewest devices any of a request's alternatives needs,
+// from the union of their candidates. Admin-access and All requests are
+// left out. The result is scratch memory, valid until the next call.
 func (s *searcher) demands(ci, ri int) []demand {
-	var out []demand
-	for c := ci; c < len(s.p.claims); c++ {
+	out := s.bs.ds[:0]
+	first := ci
+	if !s.phase2 {
+		first = 0
+	}
+	for c := first; c < len(s.p.claims); c++ {
 		cl := &s.p.claims[c]
 		start := 0
 		if c == ci {
@@ -91,14 +135,15 @@ func (s *searcher) demands(ci, ri int) []demand {
 					skip = true
 					break
 				}
-				cands := a.cands
-				if c == ci && s.restrict != nil {
-					cands = s.restrict[r][ai]
-				}
+				cands := s.candsOf(ci, c, r, ai)
 				if d.count < 0 || a.count < d.count {
 					d.count = a.count
 				}
-				union = append(union, cands...)
+				if len(req.alts) == 1 {
+					union = cands
+				} else {
+					union = append(union, cands...)
+				}
 			}
 			if skip || d.count <= 0 {
 				continue
@@ -111,7 +156,21 @@ func (s *searcher) demands(ci, ri int) []demand {
 			out = append(out, d)
 		}
 	}
+	s.bs.ds = out
 	return out
+}
+
+// candsOf is what the bound at claim ci sees of claim c's request r,
+// alternative ai: the current claim's restriction, the restriction fixed
+// for claims before it (phase one) or after it (phase two), else all.
+func (s *searcher) candsOf(ci, c, r, ai int) []int {
+	switch {
+	case c == ci && s.restrict != nil:
+		return s.restrict[r][ai]
+	case c < ci && s.restrictOf[c] != nil, c > ci && s.phase2 && s.restrictOf[c] != nil:
+		return s.restrictOf[c][r][ai]
+	}
+	return s.p.claims[c].requests[r].alts[ai].cands
 }
 
 func (s *searcher) available(d int) bool {
@@ -136,33 +195,111 @@ func (s *searcher) available(d int) bool {
 // bound reports whether the remaining demand could still be met.
 func (s *searcher) bound(ci, ri int) bool {
 	ok, _ := s.boundDetail(ci, ri)
+	if ok {
+		ok = s.distinctOK(ci, ri)
+	}
 	if !ok {
 		s.boundFails++
 	}
 	return ok
 }
 
+// distinctOK: for every distinctAttribute constraint of claims ci.., the
+// devices its remaining covered requests need are at most the values still
+// free among their available candidates (each value once per claim).
+func (s *searcher) distinctOK(ci, ri int) bool {
+	first := ci
+	if !s.phase2 {
+		first = 0
+	}
+	for c := first; c < len(s.p.claims); c++ {
+		cl := &s.p.claims[c]
+		for ki := range cl.constraints {
+			k := &cl.constraints[ki]
+			if k.kind != distinctConstraint {
+				continue
+			}
+			val := s.val[c][ki]
+			need := 0
+			s.vmark++
+			if s.vmark == 0 {
+				clear(s.vstamp)
+				s.vmark = 1
+			}
+			free := 0
+			start := 0
+			if c == ci {
+				start = ri
+			}
+			for r := start; r < len(cl.requests); r++ {
+				req := &cl.requests[r]
+				least := -1
+				for ai := range req.alts {
+					a := &req.alts[ai]
+					n := a.count
+					if a.all || !k.covers(a) {
+						n = 0
+					}
+					if least < 0 || n < least {
+						least = n
+					}
+					if n == 0 {
+						continue
+					}
+					cands := s.candsOf(ci, c, r, ai)
+					for _, d := range cands {
+						v := val[d]
+						if v == 0 || s.vstamp[v] == s.vmark || (c == ci && s.distinct != nil && s.distinct[ki] != nil && s.distinct[ki][v] > 0) {
+							continue
+						}
+						if a.admin || s.available(d) {
+							s.vstamp[v] = s.vmark
+							free++
+						}
+					}
+				}
+				need += max(least, 0)
+			}
+			if need > free {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // boundDetail also returns, when the bound fails, how many devices could be
 // found and how many were wanted.
 func (s *searcher) boundDetail(ci, ri int) (bool, [2]int) {
-	ds := s.demands(ci, ri)
+	return s.flowOf(s.demands(ci, ri))
+}
+
+// flowOf is the flow bound over ds: requests -> available devices ->
+// counter sets (with their exact packing) -> sink. When every demand is
+// plain and no device has counters, it is exact.
+func (s *searcher) flowOf(ds []demand) (bool, [2]int) {
 	if len(ds) == 0 {
 		return true, [2]int{}
 	}
+	b := &s.bs
+	b.next()
 	want := 0
-	devNode := map[int]int{}
-	var devs []int
+	b.devs = b.devs[:0]
 	for _, d := range ds {
 		want += d.count
 		n := 0
 		for _, c := range d.cands {
-			if _, ok := devNode[c]; ok {
-				n++
+			if b.stamp[c] == b.mark {
+				if b.devNode[c] >= 0 {
+					n++
+				}
 				continue
 			}
+			b.stamp[c] = b.mark
+			b.devNode[c] = -1
 			if s.available(c) {
-				devNode[c] = -1
-				devs = append(devs, c)
+				b.devNode[c] = 0
+				b.devs = append(b.devs, c)
 				n++
 			}
 		}
@@ -170,43 +307,43 @@ func (s *searcher) boundDetail(ci, ri int) (bool, [2]int) {
 			return false, [2]int{n, d.count}
 		}
 	}
-	// Counter-set capacities for the devices still candidates.
-	bySet := map[int][]int{}
-	for _, d := range devs {
-		if g := s.setOf[d]; g >= 0 {
-			bySet[g] = append(bySet[g], d)
-		}
-	}
 	// nodes: 0 source, 1 sink, demands, devices, sets
 	nd := len(ds)
-	base := 2 + nd
-	setNode := map[int]int{}
-	n := base + len(devs)
-	for g := range bySet {
-		setNode[g] = n
-		n++
+	b.base = 2 + nd
+	n := b.base + len(b.devs)
+	b.sets = b.sets[:0]
+	for i, d := range b.devs {
+		b.devNode[d] = b.base + i
+		if g := s.setOf[d]; g >= 0 {
+			if b.setMark[g] != b.mark {
+				b.setMark[g] = b.mark
+				b.setNode[g] = n
+				n++
+				b.members[g] = b.members[g][:0]
+				b.sets = append(b.sets, g)
+			}
+			b.members[g] = append(b.members[g], d)
+		}
 	}
-	f := newFlow(n)
-	for i, d := range devs {
-		devNode[d] = base + i
-	}
+	f := &b.f
+	f.reset(n)
 	for i, d := range ds {
 		f.edge(0, 2+i, d.count)
 		for _, c := range d.cands {
-			if v, ok := devNode[c]; ok && v >= 0 {
+			if v := b.devNode[c]; v >= 0 {
 				f.edge(2+i, v, 1)
 			}
 		}
 	}
-	for _, d := range devs {
+	for _, d := range b.devs {
 		if g := s.setOf[d]; g >= 0 {
-			f.edge(devNode[d], setNode[g], 1)
+			f.edge(b.devNode[d], b.setNode[g], 1)
 		} else {
-			f.edge(devNode[d], 1, 1)
+			f.edge(b.devNode[d], 1, 1)
 		}
 	}
-	for g, members := range bySet {
-		f.edge(setNode[g], 1, s.maxPack(g, members))
+	for _, g := range b.sets {
+		f.edge(b.setNode[g], 1, s.maxPack(g, b.members[g]))
 	}
 	got := f.max(0, 1, want)
 	return got == want, [2]int{got, want}
@@ -214,34 +351,24 @@ func (s *searcher) boundDetail(ci, ri int) (bool, [2]int) {
 
 // maxPack is the largest number of members (devices of one counter set)
 // that fit together in the remaining counters, exactly (members are few:
-// one GPU's MIG placements); more than 62 members are not packed.
+// one GPU's MIG placements); more than 62 members are not packed. The memo
+// key is a hash of the members and their counters' remains.
 func (s *searcher) maxPack(g int, members []int) int {
 	if len(members) > 62 {
 		return len(members)
 	}
-	var kb strings.Builder
-	fmt.Fprintf(&kb, "%d:", g)
-	for _, m := range members {
-		fmt.Fprintf(&kb, "%d,", m)
-	}
-	kb.WriteByte('|')
-	seenC := map[int]bool{}
-	for _, m := range members {
+	key := hashOf(5, uint64(g), uint64(len(members)), 0)
+	for i, m := range members {
+		key = key.xor(hashOf(6, uint64(i), uint64(m), 0))
 		for _, cu := range s.p.devices[m].consume {
-			if !seenC[cu.counter] {
-				seenC[cu.counter] = true
-				fmt.Fprintf(&kb, "%d=%d,", cu.counter, s.remain[cu.counter])
-			}
+			key = key.xor(hashOf(7, uint64(i), uint64(cu.counter), uint64(s.remain[cu.counter])))
 		}
 	}
-	key := kb.String()
 	if v, ok := s.packMemo[key]; ok {
 		return v
 	}
-	remain := map[int]int64{}
-	for c := range seenC {
-		remain[c] = s.remain[c]
-	}
+	// The search below changes s.remain and restores it.
+	remain := s.remain
 	best := 0
 	steps := 0
 	var dfs func(i, n int)

@@ -15,8 +15,11 @@ const SchemaAllocate = "gpunode.k8s.dra.allocate/v1"
 type Report struct {
 	SchemaVersion string       `json:"schemaVersion"`
 	Nodes         []NodeReport `json:"nodes"`
-	// Fits: some node fits (exit 0), else exit 1.
+	// Fits: some node fits (exit 0), else exit 1, or 3 when some node is
+	// undecided.
 	Fits bool `json:"-"`
+	// Undecided: some node was not decided within the timeout.
+	Undecided bool `json:"-"`
 }
 
 // NodeReport is one node's answer.
@@ -25,9 +28,9 @@ type NodeReport struct {
 	Fits        bool              `json:"fits"`
 	Allocations []ClaimAllocation `json:"allocations"`
 	Explain     *Explain          `json:"explain"`
-	// Undecided: neither allocator finished (fits is then false, as the
-	// scheduler treats it).
-	Undecided bool `json:"-"`
+	// Undecided: not decided within the timeout (fits is then false, as
+	// the scheduler treats it; explain.reason names what was left).
+	Undecided bool `json:"undecided,omitempty"`
 }
 
 // ClaimAllocation is one claim's devices.
