@@ -38,7 +38,8 @@ gpunode takes the tightest answer: the innermost level at which one domain
 holds the whole gang (up to the required level), the best-fit domain there
 (least capacity left), filling its nodes fullest-first. Fit is decided exactly.
 
-Exit codes: 0 fits, 1 does not fit, 2 bad input.`,
+Exit codes: 0 fits, 1 does not fit, 2 bad input, 3 undecided (the exact
+search stopped at its bound: verdict "undecided" in the output).`,
 		Example: `  gpunode k8s place --nodes nodes.json --pods pods.json --topology kai-topology.yaml --workload job.yaml
   gpunode k8s place --nodes nodes.yaml --levels topology.kubernetes.io/zone,topology.kubernetes.io/rack --workload podgroup-job.yaml -o json`,
 		Args: cobra.NoArgs,
@@ -56,6 +57,12 @@ Exit codes: 0 fits, 1 does not fit, 2 bad input.`,
 			rep, err := place.Run(cmd.Context(), in)
 			if err != nil {
 				return cli.WrapUsage(err)
+			}
+			if rep.Undecided() {
+				if err := a.Render(rep); err != nil {
+					return err
+				}
+				return fmt.Errorf("place: undecided: the exact search stopped at its bound before it found a domain that holds the gang or proved none does")
 			}
 			return a.RenderFindings(rep, !rep.Fits)
 		},
