@@ -144,8 +144,20 @@ func checkDaemonSet(t *testing.T, ds *appsv1.DaemonSet) {
 	if !strings.HasSuffix(agent.DefaultListen, ":"+itoa(int(c.Ports[0].ContainerPort))) || c.Ports[0].ContainerPort == 9400 || c.Ports[0].ContainerPort == 9100 {
 		t.Errorf("port %d, agent default %s", c.Ports[0].ContainerPort, agent.DefaultListen)
 	}
-	if c.Args[0] != "--root=/host" || c.Args[1] != "agent" {
-		t.Errorf("args %v: want --root=/host agent ...", c.Args)
+	if len(c.Args) < 3 || c.Args[0] != "--root=/host" || c.Args[1] != "--live-root" || c.Args[2] != "agent" {
+		t.Errorf("args %v: want --root=/host --live-root agent ...", c.Args)
+	}
+	// The NVIDIA container toolkit injects libnvidia-ml.so.1 and nvidia-smi
+	// only into containers of its runtime class that ask for them.
+	if pod.RuntimeClassName == nil || *pod.RuntimeClassName != "nvidia" {
+		t.Errorf("runtimeClassName %v: want nvidia", pod.RuntimeClassName)
+	}
+	env := map[string]string{}
+	for _, e := range c.Env {
+		env[e.Name] = e.Value
+	}
+	if env["NVIDIA_VISIBLE_DEVICES"] != "all" || env["NVIDIA_DRIVER_CAPABILITIES"] != "utility" {
+		t.Errorf("env %v: want NVIDIA_VISIBLE_DEVICES=all and NVIDIA_DRIVER_CAPABILITIES=utility", env)
 	}
 	sc := c.SecurityContext
 	if sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem || sc.Privileged == nil || *sc.Privileged ||
@@ -169,7 +181,7 @@ func checkDaemonSet(t *testing.T, ds *appsv1.DaemonSet) {
 	for _, m := range c.VolumeMounts {
 		mounts[m.MountPath] = m
 	}
-	for _, p := range []string{"/host/sys", "/host/proc", "/host/etc"} {
+	for _, p := range []string{"/host/sys", "/host/proc", "/host/etc", "/host/var/lib/kubelet/pod-resources"} {
 		if m, ok := mounts[p]; !ok || !m.ReadOnly {
 			t.Errorf("%s: want a read-only mount, got %+v", p, m)
 		}

@@ -309,7 +309,7 @@ func (a *Agent) Run(ctx context.Context, ln net.Listener) error {
 	go func() { serveErr <- a.serve(srv, ln) }()
 	loopDone := make(chan struct{})
 	go func() { a.Loop(ctx); close(loopDone) }()
-	a.log.Info("agent started", "listen", ln.Addr().String(), "interval", a.cfg.Interval.String(), "profile", a.cfg.Profile)
+	a.log.Info("agent started", "listen", ln.Addr().String(), "interval", a.cfg.Interval.String(), "profile", a.cfg.Profile, "nfdDir", a.cfg.NFDDir)
 	var err error
 	select {
 	case <-ctx.Done():

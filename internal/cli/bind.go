@@ -293,7 +293,7 @@ func (g *gpuSource) GPUs(ctx context.Context) ([]bind.GPUInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	b, err := gpu.Open(ctx, gpu.Options{Kind: g.kind, Host: host, Timeout: g.a.GPUTimeout, LookPath: func(string) (string, error) {
+	b, err := gpu.Open(ctx, gpu.Options{Kind: g.kind, Host: host, Timeout: g.a.GPUTimeout, LiveRoot: g.a.LiveRoot, LookPath: func(string) (string, error) {
 		return "", errors.New("not used by bind")
 	}})
 	if err != nil {

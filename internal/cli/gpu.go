@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -30,7 +31,7 @@ func (f *gpuFlags) register(cmd *cobra.Command, persistent bool) {
 		fs = cmd.PersistentFlags()
 	}
 	fs.StringVar(&f.backend, "gpu-backend", gpu.KindAuto, "GPU backend: "+strings.Join(gpu.Kinds, ", ")+
-		" (auto: NVML, else nvidia-smi, else none; with --root other than /, the fake file "+gpu.FakeFile+")")
+		" (auto: NVML, else nvidia-smi, else none; with --root other than / and no --live-root, the fake file "+gpu.FakeFile+")")
 	_ = cmd.RegisterFlagCompletionFunc("gpu-backend", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return gpu.Kinds, cobra.ShellCompDirectiveNoFileComp
 	})
@@ -43,8 +44,11 @@ func (a *App) openGPU(ctx context.Context, kind string) (gpu.Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	b, err := gpu.Open(ctx, gpu.Options{Kind: kind, Host: host, Timeout: a.GPUTimeout, LiveSMI: a.GPUSMILive})
+	b, err := gpu.Open(ctx, gpu.Options{Kind: kind, Host: host, Timeout: a.GPUTimeout, LiveSMI: a.GPUSMILive, LiveRoot: a.LiveRoot})
 	if err != nil {
+		if a.LiveRoot && errors.Is(err, gpu.ErrNVMLLibraryNotFound) {
+			err = fmt.Errorf("%w: not found in this container: %s; %s", err, gpu.FixRuntimeClass, gpu.FixVisibleEnv)
+		}
 		return nil, wrapUsage(err)
 	}
 	return b, nil
@@ -133,7 +137,11 @@ func (a *App) newGPUStatusCommand(f *gpuFlags) *cobra.Command {
 				if host, err := a.Host(); err == nil {
 					if fns, _ := gpu.NVIDIAFunctions(host); len(fns) > 0 {
 						broken = true
-						a.Warnf("%d NVIDIA GPU functions on the PCI bus (%s...) but no driver answers: %s", len(fns), fns[0].BDF, st.Reason)
+						if st.NVMLLibraryMissing {
+							a.Warnf("NVML library %s not found in this container (%d NVIDIA GPU functions on the host's PCI bus): %s; %s", gpu.NVMLLibrary, len(fns), gpu.FixRuntimeClass, gpu.FixVisibleEnv)
+						} else {
+							a.Warnf("%d NVIDIA GPU functions on the PCI bus (%s...) but no driver answers: %s", len(fns), fns[0].BDF, st.Reason)
+						}
 					}
 				}
 			}
@@ -366,6 +374,9 @@ that did not answer within --gpu-timeout.`,
 func (a *App) gpuAuditSource(ctx context.Context, host *hostfs.FS, backend, cudaRuntime string) gpu.Source {
 	b, err := a.openGPU(ctx, backend)
 	if err != nil {
+		if a.LiveRoot && errors.Is(err, gpu.ErrNVMLLibraryNotFound) {
+			return gpu.Source{Backend: gpu.NewNoneLibrary(err.Error()), FS: host, CUDARuntime: cudaRuntime}
+		}
 		return gpu.Source{Backend: gpu.NewNone(err.Error()), FS: host, CUDARuntime: cudaRuntime}
 	}
 	return gpu.Source{Backend: b, FS: host, CUDARuntime: cudaRuntime}

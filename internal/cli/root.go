@@ -65,8 +65,13 @@ type App struct {
 	// MaxInputBytes is --max-input-bytes: the bound on every file a user
 	// names (userfile.Read).
 	MaxInputBytes int64
-	format        output.Format
-	host          *hostfs.FS // opened by Host
+	// LiveRoot is --live-root (or GPUNODE_LIVE_ROOT=1): Root is this
+	// running host mounted elsewhere (a DaemonSet's /host), not a captured
+	// tree. GPU backends are then the live ones, kubelet sockets are read
+	// under Root, and the agent writes the NFD default directory.
+	LiveRoot bool
+	format   output.Format
+	host     *hostfs.FS // opened by Host
 }
 
 // Main runs gpunode with env and returns the process exit code. extra are
@@ -146,6 +151,7 @@ Exit codes:
 	pf.DurationVar(&a.GPUTimeout, "gpu-timeout", gpu.DefaultTimeout, "deadline of each nvidia-smi run and of each GPU's NVML reads; a call past it is reported as an error naming the GPU and the call")
 	a.MaxInputBytes = userfile.DefaultMaxBytes
 	pf.Var(userfile.Flag{Bytes: &a.MaxInputBytes}, userfile.FlagName, "largest input file (manifest, cluster export, spec, config) any command reads; a larger one is refused before it is read (Ki, Mi, Gi, k, M, G suffixes)")
+	pf.BoolVar(&a.LiveRoot, "live-root", a.liveRootDefault(), "--root is this running host mounted elsewhere (a DaemonSet's /host), not a captured tree: GPUs are read through NVML (libnvidia-ml.so.1) or nvidia-smi, never the fake file (default from "+EnvLiveRoot+"=1)")
 	pf.BoolVar(&a.GPUSMILive, "gpu-smi-live", false, "allow --gpu-backend nvidia-smi with --root other than /: it runs this host's nvidia-smi, not the captured one")
 	_ = root.RegisterFlagCompletionFunc("output", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return []string{"table", "wide", "json", "yaml", "jsonpath=", "custom-columns="}, cobra.ShellCompDirectiveNoFileComp
@@ -168,6 +174,27 @@ Exit codes:
 	}
 	markUsageErrors(root)
 	return root
+}
+
+// EnvLiveRoot sets --live-root's default ("1" or "true": on).
+const EnvLiveRoot = "GPUNODE_LIVE_ROOT"
+
+// liveRootDefault is --live-root's default from GPUNODE_LIVE_ROOT.
+func (a *App) liveRootDefault() bool {
+	if a.Getenv == nil {
+		return false
+	}
+	switch strings.ToLower(strings.TrimSpace(a.Getenv(EnvLiveRoot))) {
+	case "1", "true", "yes", "on":
+		return true
+	}
+	return false
+}
+
+// IsLiveRoot reports whether the root is the running host: --root / or
+// --live-root.
+func (a *App) IsLiveRoot() bool {
+	return a.LiveRoot || a.Root == "" || a.Root == "/"
 }
 
 // markUsageErrors makes argument-validation failures of every command (an

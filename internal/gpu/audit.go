@@ -25,10 +25,19 @@ const (
 	CheckMIGPending    = "gpu.mig.pending"
 	CheckCUDACompat    = "gpu.cuda.compat"
 	CheckDriverPresent = "gpu.driver"
+	CheckBackend       = "gpu.backend"
+)
+
+// Runtime fixes of gpu.backend: what makes the NVIDIA container toolkit
+// inject the driver's user-space files (libnvidia-ml.so.1, nvidia-smi).
+const (
+	FixRuntimeClass = "run the pod with runtimeClassName: nvidia (the NVIDIA container toolkit's runtime class; the gpunode Helm chart's runtimeClassName value)"
+	FixVisibleEnv   = "or set NVIDIA_VISIBLE_DEVICES=all and NVIDIA_DRIVER_CAPABILITIES=utility in the container's environment (deploy/daemonset.yaml does)"
 )
 
 // reasons say why each GPU check matters.
 var reasons = map[string]string{
+	CheckBackend:       "the agent reads the GPUs through the driver's library libnvidia-ml.so.1, which the NVIDIA container runtime mounts into the container; without it every GPU check is blind although the host's driver may be fine (seed 2.1).",
 	CheckDriverPresent: "without a driver answering, no CUDA process runs: a node with NVIDIA GPUs on the bus and a missing or broken driver is down (seed 2.1).",
 	CheckPersistence:   "without persistence mode the driver tears the GPU state down when the last client exits and the next job pays seconds of initialisation (seed 2.1, system_tuning.sh step 8).",
 	CheckECCMode:       "ECC detects and corrects memory errors; training without it risks silent corruption (seed 2.3).",
@@ -44,6 +53,7 @@ func Describe() []check.Description {
 	per := "gpu (gpuN)"
 	return append([]check.Description{
 		{ID: CheckDriverPresent, Layer: Layer, Section: "2.1", Title: "an NVIDIA driver answers for the NVIDIA PCI functions on the bus"},
+		{ID: CheckBackend, Layer: Layer, Section: "2.1", Title: "under --live-root, the container has the NVML library the NVIDIA runtime injects"},
 		{ID: CheckPersistence, Layer: Layer, Subject: per, Section: "2.1", Title: "persistence mode on"},
 		{ID: CheckECCMode, Layer: Layer, Subject: per, Section: "2.3", Title: "ECC enabled, no mode change pending"},
 		{ID: CheckECCErrors, Layer: Layer, Subject: per, Section: "2.3", Title: "no uncorrectable ECC errors"},
@@ -82,6 +92,9 @@ func Audit(st Status, o AuditOptions) []check.Check {
 	var out []check.Check
 	if st.Backend == KindNone {
 		c := driverCheck(st, o.PCIFunctions)
+		if st.NVMLLibraryMissing && len(o.PCIFunctions) > 0 {
+			c = backendLibraryCheck(st, o.PCIFunctions)
+		}
 		c.Reason = reasons[c.ID]
 		return []check.Check{c}
 	}
@@ -170,6 +183,18 @@ func Audit(st Status, o AuditOptions) []check.Check {
 		}
 	}
 	return out
+}
+
+// backendLibraryCheck is gpu.backend when, under a live root, this
+// process has neither libnvidia-ml.so.1 nor nvidia-smi although NVIDIA GPUs
+// are on the host's PCI bus: the container was started without the NVIDIA
+// runtime, which says nothing about the host's driver.
+func backendLibraryCheck(st Status, fns []PCIFunction) check.Check {
+	return check.Check{ID: CheckBackend, Layer: Layer, Section: "2.1", Status: check.Error,
+		Current:  "NVML library " + NVMLLibrary + " not found in this container",
+		Expected: "the NVIDIA container runtime injects " + NVMLLibrary,
+		Detail:   fmt.Sprintf("%d NVIDIA GPU functions on the host's PCI bus; %s", len(fns), st.Reason),
+		Fix:      []string{FixRuntimeClass, FixVisibleEnv}}
 }
 
 // driverCheck is gpu.driver when no driver answers.

@@ -137,7 +137,25 @@ type Options struct {
 	// (--gpu-smi-live): it runs this host's nvidia-smi, whose answer has
 	// nothing to do with the captured files under the root.
 	LiveSMI bool
+	// LiveRoot says the --root directory is this running host mounted
+	// elsewhere (--live-root, a DaemonSet's /host): the backends are the
+	// live ones (NVML, then nvidia-smi), never the fake file.
+	LiveRoot bool
 }
+
+// live reports whether the root is the running host: "/" or --live-root.
+func (o Options) live() bool { return o.LiveRoot || o.Host.IsLive() }
+
+// NVMLLibrary is the file name of the NVML library: the NVIDIA container
+// toolkit injects it into a container run with the utility capability.
+const NVMLLibrary = "libnvidia-ml.so.1"
+
+// ErrNVMLLibraryNotFound is wrapped by OpenNVML's error when
+// libnvidia-ml.so.1 cannot be loaded.
+var ErrNVMLLibraryNotFound = errors.New("NVML library " + NVMLLibrary + " not found")
+
+// ErrFakeLiveRoot is returned for --gpu-backend fake with --live-root.
+var ErrFakeLiveRoot = errors.New("--gpu-backend fake with --live-root: the root is this running host, whose GPUs the live backends (nvml, nvidia-smi) read; the fake file describes a captured tree (drop --live-root to read one)")
 
 // ErrLiveSMIRefused is returned for --gpu-backend nvidia-smi with a root
 // other than "/" and no LiveSMI.
@@ -182,7 +200,7 @@ func Open(ctx context.Context, o Options) (Backend, error) {
 	kind := strings.ToLower(strings.TrimSpace(o.Kind))
 	switch kind {
 	case "", KindAuto:
-		if !o.Host.IsLive() {
+		if !o.live() {
 			b, err := OpenFake(o.Host, o.FakeFile)
 			if errors.Is(err, fs.ErrNotExist) {
 				return NewNone(fmt.Sprintf("--root is not / and has no %s", o.FakeFile)), nil
@@ -199,6 +217,9 @@ func Open(ctx context.Context, o Options) (Backend, error) {
 			return NewSMITimeout(o.Runner, o.Timeout), nil
 		}
 		reasons = append(reasons, "nvidia-smi not found")
+		if o.LiveRoot && errors.Is(err, ErrNVMLLibraryNotFound) {
+			return NewNoneLibrary(strings.Join(reasons, "; ")), nil
+		}
 		return NewNone(strings.Join(reasons, "; ")), nil
 	case KindNVML:
 		b, err := o.openNVML(ctx)
@@ -207,12 +228,15 @@ func Open(ctx context.Context, o Options) (Backend, error) {
 		}
 		return b, nil
 	case KindNVIDIASMI:
-		if !o.Host.IsLive() && !o.LiveSMI {
+		if !o.live() && !o.LiveSMI {
 			return nil, fmt.Errorf("--gpu-backend nvidia-smi with --root %s: %w, not the captured host; pass --gpu-smi-live to run it anyway, or describe the GPUs in %s under the root (--gpu-backend fake)",
 				o.Host.Root(), ErrLiveSMIRefused, o.FakeFile)
 		}
 		return NewSMITimeout(o.Runner, o.Timeout), nil
 	case KindFake:
+		if o.LiveRoot && !o.Host.IsLive() {
+			return nil, ErrFakeLiveRoot
+		}
 		b, err := OpenFake(o.Host, o.FakeFile)
 		if err != nil {
 			return nil, fmt.Errorf("--gpu-backend fake: %w", err)
@@ -226,14 +250,25 @@ func Open(ctx context.Context, o Options) (Backend, error) {
 }
 
 // none is the backend of a node without a driver.
-type none struct{ reason string }
+type none struct {
+	reason string
+	// noLibrary: NVML's library could not be loaded (and nvidia-smi is
+	// not on PATH): in a container, the runtime did not inject the driver.
+	noLibrary bool
+}
 
 // NewNone returns a backend with no GPUs; reason says why.
 func NewNone(reason string) Backend { return none{reason: reason} }
 
+// NewNoneLibrary is NewNone for a process that found neither
+// libnvidia-ml.so.1 nor nvidia-smi: its status says NVMLLibraryMissing,
+// which Audit reports as gpu.backend (the container lacks the driver's
+// user-space files) rather than gpu.driver (the host's driver is broken).
+func NewNoneLibrary(reason string) Backend { return none{reason: reason, noLibrary: true} }
+
 func (n none) Name() string { return KindNone }
 func (n none) Status(context.Context) (Status, error) {
-	s := Status{Backend: KindNone, Reason: "no NVIDIA driver: " + n.reason}
+	s := Status{Backend: KindNone, Reason: "no NVIDIA driver: " + n.reason, NVMLLibraryMissing: n.noLibrary}
 	s.normalize()
 	return s, nil
 }

@@ -23,6 +23,10 @@ type Status struct {
 	Backend string `json:"backend"`
 	// Reason explains why no driver backend is in use (backend "none").
 	Reason string `json:"reason,omitempty"`
+	// NVMLLibraryMissing is set (backend "none") when libnvidia-ml.so.1
+	// could not be loaded and nvidia-smi is not on PATH under a live root:
+	// the container was started without the NVIDIA runtime.
+	NVMLLibraryMissing bool `json:"nvmlLibraryMissing,omitempty"`
 	// DriverVersion is the kernel driver version, e.g. "550.54.15".
 	DriverVersion string `json:"driverVersion,omitempty"`
 	// CUDAVersion is the newest CUDA version the driver supports, e.g. "12.4".

@@ -37,6 +37,9 @@ func OpenNVML() (Backend, error) { return NewNVML(nvml.New()) }
 // backend using it.
 func NewNVML(lib nvml.Interface) (Backend, error) {
 	ret := NVMLCallRet(lib.Init)
+	if ret == nvml.ERROR_LIBRARY_NOT_FOUND {
+		return nil, fmt.Errorf("nvml.Init: %w (%w)", ErrNVMLLibraryNotFound, nvmlErr(ret))
+	}
 	if ret != nvml.SUCCESS {
 		return nil, fmt.Errorf("nvml.Init: %w", nvmlErr(ret))
 	}

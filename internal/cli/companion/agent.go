@@ -133,6 +133,9 @@ Scrapes never run an audit. A failing or panicking audit is logged and
 counted (gpunode_audit_errors_total); the last good snapshot stays served.
 After each audit the Node Feature Discovery feature file
 DIR/gpunode is rewritten atomically (--nfd-features-dir "" turns it off).
+The default DIR is this machine's, so it is written only for the running
+host (--root / or --live-root): a captured --root writes no feature file
+unless --nfd-features-dir names one.
 
 Logs are structured (--log-format json|text), one line per audit with the
 counts by status. SIGTERM stops the agent within a second.
@@ -164,6 +167,7 @@ see docs/FLEET.md.`,
 			if _, _, _, err := a.LoadProfile(ao.profile); err != nil {
 				return err
 			}
+			nfdDir = NFDDir(nfdDir, cmd.Flags().Changed("nfd-features-dir"), a.IsLiveRoot())
 			cfg := agent.Config{
 				Audit:    func(ctx context.Context) (agent.Result, error) { return a.RunAudit(ctx, ao) },
 				Interval: interval, Profile: ao.profile, NFDDir: nfdDir, Logger: logger,
@@ -198,13 +202,29 @@ see docs/FLEET.md.`,
 	f.StringVar(&listen, "listen", agent.DefaultListen, "HTTP listen address (host:port); every interface by default: see --web.config.file and --no-report-endpoints")
 	f.StringVar(&webConfig, "web.config.file", "", "exporter-toolkit web configuration (TLS, client certificates, basic auth), as Prometheus exporters take it; empty: plain HTTP, no authentication")
 	f.BoolVar(&noReport, "no-report-endpoints", false, "do not serve /report, /report.html and /topo (hostname, kernel, topology, full audit); /metrics, /healthz and /readyz stay")
-	f.StringVar(&nfdDir, "nfd-features-dir", "/etc/kubernetes/node-feature-discovery/features.d", "NFD features.d directory for the feature file (empty: none)")
+	f.StringVar(&nfdDir, "nfd-features-dir", DefaultNFDDir, "NFD features.d directory for the feature file (empty: none; the default is written only with --root / or --live-root)")
 	f.StringVar(&logFormat, "log-format", "json", "log format: json or text")
 	f.BoolVar(&html, "html", true, "serve /report.html (rendered once per audit)")
 	f.BoolVar(&enforce, "enforce", false, "re-apply --profile through the journal (as 'tune apply') when an audit drifts; needs a writable --root")
 	f.DurationVar(&enforceGap, "enforce-min-interval", 30*time.Minute, "at most one --enforce re-apply per this interval")
 	cmd.AddCommand(a.newNPDCheckCommand())
 	return cmd
+}
+
+// DefaultNFDDir is NFD's features.d directory: the agent's default
+// --nfd-features-dir.
+const DefaultNFDDir = "/etc/kubernetes/node-feature-discovery/features.d"
+
+// NFDDir is the feature file directory the agent writes: the flag's value
+// when given; the default only for the running host (--root / or
+// --live-root). A captured tree describes another machine: labelling this
+// one from it would be wrong, and the agent writes only under the root and
+// the paths its flags name.
+func NFDDir(flag string, given, liveRoot bool) string {
+	if given || liveRoot {
+		return flag
+	}
+	return ""
 }
 
 func (a *app) agentLogger(format string) (*slog.Logger, error) {

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -200,4 +201,89 @@ func TestAgentEnforce(t *testing.T) {
 	if code, out, _ := run(t, "--root", root, "tune", "status"); code > 1 || !strings.Contains(out, "base") {
 		t.Errorf("tune status after --enforce: exit %d\n%s", code, out)
 	}
+}
+
+// TestNFDDirOnlyForTheRunningHost: the default NFD directory is this
+// machine's, written for --root / or --live-root only; a flag always wins.
+func TestNFDDirOnlyForTheRunningHost(t *testing.T) {
+	for _, tc := range []struct {
+		flag        string
+		given, live bool
+		want        string
+	}{
+		{DefaultNFDDir, false, false, ""},
+		{DefaultNFDDir, false, true, DefaultNFDDir},
+		{"/tmp/x", true, false, "/tmp/x"},
+		{"/tmp/x", true, true, "/tmp/x"},
+		{"", true, true, ""},
+	} {
+		if got := NFDDir(tc.flag, tc.given, tc.live); got != tc.want {
+			t.Errorf("NFDDir(%q, given %v, live %v) = %q, want %q", tc.flag, tc.given, tc.live, got, tc.want)
+		}
+	}
+}
+
+// TestAgentCapturedRootWritesNoNFDDefault runs the agent on a captured
+// tree without --nfd-features-dir: it must not write this machine's NFD
+// directory (it did: .gpunode.tmp under /etc/kubernetes/...), and says so
+// in its start line.
+func TestAgentCapturedRootWritesNoNFDDefault(t *testing.T) {
+	dgx := testhost.Path(t, "dgx-h100")
+	featureFile := DefaultNFDDir + "/gpunode"
+	_, existed := os.Stat(featureFile)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	var errb syncBuffer
+	env := cli.Env{Args: []string{"--root", dgx, "agent", "--listen", addr, "--interval", "1h", "--gpu-backend", "fake", "--log-format", "text"},
+		Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: &errb, Getenv: func(string) string { return "" }}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() { done <- mainFull(ctx, env) }()
+	ready := false
+	for i := 0; i < 100 && !ready; i++ { // bounded: 10 s
+		time.Sleep(100 * time.Millisecond)
+		if resp, err := http.Get("http://" + addr + "/readyz"); err == nil {
+			resp.Body.Close()
+			ready = resp.StatusCode == 200
+		}
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Second):
+		t.Fatal("agent did not stop")
+	}
+	if !ready {
+		t.Fatalf("agent never ready: %s", errb.String())
+	}
+	if !strings.Contains(errb.String(), `nfdDir=""`) {
+		t.Errorf("start line does not say nfdDir=\"\":\n%s", errb.String())
+	}
+	if existed != nil {
+		if _, err := os.Stat(featureFile); err == nil {
+			t.Errorf("the agent on a captured root wrote %s on this machine", featureFile)
+		}
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the agent's logger and the test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
