@@ -23,6 +23,7 @@ Topology Manager's hint merge, the KubeletConfiguration rules that stop kubelet
 from starting, a recommended configuration for GPU nodes, and pod admission.`,
 		Args: cobra.NoArgs,
 	}
+	registerClusterFlags(cmd)
 	cmd.AddCommand(a.newK8sMergeCommand(), a.newK8sKubeletCommand(), a.newK8sAdmitCommand(), a.newK8sPlaceCommand(), a.newK8sDRACommand(), a.newK8sLintCommand())
 	return cmd
 }

@@ -27,7 +27,7 @@ func TestK8sPlaceCommand(t *testing.T) {
 		{"volcano fits", []string{"k8s", "place", "--nodes", seed(v, "nodes.yaml"), "--pods", seed(v, "pods.yaml"), "--topology", seed(v, "topology.yaml"), "--workload", seed(v, "workload.yaml")}, 0, "FITS: tier-1=s1", ""},
 		{"kueue does not fit", []string{"k8s", "place", "--nodes", seed("kueue-nofit", "nodes.yaml"), "--pods", seed("kueue-nofit", "pods.yaml"), "--topology", seed("kueue-nofit", "topology.yaml"), "--workload", seed("kueue-nofit", "workload.yaml")}, 1, "DOES NOT FIT", ""},
 		{"bad nodes file", []string{"k8s", "place", "--nodes", badNodes, "--workload", seed(v, "workload.yaml")}, 2, "", `nodes.json:1: document 1: items[0]: Node "a": status.allocatable[nvidia.com/gpu]: Invalid value: "eight"`},
-		{"missing flags", []string{"k8s", "place", "--nodes", badNodes}, 2, "", "--nodes and --workload are required"},
+		{"missing flags", []string{"k8s", "place", "--nodes", badNodes}, 2, "", "give --workload FILE or --from-cluster KIND/NAME"},
 		{"both topology and levels", []string{"k8s", "place", "--nodes", badNodes, "--workload", badNodes, "--topology", badNodes, "--levels", "a"}, 2, "", "not both"},
 		{"missing file", []string{"k8s", "place", "--nodes", filepath.Join(dir, "nope"), "--workload", seed(v, "workload.yaml")}, 2, "", "nope"},
 		{"volcano without topology", []string{"k8s", "place", "--nodes", seed(v, "nodes.yaml"), "--workload", seed(v, "workload.yaml")}, 2, "", "HyperNodes"},

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"k8s.io/client-go/rest"
+
+	"github.com/gpunode/gpunode/internal/k8s/cluster/clustertest"
 	"github.com/gpunode/gpunode/internal/k8s/objects"
 )
 
@@ -26,21 +28,21 @@ const (
 	pathJob    = "/apis/batch/v1/namespaces/team-a/jobs/train"
 )
 
-func seed(f *fakeAPI, nodes int) {
-	f.lists[pathNodes] = []any{}
+func seed(f *clustertest.Server, nodes int) {
+	f.List(pathNodes)
 	for i := 0; i < nodes; i++ {
-		f.lists[pathNodes] = append(f.lists[pathNodes], node(fmt.Sprintf("n%04d", i), map[string]string{"rack": fmt.Sprint(i / 8)}))
+		f.Append(pathNodes, clustertest.Node(fmt.Sprintf("n%04d", i), map[string]string{"rack": fmt.Sprint(i / 8)}))
 	}
-	f.lists[pathPods] = []any{pod("a", "run", "n0000", "Running"), pod("a", "done", "n0001", "Succeeded"), pod("a", "fail", "n0001", "Failed"), pod("a", "pend", "", "Pending")}
-	f.lists[pathSlices] = []any{}
-	f.lists[pathClass] = []any{}
-	f.lists[pathClaims] = []any{}
-	f.lists[pathTmpl] = []any{}
-	f.lists[pathHyper] = []any{map[string]any{"apiVersion": objects.GroupVersionHyperNode, "kind": "HyperNode", "metadata": map[string]any{"name": "s0"},
-		"spec": map[string]any{"tier": 1, "members": []any{map[string]any{"type": "Node", "selector": map[string]any{"exactMatch": map[string]any{"name": "n0000"}}}}}}}
-	f.objects[pathJob] = map[string]any{"apiVersion": "batch/v1", "kind": "Job", "metadata": map[string]any{"name": "train", "namespace": "team-a"},
+	f.List(pathPods, clustertest.Pod("a", "run", "n0000", "Running"), clustertest.Pod("a", "done", "n0001", "Succeeded"), clustertest.Pod("a", "fail", "n0001", "Failed"), clustertest.Pod("a", "pend", "", "Pending"))
+	f.List(pathSlices)
+	f.List(pathClass)
+	f.List(pathClaims)
+	f.List(pathTmpl)
+	f.List(pathHyper, map[string]any{"apiVersion": objects.GroupVersionHyperNode, "kind": "HyperNode", "metadata": map[string]any{"name": "s0"},
+		"spec": map[string]any{"tier": 1, "members": []any{map[string]any{"type": "Node", "selector": map[string]any{"exactMatch": map[string]any{"name": "n0000"}}}}}})
+	f.Object(pathJob, map[string]any{"apiVersion": "batch/v1", "kind": "Job", "metadata": map[string]any{"name": "train", "namespace": "team-a"},
 		"spec": map[string]any{"parallelism": 2, "completions": 2, "template": map[string]any{"spec": map[string]any{"restartPolicy": "Never",
-			"containers": []any{map[string]any{"name": "c", "image": "x"}}}}}}
+			"containers": []any{map[string]any{"name": "c", "image": "x"}}}}}})
 }
 
 // readPaths are every live read, each with the path that serves it.
@@ -54,10 +56,10 @@ func readPaths() []struct {
 	}{
 		{"nodes", pathNodes, func(ctx context.Context, c *Client) error { _, err := c.Nodes(ctx); return err }},
 		{"pods", pathPods, func(ctx context.Context, c *Client) error { _, err := c.BoundPods(ctx, ""); return err }},
-		{"slices", pathSlices, func(ctx context.Context, c *Client) error { _, err := c.DRAObjects(ctx, true); return err }},
-		{"classes", pathClass, func(ctx context.Context, c *Client) error { _, err := c.DRAObjects(ctx, true); return err }},
-		{"claims", pathClaims, func(ctx context.Context, c *Client) error { _, err := c.DRAObjects(ctx, true); return err }},
-		{"templates", pathTmpl, func(ctx context.Context, c *Client) error { _, err := c.DRAObjects(ctx, true); return err }},
+		{"slices", pathSlices, func(ctx context.Context, c *Client) error { _, err := c.DRAObjects(ctx, true, ""); return err }},
+		{"classes", pathClass, func(ctx context.Context, c *Client) error { _, err := c.DRAObjects(ctx, true, ""); return err }},
+		{"claims", pathClaims, func(ctx context.Context, c *Client) error { _, err := c.DRAObjects(ctx, true, ""); return err }},
+		{"templates", pathTmpl, func(ctx context.Context, c *Client) error { _, err := c.DRAObjects(ctx, true, ""); return err }},
 		{"hypernodes", pathHyper, func(ctx context.Context, c *Client) error {
 			_, _, err := c.Topology(ctx, &objects.Workload{VolcanoJobs: []objects.VolcanoJobObject{{}}})
 			return err
@@ -68,9 +70,9 @@ func readPaths() []struct {
 }
 
 func TestEveryReadPathHealthy(t *testing.T) {
-	f := newFakeAPI(t)
+	f := clustertest.New(t)
 	seed(f, 3)
-	c := f.client(t, 2*time.Second)
+	c := client(t, f, 2*time.Second)
 	for _, p := range readPaths() {
 		if err := p.read(context.Background(), c); err != nil {
 			t.Errorf("%s: %v", p.name, err)
@@ -81,13 +83,13 @@ func TestEveryReadPathHealthy(t *testing.T) {
 		t.Errorf("bound pods %v, %v: want only a/run (bound, not terminal)", pods, err)
 	}
 	found := false
-	for _, r := range f.requests {
+	for _, r := range f.Requests() {
 		if strings.HasPrefix(r, "GET /api/v1/pods?") && strings.Contains(r, "fieldSelector=spec.nodeName%21%3D%2Cstatus.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed") {
 			found = true
 		}
 	}
 	if !found {
-		t.Errorf("no pod list with the bound, non-terminal field selector in %v", f.requests)
+		t.Errorf("no pod list with the bound, non-terminal field selector in %v", f.Requests())
 	}
 	w, err := c.Workload(context.Background(), "job/train")
 	if err != nil || len(w.Jobs) != 1 || w.Jobs[0].Name != "train" {
@@ -102,22 +104,22 @@ func TestEveryReadPathHealthy(t *testing.T) {
 // TestOnlyReads drives every read path and checks that the server saw
 // GETs only, and that the client refuses a write before sending it.
 func TestOnlyReads(t *testing.T) {
-	f := newFakeAPI(t)
+	f := clustertest.New(t)
 	seed(f, 3)
-	c := f.client(t, 2*time.Second)
+	c := client(t, f, 2*time.Second)
 	for _, p := range readPaths() {
 		_ = p.read(context.Background(), c)
 	}
-	verbs := f.verbs()
+	verbs := f.Verbs()
 	if len(verbs) < len(readPaths()) {
 		t.Fatalf("only %d requests", len(verbs))
 	}
 	for i, v := range verbs {
 		if v != "GET" {
-			t.Errorf("request %s: %s is not a read", f.requests[i], v)
+			t.Errorf("request %s: %s is not a read", f.Requests()[i], v)
 		}
 	}
-	n := len(f.requests)
+	n := len(f.Requests())
 	err := c.cs.CoreV1().RESTClient().Delete().Resource("nodes").Name("n0000").Do(context.Background()).Error()
 	if !errors.Is(err, ErrWrite) {
 		t.Errorf("delete: %v, want ErrWrite", err)
@@ -126,8 +128,8 @@ func TestOnlyReads(t *testing.T) {
 	if !errors.Is(err, ErrWrite) {
 		t.Errorf("post: %v, want ErrWrite", err)
 	}
-	if len(f.requests) != n {
-		t.Errorf("a write reached the server: %v", f.requests[n:])
+	if len(f.Requests()) != n {
+		t.Errorf("a write reached the server: %v", f.Requests()[n:])
 	}
 }
 
@@ -139,10 +141,10 @@ func TestFaults(t *testing.T) {
 	for _, fault := range []string{"403", "401", "500", "truncated", "slow"} {
 		for _, p := range readPaths() {
 			t.Run(fault+"/"+p.name, func(t *testing.T) {
-				f := newFakeAPI(t)
+				f := clustertest.New(t)
 				seed(f, 3)
-				f.fault(p.path, fault)
-				c := f.client(t, timeout)
+				f.Fault(p.path, fault)
+				c := client(t, f, timeout)
 				start := time.Now()
 				err := p.read(context.Background(), c)
 				took := time.Since(start)
@@ -157,8 +159,8 @@ func TestFaults(t *testing.T) {
 				if p.name == "workload" {
 					verb = "get"
 				}
-				if !strings.Contains(msg, f.srv.URL) || !strings.Contains(msg, "cannot "+verb+" ") {
-					t.Errorf("%q: does not name the server %s and the verb %s", msg, f.srv.URL, verb)
+				if !strings.Contains(msg, f.URL()) || !strings.Contains(msg, "cannot "+verb+" ") {
+					t.Errorf("%q: does not name the server %s and the verb %s", msg, f.URL(), verb)
 				}
 				want := map[string]string{"403": "forbidden", "401": "unauthorized", "500": "the server answered 500", "truncated": "unreadable", "slow": "no answer within 300ms (--request-timeout)"}[fault]
 				if !strings.Contains(msg, want) {
@@ -170,16 +172,16 @@ func TestFaults(t *testing.T) {
 }
 
 func TestForbiddenMessage(t *testing.T) {
-	f := newFakeAPI(t)
+	f := clustertest.New(t)
 	seed(f, 1)
-	f.fault(pathNodes, "403")
-	_, err := f.client(t, time.Second).Nodes(context.Background())
+	f.Fault(pathNodes, "403")
+	_, err := client(t, f, time.Second).Nodes(context.Background())
 	if err == nil || !strings.HasPrefix(err.Error(), "cannot list nodes at the cluster scope: forbidden") {
 		t.Errorf("%v", err)
 	}
-	f.fault(pathTmpl, "403")
-	f.faults[pathNodes] = ""
-	_, err = f.client(t, time.Second).DRAObjects(context.Background(), true)
+	f.Fault(pathTmpl, "403")
+	f.Fault(pathNodes, "")
+	_, err = client(t, f, time.Second).DRAObjects(context.Background(), true, "")
 	if err == nil || !strings.HasPrefix(err.Error(), `cannot list resourceclaimtemplates.resource.k8s.io in the namespace "team-a": forbidden`) {
 		t.Errorf("%v", err)
 	}
@@ -189,9 +191,9 @@ func TestForbiddenMessage(t *testing.T) {
 // order, each once.
 func TestPagination(t *testing.T) {
 	for _, n := range []int{0, 499, 500, 501, 1200} {
-		f := newFakeAPI(t)
+		f := clustertest.New(t)
 		seed(f, n)
-		nodes, err := f.client(t, time.Second).Nodes(context.Background())
+		nodes, err := client(t, f, time.Second).Nodes(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -207,10 +209,10 @@ func TestPagination(t *testing.T) {
 		if wantPages == 0 {
 			wantPages = 1
 		}
-		if f.pages[pathNodes] != wantPages {
-			t.Errorf("%d nodes: %d pages, want %d", n, f.pages[pathNodes], wantPages)
+		if f.Pages(pathNodes) != wantPages {
+			t.Errorf("%d nodes: %d pages, want %d", n, f.Pages(pathNodes), wantPages)
 		}
-		for _, r := range f.requests {
+		for _, r := range f.Requests() {
 			if strings.HasPrefix(r, "GET /api/v1/nodes") && !strings.Contains(r, "limit=500") {
 				t.Errorf("%s: no limit=500", r)
 			}
@@ -219,12 +221,11 @@ func TestPagination(t *testing.T) {
 }
 
 func TestRepeatedContinueIsAnError(t *testing.T) {
-	f := newFakeAPI(t)
+	f := clustertest.New(t)
 	seed(f, 600)
 	// A server handing out the same token forever.
-	f.lists[pathNodes] = f.lists[pathNodes][:1]
-	f.srv.Config.Handler = loopHandler{}
-	_, err := f.client(t, time.Second).Nodes(context.Background())
+	f.SetHandler(loopHandler{})
+	_, err := client(t, f, time.Second).Nodes(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "repeated its continue token") {
 		t.Errorf("%v", err)
 	}
@@ -244,7 +245,7 @@ func TestUnreachable(t *testing.T) {
 	}
 	addr := "https://" + l.Addr().String()
 	l.Close()
-	kc := writeKubeconfig(t, addr, "")
+	kc := clustertest.WriteKubeconfig(t, addr, "")
 	fl := Flags{Kubeconfig: kc, RequestTimeout: DefaultRequestTimeout}
 	c, err := fl.New()
 	if err != nil {
@@ -260,42 +261,16 @@ func TestUnreachable(t *testing.T) {
 	}
 }
 
-func writeKubeconfig(t *testing.T, server, ns string) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), "config")
-	kc := fmt.Sprintf(`apiVersion: v1
-kind: Config
-current-context: one
-contexts:
-- name: one
-  context: {cluster: c1, user: u, namespace: %q}
-- name: two
-  context: {cluster: c2, user: u, namespace: other}
-clusters:
-- name: c1
-  cluster: {server: %q, insecure-skip-tls-verify: true}
-- name: c2
-  cluster: {server: "http://127.0.0.2:1"}
-users:
-- name: u
-  user: {token: abc}
-`, ns, server)
-	if err := os.WriteFile(p, []byte(kc), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 func TestKubeconfigFlags(t *testing.T) {
-	f := newFakeAPI(t)
+	f := clustertest.New(t)
 	seed(f, 2)
-	kc := writeKubeconfig(t, f.srv.URL, "ns-from-context")
+	kc := clustertest.WriteKubeconfig(t, f.URL(), "ns-from-context")
 	t.Setenv("KUBECONFIG", kc)
 	c, err := (&Flags{}).New()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Server() != f.srv.URL || c.Namespace() != "ns-from-context" {
+	if c.Server() != f.URL() || c.Namespace() != "ns-from-context" {
 		t.Errorf("KUBECONFIG: server %s ns %s", c.Server(), c.Namespace())
 	}
 	if nodes, err := c.Nodes(context.Background()); err != nil || len(nodes) != 2 {
@@ -325,10 +300,10 @@ func TestKubeconfigFlags(t *testing.T) {
 }
 
 func TestCancelStops(t *testing.T) {
-	f := newFakeAPI(t)
+	f := clustertest.New(t)
 	seed(f, 1)
-	f.fault(pathNodes, "slow")
-	c := f.client(t, 30*time.Second)
+	f.Fault(pathNodes, "slow")
+	c := client(t, f, 30*time.Second)
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(100*time.Millisecond, cancel)
 	start := time.Now()
@@ -336,4 +311,13 @@ func TestCancelStops(t *testing.T) {
 	if !errors.Is(err, context.Canceled) || time.Since(start) > time.Second {
 		t.Errorf("%v after %s", err, time.Since(start))
 	}
+}
+
+func client(t *testing.T, f *clustertest.Server, timeout time.Duration) *Client {
+	t.Helper()
+	c, err := NewForConfig(&rest.Config{Host: f.URL()}, "team-a", timeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

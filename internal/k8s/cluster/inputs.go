@@ -163,8 +163,11 @@ type DRA struct {
 }
 
 // DRAObjects lists ResourceSlices, DeviceClasses, every ResourceClaim and
-// the namespace's ResourceClaimTemplates.
-func (c *Client) DRAObjects(ctx context.Context, templates bool) (*DRA, error) {
+// the ResourceClaimTemplates of namespace ns (when templates is set).
+func (c *Client) DRAObjects(ctx context.Context, templates bool, ns string) (*DRA, error) {
+	if ns == "" {
+		ns = c.namespace
+	}
 	d := &DRA{}
 	rc := c.cs.ResourceV1().RESTClient()
 	if err := listTyped[resourceapi.ResourceSliceList](ctx, c, rc, ResResourceSlices, metav1.ListOptions{}, func(l *resourceapi.ResourceSliceList) {
@@ -193,7 +196,7 @@ func (c *Client) DRAObjects(ctx context.Context, templates bool) (*DRA, error) {
 		return nil, err
 	}
 	if templates {
-		if err := listTyped[resourceapi.ResourceClaimTemplateList](ctx, c, rc, ResClaimTemplates.in(c.namespace), metav1.ListOptions{}, func(l *resourceapi.ResourceClaimTemplateList) {
+		if err := listTyped[resourceapi.ResourceClaimTemplateList](ctx, c, rc, ResClaimTemplates.in(ns), metav1.ListOptions{}, func(l *resourceapi.ResourceClaimTemplateList) {
 			for i := range l.Items {
 				d.Templates = append(d.Templates, &l.Items[i])
 			}

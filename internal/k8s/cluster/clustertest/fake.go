@@ -1,23 +1,27 @@
-package cluster
+// Package clustertest is a fake API server for tests: JSON lists paged by
+// limit and continue, single objects, per-path faults (403, 401, 500, a
+// truncated body, an answer that never comes), and a record of every
+// request.
+package clustertest
 
 import (
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"k8s.io/client-go/rest"
 )
 
 // fakeAPI is an API server: JSON lists with limit/continue paging over
 // generated objects, and per-path faults. It records every request.
-type fakeAPI struct {
-	t   *testing.T
+type Server struct {
+	t   testing.TB
 	srv *httptest.Server
 
 	mu       sync.Mutex
@@ -28,35 +32,105 @@ type fakeAPI struct {
 	pages    map[string]int    // path -> pages served
 }
 
-func newFakeAPI(t *testing.T) *fakeAPI {
-	f := &fakeAPI{t: t, lists: map[string][]any{}, objects: map[string]any{}, faults: map[string]string{}, pages: map[string]int{}}
+// New starts a server, closed at the end of the test.
+func New(t testing.TB) *Server {
+	f := &Server{t: t, lists: map[string][]any{}, objects: map[string]any{}, faults: map[string]string{}, pages: map[string]int{}}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)
 	return f
 }
 
-func (f *fakeAPI) client(t *testing.T, timeout time.Duration) *Client {
-	t.Helper()
-	c, err := NewForConfig(&rest.Config{Host: f.srv.URL}, "team-a", timeout)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
+// URL is the server's address.
+func (f *Server) URL() string { return f.srv.URL }
+
+// SetHandler replaces the server's handler.
+func (f *Server) SetHandler(h http.Handler) { f.srv.Config.Handler = h }
+
+// List sets the items listed at path.
+func (f *Server) List(path string, items ...any) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.lists[path] = append([]any{}, items...)
 }
 
-func (f *fakeAPI) fault(path, kind string) {
+// Append adds items to the list at path.
+func (f *Server) Append(path string, items ...any) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.lists[path] = append(f.lists[path], items...)
+}
+
+// Object sets the object got at path.
+func (f *Server) Object(path string, obj any) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.objects[path] = obj
+}
+
+// Requests are the requests served so far ("GET /api/v1/nodes?limit=500").
+func (f *Server) Requests() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.requests...)
+}
+
+// Pages is the number of list pages served at path.
+func (f *Server) Pages(path string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.pages[path]
+}
+
+// Kubeconfig writes a kubeconfig whose current context "one" points at the
+// server with namespace ns; context "two" points at an address where
+// nothing listens.
+func (f *Server) Kubeconfig(t testing.TB, ns string) string {
+	t.Helper()
+	return WriteKubeconfig(t, f.srv.URL, ns)
+}
+
+// WriteKubeconfig writes a kubeconfig for server.
+func WriteKubeconfig(t testing.TB, server, ns string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "config")
+	kc := fmt.Sprintf(`apiVersion: v1
+kind: Config
+current-context: one
+contexts:
+- name: one
+  context: {cluster: c1, user: u, namespace: %q}
+- name: two
+  context: {cluster: c2, user: u, namespace: other}
+clusters:
+- name: c1
+  cluster: {server: %q, insecure-skip-tls-verify: true}
+- name: c2
+  cluster: {server: "http://127.0.0.2:1"}
+users:
+- name: u
+  user: {token: abc}
+`, ns, server)
+	if err := os.WriteFile(p, []byte(kc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// Fault makes path answer with kind: "403", "401", "500", "truncated",
+// "slow" (no answer until the client gives up), "" none.
+func (f *Server) Fault(path, kind string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.faults[path] = kind
 }
 
-func status(w http.ResponseWriter, code int, reason, msg string) {
+func writeStatus(w http.ResponseWriter, code int, reason, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	_ = json.NewEncoder(w).Encode(map[string]any{"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": reason, "message": msg, "code": code})
 }
 
-func (f *fakeAPI) serve(w http.ResponseWriter, r *http.Request) {
+func (f *Server) serve(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	f.requests = append(f.requests, r.Method+" "+r.URL.RequestURI())
 	fault := f.faults[r.URL.Path]
@@ -65,13 +139,13 @@ func (f *fakeAPI) serve(w http.ResponseWriter, r *http.Request) {
 	f.mu.Unlock()
 	switch fault {
 	case "403":
-		status(w, 403, "Forbidden", fmt.Sprintf(`%s is forbidden: User "system:serviceaccount:x:y" cannot list resource`, r.URL.Path))
+		writeStatus(w, 403, "Forbidden", fmt.Sprintf(`%s is forbidden: User "system:serviceaccount:x:y" cannot list resource`, r.URL.Path))
 		return
 	case "401":
-		status(w, 401, "Unauthorized", "Unauthorized")
+		writeStatus(w, 401, "Unauthorized", "Unauthorized")
 		return
 	case "500":
-		status(w, 500, "InternalError", "etcdserver: leader changed")
+		writeStatus(w, 500, "InternalError", "etcdserver: leader changed")
 		return
 	case "truncated":
 		w.Header().Set("Content-Type", "application/json")
@@ -91,7 +165,7 @@ func (f *fakeAPI) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !isList {
-		status(w, 404, "NotFound", "the server could not find the requested resource")
+		writeStatus(w, 404, "NotFound", "the server could not find the requested resource")
 		return
 	}
 	q := r.URL.Query()
@@ -111,7 +185,8 @@ func (f *fakeAPI) serve(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewEncoder(w).Encode(map[string]any{"kind": listKind(r.URL.Path), "apiVersion": apiVersionOf(r.URL.Path), "metadata": meta, "items": items[off:end]})
 }
 
-func (f *fakeAPI) verbs() []string {
+// Verbs are the HTTP methods of the requests served so far.
+func (f *Server) Verbs() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var out []string
@@ -121,13 +196,15 @@ func (f *fakeAPI) verbs() []string {
 	return out
 }
 
-func node(name string, labels map[string]string) map[string]any {
+// Node is a Ready GPU node: 64 CPUs, 512Gi, 8 nvidia.com/gpu.
+func Node(name string, labels map[string]string) map[string]any {
 	return map[string]any{"metadata": map[string]any{"name": name, "labels": labels},
 		"status": map[string]any{"allocatable": map[string]any{"cpu": "64", "memory": "512Gi", "nvidia.com/gpu": "8", "pods": "110"},
 			"conditions": []any{map[string]any{"type": "Ready", "status": "True"}}}}
 }
 
-func pod(ns, name, nodeName, phase string) map[string]any {
+// Pod is a pod asking for 4 GPUs, bound to nodeName ("" none).
+func Pod(ns, name, nodeName, phase string) map[string]any {
 	return map[string]any{"metadata": map[string]any{"name": name, "namespace": ns},
 		"spec":   map[string]any{"nodeName": nodeName, "containers": []any{map[string]any{"name": "c", "image": "x", "resources": map[string]any{"requests": map[string]any{"nvidia.com/gpu": "4"}, "limits": map[string]any{"nvidia.com/gpu": "4"}}}}},
 		"status": map[string]any{"phase": phase}}
