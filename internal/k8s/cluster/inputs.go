@@ -37,7 +37,6 @@ var (
 	ResLocalQueuesB1  = Resource{Group: "kueue.x-k8s.io", Version: "v1beta1", Name: "localqueues", Namespaced: true}
 	ResClusterQueues  = Resource{Group: "kueue.x-k8s.io", Version: "v1beta2", Name: "clusterqueues"}
 	ResClusterQB1     = Resource{Group: "kueue.x-k8s.io", Version: "v1beta1", Name: "clusterqueues"}
-	ResServices       = Resource{Version: "v1", Name: "services", Namespaced: true}
 )
 
 // lintKinds are the kinds 'k8s lint --cluster' reads, in the versions
@@ -73,7 +72,6 @@ var lintKinds = []struct {
 	{"ResourceFlavor", ResFlavors},
 	{"LocalQueue", ResLocalQueues},
 	{"ClusterQueue", ResClusterQueues},
-	{"Service", ResServices},
 }
 
 // Resources lists every resource gpunode may read (for the ClusterRole
@@ -484,8 +482,8 @@ func (c *Client) kueueTopology(ctx context.Context, ns, lq, lqTmpl string) (*obj
 func (c *Client) LintSources(ctx context.Context) (names []string, lists [][]byte, err error) {
 	for _, k := range lintKinds {
 		switch k.kind {
-		case "ResourceFlavor", "LocalQueue", "ClusterQueue", "Service":
-			continue // read for topology and the agent, not linted
+		case "ResourceFlavor", "LocalQueue", "ClusterQueue":
+			continue // read for the topology, not linted
 		}
 		items, err := c.listRaw(ctx, k.res, k.kind, nil)
 		if err != nil {
