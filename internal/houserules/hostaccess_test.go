@@ -54,17 +54,18 @@ var hostAccessAllowed = map[string]struct {
 	// working directory, not below --root), and may legitimately be pipes
 	// ("-f <(...)"); a read blocked on one is ended by SIGINT/SIGTERM (see
 	// internal/cli's signal handling).
-	"internal/k8s/node/file.go":           {[]string{"os.ReadFile"}, "node file given with --node"},
-	"internal/k8s/kubeletcfg/load.go":     {[]string{"os.ReadFile"}, "KubeletConfiguration given with --kubelet-config"},
-	"internal/k8s/objects/load.go":        {[]string{"os.Open"}, "cluster object files given with -f"},
-	"internal/k8s/lint/load.go":           {[]string{"os.Stat", "filepath.WalkDir"}, "manifest files and directories given to k8s lint"},
-	"internal/cli/companion/k8s.go":       {[]string{"os.Open"}, "hints file given with k8s merge -f"},
-	"internal/cli/companion/k8s_admit.go": {[]string{"os.Open"}, "pods file given with k8s admit -f"},
-	"internal/cli/forward.go":             {[]string{"os.Stat", "filepath.EvalSymlinks"}, "finds the gpunode-full companion beside gpunode's own executable or on PATH (gpunode's installation, not the host under --root)"},
-	"internal/cli/mig.go":                 {[]string{"os.Open"}, "mig-parted config given with -f"},
-	"internal/tune/profile.go":            {[]string{"os.ReadFile"}, "profile file given with --profile FILE (profiles by name are read through hostfs)"},
-	"internal/cli/companion/bench.go":     {[]string{"os.WriteFile"}, "plot file named with bench --plot FILE (the user's output file, like a shell redirect)"},
-	"internal/cli/companion/report.go":    {[]string{"os.CreateTemp", "os.Chmod", "os.Rename", "os.Remove"}, "HTML file named with report --html FILE (the user's output file), written atomically"},
+	"internal/k8s/node/file.go":                {[]string{"os.ReadFile"}, "node file given with --node"},
+	"internal/k8s/kubeletcfg/load.go":          {[]string{"os.ReadFile"}, "KubeletConfiguration given with --kubelet-config"},
+	"internal/k8s/cluster/clustertest/fake.go": {[]string{"os.WriteFile"}, "tests: a kubeconfig in t.TempDir() pointing at the fake API server"},
+	"internal/k8s/objects/load.go":             {[]string{"os.Open"}, "cluster object files given with -f"},
+	"internal/k8s/lint/load.go":                {[]string{"os.Stat", "filepath.WalkDir"}, "manifest files and directories given to k8s lint"},
+	"internal/cli/companion/k8s.go":            {[]string{"os.Open"}, "hints file given with k8s merge -f"},
+	"internal/cli/companion/k8s_admit.go":      {[]string{"os.Open"}, "pods file given with k8s admit -f"},
+	"internal/cli/forward.go":                  {[]string{"os.Stat", "filepath.EvalSymlinks"}, "finds the gpunode-full companion beside gpunode's own executable or on PATH (gpunode's installation, not the host under --root)"},
+	"internal/cli/mig.go":                      {[]string{"os.Open"}, "mig-parted config given with -f"},
+	"internal/tune/profile.go":                 {[]string{"os.ReadFile"}, "profile file given with --profile FILE (profiles by name are read through hostfs)"},
+	"internal/cli/companion/bench.go":          {[]string{"os.WriteFile"}, "plot file named with bench --plot FILE (the user's output file, like a shell redirect)"},
+	"internal/cli/companion/report.go":         {[]string{"os.CreateTemp", "os.Chmod", "os.Rename", "os.Remove"}, "HTML file named with report --html FILE (the user's output file), written atomically"},
 	// The agent's NFD feature file goes to its own output directory on the
 	// machine it runs on (in the DaemonSet, the hostPath mount of
 	// features.d beside, not below, --root /host), like a user output file.

@@ -47,7 +47,9 @@ Topology of its queue's ResourceFlavor). --from-cluster KIND/NAME (job/NAME,
 podgroup/NAME, vcjob/NAME in -n) reads a pending workload instead of
 --workload. Only get and list are used (deploy/clusterrole.yaml).
 
-Exit codes: 0 fits, 1 does not fit, 2 bad input, 3 the cluster could not be read.`,
+Exit codes: 0 fits, 1 does not fit, 2 bad input, 3 undecided (the exact
+search stopped at its bound: verdict "undecided" in the output) or the
+cluster could not be read.`,
 		Example: `  gpunode k8s place --nodes nodes.json --pods pods.json --topology kai-topology.yaml --workload job.yaml
   gpunode k8s place --nodes nodes.yaml --levels topology.kubernetes.io/zone,topology.kubernetes.io/rack --workload podgroup-job.yaml -o json
   gpunode k8s place --workload job.yaml                      (nodes, pods and topology from the cluster)
@@ -75,6 +77,12 @@ Exit codes: 0 fits, 1 does not fit, 2 bad input, 3 the cluster could not be read
 			rep, err := place.Run(cmd.Context(), in)
 			if err != nil {
 				return cli.WrapUsage(err)
+			}
+			if rep.Undecided() {
+				if err := a.Render(rep); err != nil {
+					return err
+				}
+				return fmt.Errorf("place: undecided: the exact search stopped at its bound before it found a domain that holds the gang or proved none does")
 			}
 			return a.RenderFindings(rep, !rep.Fits)
 		},

@@ -92,9 +92,6 @@ func (f *Flags) New() (*Client, error) {
 	}
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	if f.Kubeconfig != "" {
-		if _, err := os.Stat(f.Kubeconfig); err != nil {
-			return nil, &ConfigError{fmt.Errorf("--kubeconfig: %w", err)}
-		}
 		rules.ExplicitPath = f.Kubeconfig
 	}
 	over := &clientcmd.ConfigOverrides{CurrentContext: f.Context}
@@ -103,6 +100,9 @@ func (f *Flags) New() (*Client, error) {
 	if err != nil {
 		if clientcmd.IsEmptyConfig(err) {
 			return nil, &ConfigError{errors.New("no cluster: no kubeconfig ($KUBECONFIG, ~/.kube/config or --kubeconfig) and not in a pod with a service account; give the input files instead")}
+		}
+		if f.Kubeconfig != "" {
+			return nil, &ConfigError{fmt.Errorf("--kubeconfig %s: %w", f.Kubeconfig, err)}
 		}
 		return nil, &ConfigError{fmt.Errorf("kubeconfig: %w", err)}
 	}

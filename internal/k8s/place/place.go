@@ -2,6 +2,7 @@ package place
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"sort"
 )
@@ -52,10 +53,13 @@ type engine struct {
 	undec     int // domains the multi-task search gave up on
 	lastFits  bool
 	steps     int
+	// the search's bounds: MaxSearchSteps and MaxCountPoints (smaller in
+	// tests that reach them)
+	maxSteps, maxPoints int
 }
 
 func newEngine(c *Cluster, topo *Topology, g *Gang) *engine {
-	e := &engine{c: c, topo: topo, g: g, prim: c.Res.primary()}
+	e := &engine{c: c, topo: topo, g: g, prim: c.Res.primary(), maxSteps: MaxSearchSteps, maxPoints: MaxCountPoints}
 	e.fits = make([][]int32, len(g.Tasks))
 	e.reason = make([]string, len(c.Nodes))
 	e.detail = make([]string, len(c.Nodes))
@@ -189,7 +193,47 @@ func (e *engine) assign(s domainStats) ([][2]int, bool) {
 		}
 		return out, left == 0
 	}
-	return e.search(order)
+	undec := e.undec
+	a, ok := e.search(order)
+	if !ok && e.undec > undec {
+		// the exact search gave up: a greedy fill may still prove a fit
+		if a, ok = e.greedy(order); ok {
+			e.undec = undec
+		}
+	}
+	return a, ok
+}
+
+// greedy fills the nodes in order, each with as many pods of each task (in
+// task order) as it still holds. It proves a fit when it places every pod,
+// and proves nothing when it does not.
+func (e *engine) greedy(order []int) ([][2]int, bool) {
+	rem := make([]int, len(e.g.Tasks))
+	left := 0
+	for ti, t := range e.g.Tasks {
+		rem[ti] = t.Count
+		left += t.Count
+	}
+	var out [][2]int
+	for _, ni := range order {
+		if left == 0 {
+			break
+		}
+		w := countWalk{n: &e.c.Nodes[ni], used: make([]int64, len(e.c.Res))}
+		for ti, t := range e.g.Tasks {
+			k := w.most(t, min(rem[ti], int(e.fits[ti][ni])))
+			for r, q := range t.req {
+				w.used[r] += int64(k) * q
+			}
+			w.pods += int64(k)
+			rem[ti] -= k
+			left -= k
+			for ; k > 0; k-- {
+				out = append(out, [2]int{ni, ti})
+			}
+		}
+	}
+	return out, left == 0
 }
 
 // fillOrder sorts a domain's usable nodes fullest-first: fewest gang pods
@@ -324,11 +368,26 @@ func (e *engine) expand(a [][2]int) [][]int {
 	return out
 }
 
+// MaxSearchStates bounds the states the multi-task search keeps per
+// domain (each is two small vectors): past it the domain is undecided.
+const MaxSearchStates = 1 << 20
+
+// maxParetoStates is the largest layer the search prunes to its
+// Pareto-minimal states (a quadratic pass); larger layers are only
+// deduplicated, which keeps the search exact but wider.
+const maxParetoStates = 2048
+
 // search decides exactly whether the tasks fit on nodes (in fill order) and
-// returns (node, task) pairs, one per pod. State: the demand still unplaced;
-// after each node only Pareto-minimal demands are kept (a smaller demand is
-// absorbable whenever a larger one is, since what a node can hold is closed
-// under taking fewer pods), so the frontier stays small.
+// returns (node, task) pairs, one per pod. State: the demand still unplaced.
+// A node that holds a state's whole demand ends the search; otherwise the
+// node takes one of its maximal count vectors. States whose demand the
+// nodes left cannot cover (per task, in pod slots or in any resource) are
+// dropped, equal ones kept once, and in small layers only Pareto-minimal
+// demands are kept (a smaller demand is absorbable whenever a larger one
+// is, since what a node can hold is closed under taking fewer pods).
+// Every state made, and every comparison, is a step; past e.maxSteps
+// steps, MaxSearchStates states or an incomplete count enumeration the
+// domain is undecided (e.undec), never "does not fit".
 func (e *engine) search(order []int) ([][2]int, bool) {
 	e.steps = 0 // the bound is per domain
 	T := len(e.g.Tasks)
@@ -342,15 +401,6 @@ func (e *engine) search(order []int) ([][2]int, bool) {
 		take   []int
 	}
 	layers := [][]state{{{rem: demand, parent: -1}}}
-	isZero := func(v []int) bool {
-		for _, x := range v {
-			if x != 0 {
-				return false
-			}
-		}
-		return true
-	}
-	maxCache := map[string][][]int{}
 	finish := func(li, si int) [][2]int {
 		var out [][2]int
 		for l := li; l > 0; l-- {
@@ -369,52 +419,172 @@ func (e *engine) search(order []int) ([][2]int, bool) {
 		}
 		return out
 	}
-	if isZero(demand) {
+	if sum := sumInts(demand); sum == 0 {
 		return nil, true
 	}
+	cover := e.suffixCover(order)
+	if !cover.covers(0, demand, e) {
+		return nil, false // the domain's nodes together are too small
+	}
+	maxCache := map[string]countSet{}
+	kept := 0
+	var key []byte
 	for li, ni := range order {
 		cur := layers[li]
-		vecs := e.maximalCounts(ni, demand, maxCache)
-		var next []state
 		for si, st := range cur {
-			for _, c := range vecs {
+			e.steps++
+			if e.holdsAll(ni, st.rem) {
+				layers = append(layers, []state{{rem: make([]int, T), parent: si, take: st.rem}})
+				return finish(li+1, 0), true
+			}
+		}
+		if li == len(order)-1 {
+			break
+		}
+		counts := e.maximalCounts(ni, demand, maxCache)
+		if !counts.complete {
+			e.undec++
+			return nil, false
+		}
+		var next []state
+		seen := map[string]bool{}
+		for si, st := range cur {
+			for _, c := range counts.vecs {
 				e.steps++
-				if e.steps > MaxSearchSteps {
+				if e.steps > e.maxSteps {
 					e.undec++
 					return nil, false
 				}
 				rem := make([]int, T)
 				take := make([]int, T)
 				for ti := range rem {
-					k := c[ti]
-					if k > st.rem[ti] {
-						k = st.rem[ti]
-					}
+					k := min(c[ti], st.rem[ti])
 					take[ti] = k
 					rem[ti] = st.rem[ti] - k
+				}
+				if !cover.covers(li+1, rem, e) {
+					continue
+				}
+				key = key[:0]
+				for _, x := range rem {
+					key = binary.AppendUvarint(key, uint64(x))
+				}
+				if seen[string(key)] {
+					continue
+				}
+				seen[string(key)] = true
+				if kept++; kept > MaxSearchStates {
+					e.undec++
+					return nil, false
 				}
 				next = append(next, state{rem: rem, parent: si, take: take})
 			}
 		}
-		// pruning compares states pairwise: count that work too
-		if len(e.g.Tasks) == 2 {
-			e.steps += len(next)
-		} else {
-			e.steps += len(next) * len(next)
-		}
-		if e.steps > MaxSearchSteps {
-			e.undec++
+		if len(next) == 0 {
 			return nil, false
 		}
-		next = paretoMin(next, func(s state) []int { return s.rem })
-		layers = append(layers, next)
-		for si, st := range next {
-			if isZero(st.rem) {
-				return finish(li+1, si), true
+		if len(next) <= maxParetoStates {
+			// pruning compares states pairwise: count that work too
+			if T == 2 {
+				e.steps += len(next)
+			} else {
+				e.steps += len(next) * len(next)
 			}
+			if e.steps > e.maxSteps {
+				e.undec++
+				return nil, false
+			}
+			next = paretoMin(next, func(s state) []int { return s.rem })
 		}
+		layers = append(layers, next)
 	}
 	return nil, false
+}
+
+func sumInts(v []int) int {
+	s := 0
+	for _, x := range v {
+		s += x
+	}
+	return s
+}
+
+// holdsAll says whether node ni holds rem[t] pods of every task t at once.
+func (e *engine) holdsAll(ni int, rem []int) bool {
+	n := &e.c.Nodes[ni]
+	var pods int64
+	for ti, k := range rem {
+		if k > int(e.fits[ti][ni]) {
+			return false
+		}
+		pods += int64(k)
+	}
+	if pods > n.FreePods {
+		return false
+	}
+	for r := range n.Free {
+		var u int64
+		for ti, k := range rem {
+			u += int64(k) * e.g.Tasks[ti].req[r]
+		}
+		if u > 0 && u > n.Free[r] {
+			return false
+		}
+	}
+	return true
+}
+
+// suffixCover is, for each position of a fill order, what the nodes from
+// there on can hold at most: per task, in pod slots and per resource. A
+// demand above it in any of them cannot be placed on those nodes.
+type suffixCover struct {
+	tasks [][]int   // [pos][task] sum of per-task fits
+	pods  []int64   // [pos]
+	free  [][]int64 // [pos][resource] sum of non-negative free
+}
+
+func (e *engine) suffixCover(order []int) suffixCover {
+	T, R := len(e.g.Tasks), len(e.c.Res)
+	n := len(order)
+	sc := suffixCover{tasks: make([][]int, n+1), pods: make([]int64, n+1), free: make([][]int64, n+1)}
+	sc.tasks[n], sc.free[n] = make([]int, T), make([]int64, R)
+	for i := n - 1; i >= 0; i-- {
+		node := &e.c.Nodes[order[i]]
+		sc.tasks[i] = append([]int(nil), sc.tasks[i+1]...)
+		for ti := range sc.tasks[i] {
+			sc.tasks[i][ti] += int(e.fits[ti][order[i]])
+		}
+		sc.pods[i] = sc.pods[i+1] + max(node.FreePods, 0)
+		sc.free[i] = append([]int64(nil), sc.free[i+1]...)
+		for r := range sc.free[i] {
+			sc.free[i][r] += max(node.Free[r], 0)
+		}
+	}
+	return sc
+}
+
+// covers says whether the nodes from position pos on may hold rem.
+func (sc suffixCover) covers(pos int, rem []int, e *engine) bool {
+	var pods int64
+	for ti, k := range rem {
+		if k > sc.tasks[pos][ti] {
+			return false
+		}
+		pods += int64(k)
+	}
+	if pods > sc.pods[pos] {
+		return false
+	}
+	for r := range sc.free[pos] {
+		var u int64
+		for ti, k := range rem {
+			u += int64(k) * e.g.Tasks[ti].req[r]
+		}
+		if u > 0 && u > sc.free[pos][r] {
+			return false
+		}
+	}
+	return true
 }
 
 // paretoMin keeps the states whose vectors no other state's vector is
@@ -481,82 +651,146 @@ func paretoMin2[S any](in []S, vec func(S) []int) []S {
 	return out
 }
 
+// MaxCountPoints bounds the per-node enumeration of pod-count vectors in
+// maximalCounts (the partial vectors over every task but the last that a node
+// can hold). Past it the node's vectors are incomplete and the domain's search
+// is undecided, never "does not fit".
+const MaxCountPoints = 1 << 22
+
+// countSet is the maximal pod-count vectors of one node; complete is false
+// when the enumeration stopped at MaxCountPoints.
+type countSet struct {
+	vecs     [][]int
+	complete bool
+}
+
 // maximalCounts lists the maximal per-task pod counts node ni can hold
-// together (each at most the task's demand), cached by the node's free
-// resources and per-task fits.
-func (e *engine) maximalCounts(ni int, demand []int, cache map[string][][]int) [][]int {
+// together (each at most the task's demand and the node's fit), cached by
+// the node's free resources and per-task limits.
+//
+// It walks every count vector of the tasks but the last that the node can
+// hold, and gives the last task the most pods that still fit (m). Such a
+// vector p+m(p) is maximal exactly when no single extra pod of an earlier
+// task fits beside m(p) pods of the last: m never grows when p grows, so a
+// vector that dominates p+m(p) has the same m, and then so does p plus one
+// pod of a task it has more of. Only maximal vectors are kept, none is
+// dropped, and the walk is bounded by MaxCountPoints.
+func (e *engine) maximalCounts(ni int, demand []int, cache map[string]countSet) countSet {
 	n := &e.c.Nodes[ni]
 	T := len(e.g.Tasks)
 	lim := make([]int, T)
 	for ti := range lim {
-		lim[ti] = int(e.fits[ti][ni])
-		if lim[ti] > demand[ti] {
-			lim[ti] = demand[ti]
-		}
+		lim[ti] = min(int(e.fits[ti][ni]), demand[ti])
 	}
 	key := fmt.Sprint(n.Free, n.FreePods, lim)
 	if v, ok := cache[key]; ok {
 		return v
 	}
-	var all [][]int
-	cur := make([]int, T)
-	used := make([]int64, len(n.Free))
-	var pods int64
-	budget := 1 << 16
-	var rec func(ti int)
-	rec = func(ti int) {
-		if budget <= 0 {
-			return
-		}
-		if ti == T {
-			budget--
-			all = append(all, append([]int(nil), cur...))
-			return
-		}
-		t := e.g.Tasks[ti]
-		for k := 0; k <= lim[ti]; k++ {
-			ok := pods+int64(k) <= n.FreePods
-			for r := range used {
-				if used[r]+int64(k)*t.req[r] > n.Free[r] && t.req[r] > 0 {
-					ok = false
-					break
-				}
-			}
-			if !ok {
-				break
-			}
-			cur[ti] = k
-			for r := range used {
-				used[r] += int64(k) * t.req[r]
-			}
-			pods += int64(k)
-			rec(ti + 1)
-			for r := range used {
-				used[r] -= int64(k) * t.req[r]
-			}
-			pods -= int64(k)
-		}
-		cur[ti] = 0
-	}
-	rec(0)
-	// keep maximal vectors: negate and take Pareto-minimal
-	neg := make([][]int, len(all))
-	for i, v := range all {
-		w := make([]int, T)
-		for j := range v {
-			w[j] = -v[j]
-		}
-		neg[i] = w
-	}
-	neg = paretoMin(neg, func(v []int) []int { return v })
-	out := make([][]int, len(neg))
-	for i, w := range neg {
-		v := make([]int, T)
-		for j := range w {
-			v[j] = -w[j]
-		}
-		out[i] = v
+	w := countWalk{n: n, tasks: e.g.Tasks, lim: lim, cur: make([]int, T), used: make([]int64, len(n.Free)), budget: e.maxPoints}
+	w.walk(0)
+	out := countSet{vecs: w.out, complete: w.budget >= 0}
+	if !out.complete {
+		out.vecs = nil
 	}
 	cache[key] = out
 	return out
+}
+
+// countWalk is the state of maximalCounts' depth-first walk.
+type countWalk struct {
+	n      *Node
+	tasks  []*Task
+	lim    []int
+	cur    []int   // counts of tasks [0, depth)
+	used   []int64 // resources those counts use
+	pods   int64
+	budget int
+	out    [][]int
+}
+
+// room says whether k more pods of task t fit beside what the walk holds.
+func (w *countWalk) room(t *Task, k int64, extraPods int64, extra []int64) bool {
+	if w.pods+extraPods+k > w.n.FreePods {
+		return false
+	}
+	for r, q := range t.req {
+		if q == 0 {
+			continue
+		}
+		u := w.used[r] + k*q
+		if extra != nil {
+			u += extra[r]
+		}
+		if u > w.n.Free[r] {
+			return false
+		}
+	}
+	return true
+}
+
+// most is how many pods of task t fit beside what the walk holds, at most
+// limit.
+func (w *countWalk) most(t *Task, limit int) int {
+	k := int64(limit)
+	if left := w.n.FreePods - w.pods; left < k {
+		k = max(left, 0)
+	}
+	for r, q := range t.req {
+		if q <= 0 {
+			continue
+		}
+		if left := (w.n.Free[r] - w.used[r]) / q; left < k {
+			k = max(left, 0)
+		}
+	}
+	return int(k)
+}
+
+func (w *countWalk) walk(ti int) {
+	if w.budget < 0 {
+		return
+	}
+	w.budget--
+	last := len(w.tasks) - 1
+	if ti == last {
+		t := w.tasks[last]
+		m := w.most(t, w.lim[last])
+		// p+m(p) is maximal unless one more pod of an earlier task fits beside m
+		mreq := make([]int64, len(w.used))
+		for r, q := range t.req {
+			mreq[r] = int64(m) * q
+		}
+		for i := 0; i < last; i++ {
+			if w.cur[i] < w.lim[i] && w.room(w.tasks[i], 1, int64(m), mreq) {
+				return
+			}
+		}
+		v := make([]int, len(w.tasks))
+		copy(v, w.cur[:last])
+		v[last] = m
+		w.out = append(w.out, v)
+		return
+	}
+	t := w.tasks[ti]
+	for k := 0; k <= w.lim[ti]; k++ {
+		if k > 0 && !w.room(t, 1, 0, nil) {
+			break
+		}
+		if k > 0 {
+			for r, q := range t.req {
+				w.used[r] += q
+			}
+			w.pods++
+		}
+		w.cur[ti] = k
+		w.walk(ti + 1)
+		if w.budget < 0 {
+			break
+		}
+	}
+	for r, q := range t.req {
+		w.used[r] -= int64(w.cur[ti]) * q
+	}
+	w.pods -= int64(w.cur[ti])
+	w.cur[ti] = 0
 }

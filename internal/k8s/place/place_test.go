@@ -33,6 +33,9 @@ func goldenCases() []goldenCase {
 		{dir: "seed-5.7.3-volcano", topology: "topology.yaml", fits: true, domain: DomainRef{"tier-1", "s1"}},
 		{dir: "volcano-tasks", topology: "topology.yaml", fits: true, domain: DomainRef{"tier-2", "spine"}},
 		{dir: "kueue-nofit", topology: "topology.yaml", fits: false, domain: DomainRef{"example.com/rack", "r1"}},
+		// 80+40+40 one-CPU pods on two nodes of 110: fits only as 40+40+30 and
+		// 40+0+10, count vectors the old per-node enumeration budget dropped
+		{dir: "volcano-80-40-40", levels: []string{"kubernetes.io/hostname"}, fits: true, domain: DomainRef{"cluster", "cluster"}},
 		{dir: "levels-plain", levels: []string{"topology.kubernetes.io/zone", "example.com/rack"}, fits: true, domain: DomainRef{"example.com/rack", "r2"}},
 	}
 }

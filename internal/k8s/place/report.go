@@ -12,11 +12,15 @@ import (
 
 // Report is the result of `gpunode k8s place` (schema gpunode.k8s.place/v1).
 type Report struct {
-	SchemaVersion string      `json:"schemaVersion"`
-	Fits          bool        `json:"fits"`
-	Domain        DomainRef   `json:"domain"`
-	Placements    []Placement `json:"placements"`
-	Explain       Explain     `json:"explain"`
+	SchemaVersion string `json:"schemaVersion"`
+	// Verdict is VerdictFits, VerdictDoesNotFit or VerdictUndecided: the
+	// last when no domain was found to fit and the exact search gave up on
+	// some (they may fit). Fits is Verdict == VerdictFits.
+	Verdict    string      `json:"verdict"`
+	Fits       bool        `json:"fits"`
+	Domain     DomainRef   `json:"domain"`
+	Placements []Placement `json:"placements"`
+	Explain    Explain     `json:"explain"`
 }
 
 // DomainRef names a domain: level is the label key (Volcano: tier-<n>,
@@ -111,17 +115,38 @@ type Move struct {
 	Pods   []string  `json:"pods"` // namespace/name on node
 }
 
+// The verdicts of a placement.
+const (
+	VerdictFits       = "fits"
+	VerdictDoesNotFit = "does-not-fit"
+	VerdictUndecided  = "undecided"
+)
+
+// Undecided says whether the search gave up before it could say the gang
+// does not fit.
+func (r *Report) Undecided() bool { return r.Verdict == VerdictUndecided }
+
 // MaxListed bounds the rows of lists in the report.
 const MaxListed = 20
 
 // Place runs the search and builds the report.
 func Place(ctx context.Context, c *Cluster, topo *Topology, g *Gang) (*Report, error) {
-	e := newEngine(c, topo, g)
+	return newEngine(c, topo, g).report(ctx)
+}
+
+func (e *engine) report(ctx context.Context) (*Report, error) {
+	c, topo, g := e.c, e.topo, e.g
 	r, err := e.place(ctx)
 	if err != nil {
 		return nil, err
 	}
-	rep := &Report{SchemaVersion: SchemaVersion, Fits: r.Fits, Placements: []Placement{}}
+	rep := &Report{SchemaVersion: SchemaVersion, Verdict: VerdictDoesNotFit, Fits: r.Fits, Placements: []Placement{}}
+	switch {
+	case r.Fits:
+		rep.Verdict = VerdictFits
+	case r.Undecided > 0:
+		rep.Verdict = VerdictUndecided
+	}
 	x := &rep.Explain
 	x.Workload, x.Style, x.Pods, x.Mode = g.Workload, g.Style, g.Pods(), g.Mode
 	x.Levels = append([]string{}, topo.Levels...)
@@ -154,7 +179,12 @@ func Place(ctx context.Context, c *Cluster, topo *Topology, g *Gang) (*Report, e
 		x.Notes = append(x.Notes, fmt.Sprintf("%d bound pods name nodes that are not in --nodes; not counted", c.Ignored))
 	}
 	if r.Undecided > 0 {
-		x.Notes = append(x.Notes, fmt.Sprintf("the exact multi-task search hit its bound (%d steps) on %d domains; they were treated as not fitting", MaxSearchSteps, r.Undecided))
+		bound := fmt.Sprintf("its bounds (%d search steps per domain, %d pod-count vectors per node)", e.maxSteps, e.maxPoints)
+		if r.Fits {
+			x.Notes = append(x.Notes, fmt.Sprintf("the exact multi-task search could not decide %d domains within %s; the answer fits, but an undecided domain may have been a tighter fit", r.Undecided, bound))
+		} else {
+			x.Notes = append(x.Notes, fmt.Sprintf("UNDECIDED: the exact multi-task search could not decide %d domains within %s, and no other domain fits; the gang may fit in an undecided one (fewer tasks, or fewer pods per task, keep the search small)", r.Undecided, bound))
+		}
 	}
 	e.lastFits = r.Fits
 	center := -1
@@ -243,7 +273,7 @@ func (e *engine) whyNot(x *Explain, best domainStats) {
 			}
 		}
 	}
-	if sf.Pods == 0 && len(e.g.Tasks) > 1 {
+	if sf.Pods == 0 && len(e.g.Tasks) > 1 && e.undec == 0 {
 		x.Notes = append(x.Notes, "every task fits in the best domain on its own, but not all of them together")
 	}
 	if e.g.Required >= 0 && len(e.topo.ByLevel[e.g.Required]) == 0 {
@@ -539,6 +569,8 @@ func (r *Report) WriteTable(w io.Writer, o output.Options) error {
 			nodes[p.Node] = true
 		}
 		ew.Printf("%s: %s=%s holds all %d pods on %d nodes\n\n", o.Paint("32", "FITS"), r.Domain.Level, r.Domain.Name, len(r.Placements), len(nodes))
+	} else if r.Undecided() {
+		ew.Printf("%s inside one %s: the exact search gave up (see the notes)\n\n", o.Paint("33", "UNDECIDED"), x.Required)
 	} else {
 		ew.Printf("%s inside one %s\n\n", o.Paint("31", "DOES NOT FIT"), x.Required)
 	}
