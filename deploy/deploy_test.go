@@ -19,9 +19,11 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/gpunode/gpunode/internal/agent"
+	"github.com/gpunode/gpunode/internal/k8s/cluster"
 )
 
 // ServiceMonitor and PrometheusRule are prometheus-operator CRDs, not in
@@ -98,7 +100,7 @@ func strict(t *testing.T, name string, v any) {
 func TestManifestsDecodeStrictly(t *testing.T) {
 	files, _ := filepath.Glob("*.yaml")
 	sort.Strings(files)
-	want := []string{"daemonset.yaml", "namespace.yaml", "networkpolicy.yaml", "prometheusrule.yaml", "service.yaml", "serviceaccount.yaml", "servicemonitor.yaml"}
+	want := []string{"clusterrole.yaml", "daemonset.yaml", "namespace.yaml", "networkpolicy.yaml", "prometheusrule.yaml", "service.yaml", "serviceaccount.yaml", "servicemonitor.yaml"}
 	if !reflect.DeepEqual(files, want) {
 		t.Fatalf("manifests %v, want %v (a new one needs a decode here)", files, want)
 	}
@@ -124,6 +126,9 @@ func TestManifestsDecodeStrictly(t *testing.T) {
 			t.Errorf("%s: kind %q", o.kind, o.got)
 		}
 	}
+	var cr rbacv1.ClusterRole
+	strict(t, "clusterrole.yaml", &cr)
+	checkClusterRole(t, &cr)
 	checkDaemonSet(t, &ds)
 	port := ds.Spec.Template.Spec.Containers[0].Ports[0]
 	if svc.Spec.Ports[0].Port != port.ContainerPort || svc.Spec.Ports[0].TargetPort.StrVal != port.Name ||
@@ -352,4 +357,85 @@ func indexOf(s []string, x string) int {
 		}
 	}
 	return -1
+}
+
+// checkClusterRole: the what-if ClusterRole grants get, list and watch on
+// exactly the resources package cluster reads, and no other verb.
+func checkClusterRole(t *testing.T, cr *rbacv1.ClusterRole) {
+	t.Helper()
+	if cr.Kind != "ClusterRole" || cr.APIVersion != "rbac.authorization.k8s.io/v1" {
+		t.Errorf("clusterrole.yaml: %s %s", cr.APIVersion, cr.Kind)
+	}
+	got := map[string][]string{}
+	for i, r := range cr.Rules {
+		if !reflect.DeepEqual(r.Verbs, []string{"get", "list", "watch"}) {
+			t.Errorf("rule %d: verbs %v, want [get list watch]", i, r.Verbs)
+		}
+		if len(r.APIGroups) != 1 || len(r.NonResourceURLs) > 0 || len(r.ResourceNames) > 0 {
+			t.Errorf("rule %d: one API group, resources only: %+v", i, r)
+			continue
+		}
+		got[r.APIGroups[0]] = append(got[r.APIGroups[0]], r.Resources...)
+	}
+	for g := range got {
+		sort.Strings(got[g])
+	}
+	if want := cluster.Resources(); !reflect.DeepEqual(got, want) {
+		t.Errorf("clusterrole.yaml grants %v\nwant (what gpunode reads) %v", got, want)
+	}
+}
+
+// krewPlugin is the part of krew's Plugin (v1alpha2) the manifest uses,
+// decoded strictly.
+type krewPlugin struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Metadata   struct {
+		Name string `json:"name"`
+	} `json:"metadata"`
+	Spec struct {
+		Version          string `json:"version"`
+		Homepage         string `json:"homepage"`
+		ShortDescription string `json:"shortDescription"`
+		Description      string `json:"description"`
+		Platforms        []struct {
+			Selector struct {
+				MatchLabels map[string]string `json:"matchLabels"`
+			} `json:"selector"`
+			URI    string `json:"uri"`
+			Sha256 string `json:"sha256"`
+			Bin    string `json:"bin"`
+			Files  []struct {
+				From string `json:"from"`
+				To   string `json:"to"`
+			} `json:"files"`
+		} `json:"platforms"`
+	} `json:"spec"`
+}
+
+// TestKrewManifest: the plugin is named gpunode (kubectl gpunode), ships
+// the kubectl-gpunode binary built from cmd/kubectl-gpunode, and every
+// field scripts/krew-archive.sh fills is a placeholder it knows.
+func TestKrewManifest(t *testing.T) {
+	var p krewPlugin
+	strict(t, filepath.Join("krew", "gpunode.yaml"), &p)
+	if p.APIVersion != "krew.googlecontainertools.github.com/v1alpha2" || p.Kind != "Plugin" || p.Metadata.Name != "gpunode" || p.Spec.Version != "RELEASE" {
+		t.Errorf("manifest header %+v", p)
+	}
+	if len(p.Spec.ShortDescription) == 0 || len(p.Spec.ShortDescription) > 50 {
+		t.Errorf("shortDescription %q: krew wants 1-50 characters", p.Spec.ShortDescription)
+	}
+	if _, err := os.Stat(filepath.Join("..", "cmd", "kubectl-gpunode", "main.go")); err != nil {
+		t.Error(err)
+	}
+	for _, pl := range p.Spec.Platforms {
+		arch := pl.Selector.MatchLabels["arch"]
+		if pl.Bin != "kubectl-gpunode" || pl.Selector.MatchLabels["os"] != "linux" || pl.Sha256 != "SHA256_LINUX_"+strings.ToUpper(arch) ||
+			!strings.HasSuffix(pl.URI, "/RELEASE/kubectl-gpunode-linux-"+arch+".tar.gz") {
+			t.Errorf("platform %+v", pl)
+		}
+	}
+	if len(p.Spec.Platforms) != 2 {
+		t.Errorf("%d platforms", len(p.Spec.Platforms))
+	}
 }

@@ -25,6 +25,7 @@ and check, on a running node, that each pod's GPUs, CPUs and memory share
 their NUMA nodes (k8s pods, from the kubelet's pod-resources API).`,
 		Args: cobra.NoArgs,
 	}
+	registerClusterFlags(cmd)
 	cmd.AddCommand(a.newK8sMergeCommand(), a.newK8sKubeletCommand(), a.newK8sAdmitCommand(), a.newK8sPlaceCommand(), a.newK8sDRACommand(), a.newK8sLintCommand(), a.newK8sPodsCommand())
 	return cmd
 }

@@ -93,7 +93,7 @@ MIG engine counts are gpunode's model of NVIDIA's published profile tables.`,
 }
 
 func (a *app) newK8sDRAAllocateCommand() *cobra.Command {
-	var slicesF, classesF, claimsF, allocatedF, podF, templatesF string
+	var slicesF, classesF, claimsF, allocatedF, podF, templatesF, fromCluster string
 	var nodes []string
 	var explain bool
 	var timeout time.Duration
@@ -131,20 +131,43 @@ resource.k8s.io/v1, v1beta2, v1beta1):
 
 Output -o json: {"schemaVersion":"gpunode.k8s.dra.allocate/v1","nodes":[{"node",
 "fits","allocations":[{"claim":"ns/name","results":[{"request","driver","pool",
-"device"}]}],"undecided","explain"}]}. Exit codes: 0 some node fits, 1 none,
-2 bad input, 3 none fits and some node is undecided within --timeout.`,
+"device"}]}],"undecided","explain"}]}.
+
+Against a live cluster (--kubeconfig, --context, -n, --request-timeout as
+kubectl): without --slices, the ResourceSlices, DeviceClasses (unless
+--classes) and every allocated ResourceClaim (unless --allocated; their
+devices are in use) are listed from the API server, and a --pod's named
+claims and templates come from its namespace. --from-cluster pod/NAME reads
+a pending pod ("why is my pod Pending?") instead of --pod.
+
+Exit codes: 0 some node fits, 1 none, 2 bad input, 3 none fits and some node
+is undecided within --timeout, or the cluster could not be read.`,
 		Example: `  gpunode k8s dra allocate --slices slices.yaml --classes classes.yaml --claims claim.yaml --explain
-  gpunode k8s dra allocate --slices s.yaml --classes c.yaml --pod pod.yaml --templates t.yaml -o json`,
+  gpunode k8s dra allocate --slices s.yaml --classes c.yaml --pod pod.yaml --templates t.yaml -o json
+  kubectl gpunode k8s dra allocate -n team-a --from-cluster pod/trainer-0 --explain`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if slicesF == "" || classesF == "" || (claimsF == "" && podF == "") {
-				return cli.Usagef("allocate: --slices, --classes and --claims (or --pod) are required")
+			live := slicesF == "" || fromCluster != ""
+			if !live && (classesF == "" || (claimsF == "" && podF == "")) {
+				return cli.Usagef("allocate: --slices, --classes and --claims (or --pod) are required (without --slices they come from the cluster)")
+			}
+			if claimsF == "" && podF == "" && fromCluster == "" {
+				return cli.Usagef("allocate: --claims, --pod or --from-cluster pod/NAME is required")
+			}
+			if fromCluster != "" && podF != "" {
+				return cli.Usagef("allocate: give --pod or --from-cluster, not both")
 			}
 			if (podF == "") != (templatesF == "") && templatesF != "" {
 				return cli.Usagef("allocate: --templates needs --pod")
 			}
-			in, err := loadDRAInput(slicesF, classesF, claimsF, allocatedF, podF, templatesF, a.MaxInputBytes)
-			if err != nil {
+			var in *dra.Input
+			var err error
+			if live {
+				in, err = a.liveDRAInput(cmd, draFiles{classesF, claimsF, allocatedF, podF, templatesF}, fromCluster)
+				if err != nil {
+					return err
+				}
+			} else if in, err = loadDRAInput(slicesF, classesF, claimsF, allocatedF, podF, templatesF, a.MaxInputBytes); err != nil {
 				return cli.WrapUsage(err)
 			}
 			if timeout <= 0 || timeout > dra.SchedulerFilterTimeout {
@@ -191,6 +214,7 @@ Output -o json: {"schemaVersion":"gpunode.k8s.dra.allocate/v1","nodes":[{"node",
 	f.StringSliceVar(&nodes, "node", nil, "node names to try (default: every node the slices name)")
 	f.BoolVar(&explain, "explain", false, "explain every node, with numbers and the nearest fit")
 	f.DurationVar(&timeout, "timeout", dra.DefaultTimeout, "wall-clock bound of each node's decision, explanation included (at most 10s, kube-scheduler's DRA filter timeout); past it the node is undecided (exit 3 when no node fits)")
+	f.StringVar(&fromCluster, "from-cluster", "", "read a pending pod from the cluster instead of --pod: pod/NAME (namespace -n)")
 	return cmd
 }
 

@@ -18,7 +18,7 @@ import (
 func (a *app) newK8sLintCommand() *cobra.Command {
 	var files []string
 	var nodeFile, kcFile, nodesFile, failOn, shmMin string
-	var listRules, sarif bool
+	var listRules, sarif, fromCluster bool
 	cmd := &cobra.Command{
 		Use:   "lint -f PATH... [--node-file F] [--kubelet-config F] [--nodes F] [--fail-on error|warning|info]",
 		Short: "Say why GPU workloads and cluster configs will not do what their authors meant",
@@ -45,11 +45,17 @@ Output: a table grouped by object; -o json
 Exit codes: 0 no finding at or above --fail-on (default warning), 1 findings
 at or above it, 2 bad input (invalid YAML, a wrong apiVersion for a known kind,
 a duplicate object: the error names the file, document and field, and
-nothing is reported).`,
+nothing is reported).
+
+--cluster lints the live objects of every kind lint knows (listed from the API
+server as kubectl would: --kubeconfig, --context, --request-timeout; every
+namespace), together with any -f files; the cluster's Nodes are the --nodes
+context unless --nodes is given.`,
 		Example: `  gpunode k8s lint -f deploy/
   helm template gpu-operator nvidia/gpu-operator -f values.yaml | gpunode k8s lint -f -
   gpunode k8s lint -f job.yaml --node-file node.yaml --kubelet-config kubelet.yaml -o json
-  gpunode k8s lint -f manifests/ --nodes nodes.json -o sarif > lint.sarif`,
+  gpunode k8s lint -f manifests/ --nodes nodes.json -o sarif > lint.sarif
+  kubectl gpunode k8s lint --cluster --context prod`,
 		Args: cobra.NoArgs,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			if strings.EqualFold(strings.TrimSpace(a.Output), "sarif") {
@@ -71,16 +77,20 @@ nothing is reported).`,
 				}
 				return a.Render(lint.ListRules())
 			}
-			if len(files) == 0 {
-				return cli.Usagef("lint: -f PATH is required (a file, a directory, or - for stdin)")
+			if len(files) == 0 && !fromCluster {
+				return cli.Usagef("lint: -f PATH or --cluster is required (a file, a directory, or - for stdin)")
 			}
 			threshold, err := lint.ParseSeverity(failOn)
 			if err != nil {
 				return cli.WrapUsage(err)
 			}
-			in, lines, err := a.loadLintInput(files)
+			var live func(*lint.Loader) error
+			if fromCluster {
+				live = func(l *lint.Loader) error { return a.liveLintInput(cmd, l, nodesFile == "") }
+			}
+			in, lines, err := a.loadLintInput(files, live)
 			if err != nil {
-				return cli.WrapUsage(err)
+				return err
 			}
 			if shmMin != "" {
 				q, err := resource.ParseQuantity(shmMin)
@@ -137,15 +147,18 @@ nothing is reported).`,
 	f.StringVar(&failOn, "fail-on", "warning", "exit 1 when a finding is at least this severe: error, warning or info")
 	f.StringVar(&shmMin, "shm-min", "1Gi", "smallest /dev/shm shm.size accepts for NCCL/DataLoader containers")
 	f.BoolVar(&listRules, "rules", false, "list the rules with their severities and seed sections")
+	f.BoolVar(&fromCluster, "cluster", false, "also lint the live objects of the cluster (kubeconfig, --context), every namespace")
 	return cmd
 }
 
 // loadLintInput reads every -f source; lines maps each file to its
-// documents' start lines (for SARIF).
-func (a *app) loadLintInput(paths []string) (*lint.Input, map[string][]int, error) {
+// documents' start lines (for SARIF); live, when set, adds the cluster's
+// objects. A bad file is a usage error (exit 2), a failed read of the
+// cluster a failure (3).
+func (a *app) loadLintInput(paths []string, live func(*lint.Loader) error) (*lint.Input, map[string][]int, error) {
 	srcs, err := lint.Sources(paths)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, cli.WrapUsage(err)
 	}
 	l := lint.NewLoader()
 	lines := map[string][]int{}
@@ -154,22 +167,54 @@ func (a *app) loadLintInput(paths []string) (*lint.Input, map[string][]int, erro
 		var b []byte
 		if s == "-" {
 			if stdinRead {
-				return nil, nil, fmt.Errorf("-f -: stdin given twice")
+				return nil, nil, cli.Usagef("-f -: stdin given twice")
 			}
 			stdinRead = true
 			if b, err = objects.ReadAll(a.Stdin, "stdin", a.MaxInputBytes); err != nil {
-				return nil, nil, err
+				return nil, nil, cli.WrapUsage(err)
 			}
 		} else if b, err = objects.ReadFile(s, a.MaxInputBytes); err != nil {
-			return nil, nil, err
+			return nil, nil, cli.WrapUsage(err)
 		}
 		if len(strings.TrimSpace(string(b))) == 0 {
 			continue // an empty file in a directory holds nothing
 		}
 		if err := l.Add(s, b); err != nil {
-			return nil, nil, err
+			return nil, nil, cli.WrapUsage(err)
 		}
 		lines[s] = lint.DocumentLines(b)
 	}
+	if live != nil {
+		if err := live(l); err != nil {
+			return nil, nil, err
+		}
+	}
 	return l.Input(), lines, nil
+}
+
+// liveLintInput adds the cluster's objects of every kind lint knows, and its
+// Nodes as the nodes context when nodes is set.
+func (a *app) liveLintInput(cmd *cobra.Command, l *lint.Loader, nodes bool) error {
+	c, err := a.k8sCluster(cmd)
+	if err != nil {
+		return err
+	}
+	names, lists, err := c.LintSources(cmd.Context())
+	if err != nil {
+		return err
+	}
+	for i := range names {
+		if err := l.Add(names[i], lists[i]); err != nil {
+			return fmt.Errorf("%s: %w", c.Server(), err)
+		}
+	}
+	if nodes {
+		ns, err := c.Nodes(cmd.Context())
+		if err != nil {
+			return err
+		}
+		l.Input().Nodes = ns
+	}
+	a.notef("lint: %d kinds of live objects from %s", len(names), c.Server())
+	return nil
 }

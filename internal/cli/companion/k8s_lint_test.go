@@ -33,7 +33,7 @@ func TestK8sLintCommand(t *testing.T) {
 		{"single-numa with node and kubelet", []string{"k8s", "lint", "-f", rule("topology.single-numa", "fail.yaml"), "--node-file", rule("topology.single-numa", "node.yaml"), "--kubelet-config", rule("topology.single-numa", "kubelet.yaml")}, 1, "TopologyAffinityError", ""},
 		{"nodes", []string{"k8s", "lint", "-f", rule("computedomain.clique", "fail.yaml"), "--nodes", rule("computedomain.clique", "nodes.yaml")}, 1, "2 NVLink cliques", ""},
 		{"duplicate", []string{"k8s", "lint", "-f", dup}, 2, "", "dup.yaml:8: document 2: Pod/default/a: metadata.name: Duplicate value"},
-		{"no -f", []string{"k8s", "lint"}, 2, "", "-f PATH is required"},
+		{"no -f", []string{"k8s", "lint"}, 2, "", "-f PATH or --cluster is required"},
 		{"bad fail-on", []string{"k8s", "lint", "-f", dup, "--fail-on", "fatal"}, 2, "", "--fail-on"},
 		{"bad output", []string{"k8s", "lint", "-f", dup, "-o", "xml"}, 2, "", "or sarif"},
 		{"rules", []string{"k8s", "lint", "--rules"}, 0, "computedomain.channel", ""},

@@ -13,7 +13,7 @@ import (
 )
 
 func (a *app) newK8sPlaceCommand() *cobra.Command {
-	var nodesFile, podsFile, topoFile, levels, workFile string
+	var nodesFile, podsFile, topoFile, levels, workFile, fromCluster string
 	cmd := &cobra.Command{
 		Use:   "place --nodes NODES --workload WORKLOAD [--pods PODS] [--topology TOPOLOGY | --levels KEY,...]",
 		Short: "Say whether a gang fits inside one network domain now, where, and if not, why",
@@ -38,21 +38,41 @@ gpunode takes the tightest answer: the innermost level at which one domain
 holds the whole gang (up to the required level), the best-fit domain there
 (least capacity left), filling its nodes fullest-first. Fit is decided exactly.
 
+Against a live cluster (kubectl's --kubeconfig, --context, -n, --request-timeout;
+KUBECONFIG, ~/.kube/config or the pod's service account): without --nodes the
+Nodes and the bound, non-terminal Pods of every namespace are listed from the
+API server, and without --topology/--levels the workload's topology object is
+read too (the Volcano HyperNodes, the KAI Topology it names, or the Kueue
+Topology of its queue's ResourceFlavor). --from-cluster KIND/NAME (job/NAME,
+podgroup/NAME, vcjob/NAME in -n) reads a pending workload instead of
+--workload. Only get and list are used (deploy/clusterrole.yaml).
+
 Exit codes: 0 fits, 1 does not fit, 2 bad input, 3 undecided (the exact
-search stopped at its bound: verdict "undecided" in the output).`,
+search stopped at its bound: verdict "undecided" in the output) or the
+cluster could not be read.`,
 		Example: `  gpunode k8s place --nodes nodes.json --pods pods.json --topology kai-topology.yaml --workload job.yaml
-  gpunode k8s place --nodes nodes.yaml --levels topology.kubernetes.io/zone,topology.kubernetes.io/rack --workload podgroup-job.yaml -o json`,
+  gpunode k8s place --nodes nodes.yaml --levels topology.kubernetes.io/zone,topology.kubernetes.io/rack --workload podgroup-job.yaml -o json
+  gpunode k8s place --workload job.yaml                      (nodes, pods and topology from the cluster)
+  kubectl gpunode k8s place -n team-a --from-cluster job/train --context prod`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if nodesFile == "" || workFile == "" {
-				return cli.Usagef("place: --nodes and --workload are required")
+			if (workFile == "") == (fromCluster == "") {
+				return cli.Usagef("place: give --workload FILE or --from-cluster KIND/NAME")
 			}
 			if topoFile != "" && levels != "" {
 				return cli.Usagef("place: give --topology or --levels, not both")
 			}
+			if nodesFile == "" && podsFile != "" {
+				return cli.Usagef("place: --pods needs --nodes (without --nodes both come from the cluster)")
+			}
 			in, err := loadPlaceInput(nodesFile, podsFile, topoFile, levels, workFile, a.MaxInputBytes)
 			if err != nil {
 				return cli.WrapUsage(err)
+			}
+			if nodesFile == "" || fromCluster != "" {
+				if err := a.livePlaceInput(cmd, &in, nodesFile == "", topoFile == "" && levels == "", fromCluster); err != nil {
+					return err
+				}
 			}
 			rep, err := place.Run(cmd.Context(), in)
 			if err != nil {
@@ -73,6 +93,7 @@ search stopped at its bound: verdict "undecided" in the output).`,
 	f.StringVar(&topoFile, "topology", "", "Volcano HyperNodes, a KAI Topology or a Kueue Topology (optional)")
 	f.StringVar(&levels, "levels", "", "node label keys, outermost first, comma-separated (instead of --topology)")
 	f.StringVar(&workFile, "workload", "", "PodGroup + Job, Job with KAI or Kueue annotations, or Volcano Job")
+	f.StringVar(&fromCluster, "from-cluster", "", "read a pending workload from the cluster instead of --workload: job/NAME, podgroup/NAME or vcjob/NAME (namespace -n)")
 	return cmd
 }
 
@@ -97,14 +118,20 @@ func loadPlaceInput(nodesFile, podsFile, topoFile, levels, workFile string, maxB
 		}()
 		return ch
 	}
-	nodesCh := load(nodesFile, func(f string, b []byte) (any, error) { return objects.LoadNodes(f, b) })
+	var nodesCh chan res
+	if nodesFile != "" {
+		nodesCh = load(nodesFile, func(f string, b []byte) (any, error) { return objects.LoadNodes(f, b) })
+	}
 	var podsCh chan res
 	if podsFile != "" {
 		podsCh = load(podsFile, func(f string, b []byte) (any, error) { return objects.LoadPods(f, b) })
 	}
-	wb, err := objects.ReadFile(workFile, maxBytes)
-	if err == nil {
-		in.Workload, err = objects.LoadWorkload(workFile, wb)
+	var err error
+	if workFile != "" {
+		var wb []byte
+		if wb, err = objects.ReadFile(workFile, maxBytes); err == nil {
+			in.Workload, err = objects.LoadWorkload(workFile, wb)
+		}
 	}
 	var topoErr error
 	if topoFile != "" {
@@ -114,8 +141,10 @@ func loadPlaceInput(nodesFile, podsFile, topoFile, levels, workFile string, maxB
 		}
 		topoErr = e
 	}
-	nr := <-nodesCh
-	var pr res
+	var nr, pr res
+	if nodesCh != nil {
+		nr = <-nodesCh
+	}
 	if podsCh != nil {
 		pr = <-podsCh
 	}
@@ -124,7 +153,9 @@ func loadPlaceInput(nodesFile, podsFile, topoFile, levels, workFile string, maxB
 			return in, e
 		}
 	}
-	in.Nodes = nr.nodes.([]*v1.Node)
+	if nodesCh != nil {
+		in.Nodes = nr.nodes.([]*v1.Node)
+	}
 	if podsCh != nil {
 		in.Pods = pr.nodes.([]*v1.Pod)
 	}
@@ -138,4 +169,55 @@ func loadPlaceInput(nodesFile, podsFile, topoFile, levels, workFile string, maxB
 		}
 	}
 	return in, nil
+}
+
+// livePlaceInput fills what the files did not give from the cluster:
+// nodes and bound pods (listed concurrently), the workload (--from-cluster)
+// and its topology object.
+func (a *app) livePlaceInput(cmd *cobra.Command, in *place.Input, nodes, topology bool, fromCluster string) error {
+	ctx := cmd.Context()
+	c, err := a.k8sCluster(cmd)
+	if err != nil {
+		return err
+	}
+	type res struct {
+		nodes []*v1.Node
+		pods  []*v1.Pod
+		err   error
+	}
+	var nodesCh, podsCh chan res
+	if nodes {
+		nodesCh, podsCh = make(chan res, 1), make(chan res, 1)
+		go func() { n, err := c.Nodes(ctx); nodesCh <- res{nodes: n, err: err} }()
+		go func() { p, err := c.BoundPods(ctx, ""); podsCh <- res{pods: p, err: err} }()
+	}
+	if fromCluster != "" {
+		w, err := c.Workload(ctx, fromCluster)
+		if err != nil {
+			return clusterErr(err)
+		}
+		in.Workload = w
+	}
+	var note string
+	if topology && in.Workload != nil {
+		t, n, err := c.Topology(ctx, in.Workload)
+		if err != nil {
+			return clusterErr(err)
+		}
+		in.Topology, note = t, n
+	}
+	if nodes {
+		nr, pr := <-nodesCh, <-podsCh
+		for _, e := range []error{nr.err, pr.err} {
+			if e != nil {
+				return e
+			}
+		}
+		in.Nodes, in.Pods = nr.nodes, pr.pods
+		a.notef("%d nodes and %d bound pods from %s", len(in.Nodes), len(in.Pods), c.Server())
+	}
+	if note != "" {
+		a.notef("%s", note)
+	}
+	return nil
 }

@@ -29,7 +29,7 @@ func TestK8sPlaceCommand(t *testing.T) {
 		{"three tasks fit", []string{"k8s", "place", "--nodes", seed("volcano-80-40-40", "nodes.yaml"), "--levels", "kubernetes.io/hostname", "--workload", seed("volcano-80-40-40", "workload.yaml")}, 0, "FITS: cluster=cluster holds all 160 pods on 2 nodes", ""},
 		{"undecided is exit 3", []string{"k8s", "place", "--nodes", seed("undecided-5-tasks", "nodes.yaml"), "--levels", "kubernetes.io/hostname", "--workload", seed("undecided-5-tasks", "workload.yaml"), "-o", "json"}, 3, `"verdict": "undecided"`, "place: undecided"},
 		{"bad nodes file", []string{"k8s", "place", "--nodes", badNodes, "--workload", seed(v, "workload.yaml")}, 2, "", `nodes.json:1: document 1: items[0]: Node "a": status.allocatable[nvidia.com/gpu]: Invalid value: "eight"`},
-		{"missing flags", []string{"k8s", "place", "--nodes", badNodes}, 2, "", "--nodes and --workload are required"},
+		{"missing flags", []string{"k8s", "place", "--nodes", badNodes}, 2, "", "give --workload FILE or --from-cluster KIND/NAME"},
 		{"both topology and levels", []string{"k8s", "place", "--nodes", badNodes, "--workload", badNodes, "--topology", badNodes, "--levels", "a"}, 2, "", "not both"},
 		{"missing file", []string{"k8s", "place", "--nodes", filepath.Join(dir, "nope"), "--workload", seed(v, "workload.yaml")}, 2, "", "nope"},
 		{"volcano without topology", []string{"k8s", "place", "--nodes", seed(v, "nodes.yaml"), "--workload", seed(v, "workload.yaml")}, 2, "", "HyperNodes"},
