@@ -221,6 +221,18 @@ func Dash(s string) string {
 // lines four, every line wrapped at spaces to fit o's width (with -o wide,
 // not wrapped: a long command stays one line to copy).
 func Section(w io.Writer, title string, entries [][]string, o Options) error {
+	return section(w, title, entries, o, false)
+}
+
+// CodeSection is Section for entries whose first line is a label and whose
+// other lines are commands: the label wraps like Section's, the commands
+// are printed whole on their own lines, so that they work when pasted
+// (a line broken inside a quoted string would change what it writes).
+func CodeSection(w io.Writer, title string, entries [][]string, o Options) error {
+	return section(w, title, entries, o, true)
+}
+
+func section(w io.Writer, title string, entries [][]string, o Options, code bool) error {
 	if len(entries) == 0 {
 		return nil
 	}
@@ -233,7 +245,7 @@ func Section(w io.Writer, title string, entries [][]string, o Options) error {
 				indent = "  "
 			}
 			lines := []string{text}
-			if !o.Wide {
+			if !o.Wide && !(code && n > 0) {
 				lines = Wrap(text, o.width()-len(indent))
 			}
 			for _, l := range lines {

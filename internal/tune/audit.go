@@ -314,10 +314,15 @@ func (r *Report) WriteTable(w io.Writer, o output.Options) error {
 		return err
 	}
 	var fixEntries [][]string
-	for _, u := range fixes {
+	for i, u := range fixes {
+		if i > 0 && slices.Equal(u.keys, fixes[i-1].keys) {
+			// the next fix of the same checks: under the same label
+			fixEntries[len(fixEntries)-1] = append(fixEntries[len(fixEntries)-1], u.text)
+			continue
+		}
 		fixEntries = append(fixEntries, []string{"for " + strings.Join(u.keys, ", ") + ":", u.text})
 	}
-	if err := output.Section(w, "Fixes (each once; -o wide prints them unwrapped, -o json exactly):", fixEntries, o); err != nil {
+	if err := output.CodeSection(w, "Fixes (each once, in order; every command is one line, paste it whole):", fixEntries, o); err != nil {
 		return err
 	}
 	ew := &output.ErrWriter{W: w}
