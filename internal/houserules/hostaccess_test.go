@@ -68,7 +68,8 @@ var hostAccessAllowed = map[string]struct {
 	"internal/journal/journaltest/":               {nil, "snapshots and compares test trees byte for byte"},
 	"internal/bind/testdata/":                     {nil, "test program exec'd by bind tests"},
 	"internal/k8s/podresources/podresourcestest/": {nil, "serves a fake kubelet pod-resources socket in a test tree"},
-	"scripts/": {nil, "benchmark drivers, not shipped"},
+	"internal/k8s/cluster/clustertest/":           {nil, "a fake API server and a kubeconfig for it in t.TempDir()"},
+	"scripts/":                                    {nil, "benchmark drivers, not shipped"},
 
 	// User input files named on the command line (-f, --node,
 	// --kubelet-config, --profile FILE): they are the user's files on the
@@ -76,14 +77,13 @@ var hostAccessAllowed = map[string]struct {
 	// working directory, not below --root), and may legitimately be pipes
 	// ("-f <(...)"); a read blocked on one is ended by SIGINT/SIGTERM (see
 	// internal/cli's signal handling).
-	"internal/k8s/node/file.go":                {[]string{"os.ReadFile"}, "node file given with --node"},
-	"internal/k8s/kubeletcfg/load.go":          {[]string{"os.ReadFile"}, "KubeletConfiguration given with --kubelet-config"},
-	"internal/userfile/userfile.go":            {[]string{"os.Open"}, "files users name on the command line (manifests, cluster exports, pods, mig-parted configs), under --max-input-bytes"},
-	"internal/k8s/lint/load.go":                {[]string{"os.Stat", "filepath.WalkDir"}, "manifest files and directories given to k8s lint"},
-	"internal/cli/companion/k8s.go":            {[]string{"os.Open"}, "hints file given with k8s merge -f"},
-	"internal/cli/forward.go":                  {[]string{"os.Stat", "filepath.EvalSymlinks"}, "finds the gpunode-full companion beside gpunode's own executable or on PATH (gpunode's installation, not the host under --root)"},
-	"internal/tune/profile.go":                 {[]string{"os.ReadFile"}, "profile file given with --profile FILE (profiles by name are read through hostfs)"},
-	"internal/k8s/cluster/clustertest/fake.go": {[]string{"os.WriteFile"}, "tests: a kubeconfig in t.TempDir() pointing at the fake API server"},
+	"internal/k8s/node/file.go":       {[]string{"os.ReadFile"}, "node file given with --node"},
+	"internal/k8s/kubeletcfg/load.go": {[]string{"os.ReadFile"}, "KubeletConfiguration given with --kubelet-config"},
+	"internal/userfile/userfile.go":   {[]string{"os.Open"}, "files users name on the command line (manifests, cluster exports, pods, mig-parted configs), under --max-input-bytes"},
+	"internal/k8s/lint/load.go":       {[]string{"os.Stat", "filepath.WalkDir"}, "manifest files and directories given to k8s lint"},
+	"internal/cli/companion/k8s.go":   {[]string{"os.Open"}, "hints file given with k8s merge -f"},
+	"internal/cli/forward.go":         {[]string{"os.Stat", "filepath.EvalSymlinks"}, "finds the gpunode-full companion beside gpunode's own executable or on PATH (gpunode's installation, not the host under --root)"},
+	"internal/tune/profile.go":        {[]string{"os.ReadFile"}, "profile file given with --profile FILE (profiles by name are read through hostfs)"},
 	// The agent's NFD feature file goes to its own output directory on the
 	// machine it runs on (in the DaemonSet, the hostPath mount of
 	// features.d beside, not below, --root /host), like a user output file:
