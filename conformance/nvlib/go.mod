@@ -14,5 +14,6 @@ require (
 	github.com/google/uuid v1.6.0 // indirect
 	go.yaml.in/yaml/v2 v2.4.4 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
+	k8s.io/client-go v0.37.2 // indirect
 	sigs.k8s.io/yaml v1.6.0 // indirect
 )
