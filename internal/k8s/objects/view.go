@@ -324,6 +324,26 @@ func (d *decoder) ws() {
 	}
 }
 
+// next steps over what follows an element of an array or object: a comma
+// (another element follows: done is false) or the closing byte (done).
+// Anything else is a syntax error naming where it stands.
+func (d *decoder) next(closing byte, where string) (done bool, err error) {
+	d.ws()
+	if d.i >= len(d.data) {
+		return false, d.syntax("")
+	}
+	switch d.data[d.i] {
+	case ',':
+		d.i++
+		return false, nil
+	case closing:
+		d.i++
+		return true, nil
+	default:
+		return false, d.syntax(where)
+	}
+}
+
 func (d *decoder) syntax(what string) error {
 	if d.i >= len(d.data) {
 		return &viewError{reason: "unexpected end of JSON input"}
@@ -579,18 +599,8 @@ func (d *decoder) array(p *plan, dst reflect.Value) error {
 		}
 		d.path = d.path[:len(d.path)-1]
 		n++
-		d.ws()
-		if d.i >= len(d.data) {
-			return d.syntax("")
-		}
-		switch d.data[d.i] {
-		case ',':
-			d.i++
-		case ']':
-			d.i++
-			return nil
-		default:
-			return d.syntax("after array element")
+		if done, err := d.next(']', "after array element"); done || err != nil {
+			return err
 		}
 	}
 }
@@ -625,18 +635,8 @@ func (d *decoder) members(fn func(key []byte) error) error {
 		if err := fn(key); err != nil {
 			return err
 		}
-		d.ws()
-		if d.i >= len(d.data) {
-			return d.syntax("")
-		}
-		switch d.data[d.i] {
-		case ',':
-			d.i++
-		case '}':
-			d.i++
-			return nil
-		default:
-			return d.syntax("after object key:value pair")
+		if done, err := d.next('}', "after object key:value pair"); done || err != nil {
+			return err
 		}
 	}
 }
@@ -933,18 +933,8 @@ func (d *decoder) skip() error {
 			if err := d.skip(); err != nil {
 				return err
 			}
-			d.ws()
-			if d.i >= len(d.data) {
-				return d.syntax("")
-			}
-			switch d.data[d.i] {
-			case ',':
-				d.i++
-			case ']':
-				d.i++
-				return nil
-			default:
-				return d.syntax("after array element")
+			if done, err := d.next(']', "after array element"); done || err != nil {
+				return err
 			}
 		}
 	case c == 't':
