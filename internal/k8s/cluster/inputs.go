@@ -234,6 +234,33 @@ func firstServed[T any](rs []Resource, read func(Resource) (T, error)) (T, error
 // Source names a cluster read in messages, where a file name goes.
 func (c *Client) Source(what string) string { return "cluster " + c.server + " (" + what + ")" }
 
+// jobPodGroup is the PodGroup a Job's pods name (spec.template.spec.
+// schedulingGroup.podGroupName), or "" when it names none or is not a Job
+// (the strict decode of the workload reports that).
+func jobPodGroup(job json.RawMessage) string {
+	var jt struct {
+		Spec struct {
+			Template struct {
+				Spec struct {
+					SchedulingGroup *struct {
+						PodGroupName string `json:"podGroupName"`
+					} `json:"schedulingGroup"`
+				} `json:"spec"`
+			} `json:"template"`
+		} `json:"spec"`
+	}
+	if json.Unmarshal(job, &jt) != nil || jt.Spec.Template.Spec.SchedulingGroup == nil {
+		return ""
+	}
+	return jt.Spec.Template.Spec.SchedulingGroup.PodGroupName
+}
+
+// getPodGroup gets a PodGroup from the first scheduling.k8s.io version the
+// server serves.
+func (c *Client) getPodGroup(ctx context.Context, ns, name string) (json.RawMessage, error) {
+	return firstServed([]Resource{ResPodGroups.in(ns), ResPodGroupsA2.in(ns)}, func(r Resource) (json.RawMessage, error) { return c.getRaw(ctx, r, name) })
+}
+
 // Workload reads a pending workload named KIND/NAME in the namespace in
 // effect: job/NAME (batch/v1, with the PodGroup its pod template names),
 // podgroup/NAME (with the Jobs naming it) or vcjob/NAME (Volcano).
@@ -251,27 +278,15 @@ func (c *Client) Workload(ctx context.Context, ref string) (*objects.Workload, e
 			return nil, err
 		}
 		items = append(items, j)
-		var jt struct {
-			Spec struct {
-				Template struct {
-					Spec struct {
-						SchedulingGroup *struct {
-							PodGroupName *string `json:"podGroupName"`
-						} `json:"schedulingGroup"`
-					} `json:"spec"`
-				} `json:"template"`
-			} `json:"spec"`
-		}
-		_ = json.Unmarshal(j, &jt)
-		if sg := jt.Spec.Template.Spec.SchedulingGroup; sg != nil && sg.PodGroupName != nil && *sg.PodGroupName != "" {
-			pg, err := firstServed([]Resource{ResPodGroups.in(ns), ResPodGroupsA2.in(ns)}, func(r Resource) (json.RawMessage, error) { return c.getRaw(ctx, r, *sg.PodGroupName) })
+		if pgName := jobPodGroup(j); pgName != "" {
+			pg, err := c.getPodGroup(ctx, ns, pgName)
 			if err != nil {
 				return nil, err
 			}
 			items = append(items, pg)
 		}
 	case "podgroup", "podgroups", "pg":
-		pg, err := firstServed([]Resource{ResPodGroups.in(ns), ResPodGroupsA2.in(ns)}, func(r Resource) (json.RawMessage, error) { return c.getRaw(ctx, r, name) })
+		pg, err := c.getPodGroup(ctx, ns, name)
 		if err != nil {
 			return nil, err
 		}
@@ -281,21 +296,8 @@ func (c *Client) Workload(ctx context.Context, ref string) (*objects.Workload, e
 			return nil, err
 		}
 		for _, j := range jobs {
-			var jt struct {
-				Spec struct {
-					Template struct {
-						Spec struct {
-							SchedulingGroup *struct {
-								PodGroupName *string `json:"podGroupName"`
-							} `json:"schedulingGroup"`
-						} `json:"spec"`
-					} `json:"template"`
-				} `json:"spec"`
-			}
-			if json.Unmarshal(j, &jt) == nil {
-				if sg := jt.Spec.Template.Spec.SchedulingGroup; sg != nil && sg.PodGroupName != nil && *sg.PodGroupName == name {
-					items = append(items, j)
-				}
+			if jobPodGroup(j) == name {
+				items = append(items, j)
 			}
 		}
 	case "vcjob", "vcjobs", "job.batch.volcano.sh":
