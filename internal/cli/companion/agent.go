@@ -26,8 +26,9 @@ type agentAuditOptions struct {
 	backend string
 	// podSocket and podTimeout are the kubelet pod-resources socket (a
 	// host path) and the bound on reading it.
-	podSocket  string
-	podTimeout time.Duration
+	podSocket   string
+	podTimeout  time.Duration
+	podExplicit bool // --pod-resources-socket given: read even under a captured root
 }
 
 func (o *agentAuditOptions) podFlags(cmd *cobra.Command) {
@@ -48,7 +49,7 @@ func (a *app) RunAudit(ctx context.Context, o agentAuditOptions) (agent.Result, 
 	}
 	h := tune.NewHost(ctx, fs)
 	srcs := a.AuditSources(ctx, h, o.backend, "", 0)
-	po := podsOptions{socket: o.podSocket, timeout: o.podTimeout, topo: h.Topo}
+	po := podsOptions{socket: o.podSocket, explicit: o.podExplicit, timeout: o.podTimeout, topo: h.Topo}
 	for _, s := range srcs {
 		if g, ok := s.(gpu.Source); ok && g.Backend != nil {
 			po.status = g.Backend.Status // the audit's (read once per cycle)
@@ -154,6 +155,7 @@ see docs/FLEET.md.`,
   gpunode agent npd-check gpu.persistence 'irq.off-node/*'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			ao.podExplicit = cmd.Flags().Changed("pod-resources-socket")
 			if interval < time.Second {
 				return cli.Usagef("--interval %s: want at least 1s", interval)
 			}
@@ -276,6 +278,7 @@ custom-plugin-monitor configuration.`,
   gpunode agent npd-check 'irq.off-node/*'`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			ao.podExplicit = cmd.Flags().Changed("pod-resources-socket")
 			sels := make([]check.Selector, 0, len(args))
 			for _, s := range args {
 				sel, err := check.ParseSelector(s)

@@ -108,8 +108,9 @@ func TestAgentCommandReportIsAuditJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(want), &b); err != nil {
 		t.Fatal(err)
 	}
-	// The agent adds the pods' checks (k8s.pod.numa): this fixture has no
-	// kubelet socket, so one info check, which 'gpunode audit' lacks.
+	// The agent adds the pods' checks (k8s.pod.numa): this fixture is a
+	// captured tree (no --live-root), so one info check and no dial, which
+	// 'gpunode audit' lacks.
 	rep := a.(map[string]any)
 	var kept []any
 	pods := 0
@@ -117,7 +118,7 @@ func TestAgentCommandReportIsAuditJSON(t *testing.T) {
 		m := c.(map[string]any)
 		if m["id"] == "k8s.pod.numa" {
 			pods++
-			if m["status"] != "info" || m["current"] != "kubelet pod-resources socket not mounted" {
+			if m["status"] != "info" || m["current"] != "captured tree: the kubelet pod-resources socket is read only on a live host" {
 				t.Errorf("pods check without a socket: %v", m)
 			}
 			continue

@@ -16,9 +16,12 @@ import (
 
 // podsOptions select what one read of the running pods uses.
 type podsOptions struct {
-	socket  string
-	backend string
-	timeout time.Duration
+	socket string
+	// explicit: --pod-resources-socket was given, so it is read even under
+	// a captured root (the user named it)
+	explicit bool
+	backend  string
+	timeout  time.Duration
 	// topo and status, when set, are the topology and GPU status the
 	// caller already has (the agent's audit): nothing is read twice.
 	topo   *topo.Topology
@@ -36,8 +39,13 @@ func (o *podsOptions) flags(cmd *cobra.Command) {
 // backend names GPUs by UUID (the device plugin's ids); without one, only
 // the PCI topology and kubelet's device topology place them. A socket that
 // cannot be read is a report with one check (info when it is missing) and
-// the error.
+// the error. Under a captured root (--root DIR without --live-root) the
+// socket is dialled only when --pod-resources-socket names it; otherwise the
+// report is one info check (ErrCapturedRoot).
 func (a *app) Pods(ctx context.Context, o podsOptions) (*podresources.Report, error) {
+	if !a.IsLiveRoot() && !o.explicit {
+		return podresources.FromError(o.socket, podresources.ErrCapturedRoot), nil
+	}
 	fs, err := a.Host()
 	if err != nil {
 		return nil, err
@@ -77,7 +85,10 @@ func (a *app) newK8sPodsCommand() *cobra.Command {
 the unix socket ` + podresources.DefaultSocket + ` under --root) and show, per pod
 and container, the GPUs it holds (device plugin ids: GPU and MIG UUIDs,
 time-sliced <uuid>::<replica>, indices) with their PCI address and NUMA node,
-its exclusive CPUs and its memory's NUMA nodes.
+its exclusive CPUs and its memory's NUMA nodes. A --root other than / is read
+only with --live-root (the running host mounted elsewhere) or when
+--pod-resources-socket names the socket; a captured tree's pods are not this
+host's, so there it is one info check.
 
 CPUs and memory come from the API when the CPU manager is static and the
 Memory Manager Static (Guaranteed pods); otherwise from the container's cgroup
@@ -106,6 +117,7 @@ Exit status: 0 aligned (or no socket), 1 drift or undecided, 2 bad flags,
 			if !strings.HasPrefix(o.socket, "/") {
 				return cli.Usagef("--pod-resources-socket %q: want an absolute host path", o.socket)
 			}
+			o.explicit = cmd.Flags().Changed("pod-resources-socket")
 			r, err := a.Pods(cmd.Context(), o)
 			if r == nil {
 				return err

@@ -24,12 +24,12 @@ func TestK8sPods(t *testing.T) {
 	root := testhost.Copy(t, "dgx-h100")
 	podresourcestest.Serve(t, root, podresources.DefaultSocket, podresourcestest.DGXH100(t, root))
 
-	code, out, stderr := run(t, "--root", root, "k8s", "pods")
+	code, out, stderr := run(t, "--root", root, "k8s", "pods", "--pod-resources-socket", podresources.DefaultSocket)
 	if code != cli.ExitFindings {
 		t.Fatalf("exit %d, want 1 (ml/infer-7 drifts)\n%s\n%s", code, out, stderr)
 	}
 	goldenfile.Check(t, "testdata/k8s-pods.txt", []byte(out), *update)
-	if readme, err := os.ReadFile("../../../README.md"); err != nil || !strings.Contains(string(readme), "k8s pods    # ROOT: a copy of testdata/hosts/dgx-h100 with the test kubelet's socket\n"+out+"```") {
+	if readme, err := os.ReadFile("../../../README.md"); err != nil || !strings.Contains(string(readme), "k8s pods --pod-resources-socket /var/lib/kubelet/pod-resources/kubelet.sock    # ROOT: a copy of testdata/hosts/dgx-h100 with the test kubelet's socket\n"+out+"```") {
 		t.Errorf("README's fleet section does not show this output of 'k8s pods' (%v)", err)
 	}
 	for _, w := range []string{
@@ -42,7 +42,7 @@ func TestK8sPods(t *testing.T) {
 		}
 	}
 
-	code, out, stderr = run(t, "--root", root, "k8s", "pods", "-o", "json")
+	code, out, stderr = run(t, "--root", root, "k8s", "pods", "--pod-resources-socket", podresources.DefaultSocket, "-o", "json")
 	if code != cli.ExitFindings {
 		t.Fatalf("json: exit %d\n%s", code, stderr)
 	}
@@ -82,7 +82,7 @@ func TestK8sPods(t *testing.T) {
 		t.Errorf("time-sliced GPU: %+v", g)
 	}
 	// The agent's audit has the same checks (NPD plugin protocol: exit 1).
-	code, out, stderr = run(t, "--root", root, "agent", "npd-check", "--max-output", "200", "k8s.pod.numa/ml/*/*", "k8s.pod.numa/research/*/*")
+	code, out, stderr = run(t, "--root", root, "agent", "npd-check", "--pod-resources-socket", podresources.DefaultSocket, "--max-output", "200", "k8s.pod.numa/ml/*/*", "k8s.pod.numa/research/*/*")
 	if code != 1 || strings.TrimSpace(out) != "1 of 3 failing: k8s.pod.numa/ml/infer-7/server drift" {
 		t.Errorf("npd-check: exit %d %q\n%s", code, out, stderr)
 	}
@@ -97,11 +97,11 @@ func TestK8sPods(t *testing.T) {
 func TestK8sPodsNoSocket(t *testing.T) {
 	root := t.TempDir()
 	os.MkdirAll(filepath.Join(root, "sys/devices/system/cpu"), 0o755)
-	code, out, stderr := run(t, "--root", root, "k8s", "pods")
+	code, out, stderr := run(t, "--root", root, "k8s", "pods", "--pod-resources-socket", podresources.DefaultSocket)
 	if code != cli.ExitOK || !strings.Contains(out, "k8s.pod.numa: info kubelet pod-resources socket not mounted") {
 		t.Fatalf("exit %d\n%s\n%s", code, out, stderr)
 	}
-	code, out, _ = run(t, "--root", root, "k8s", "pods", "-o", "json")
+	code, out, _ = run(t, "--root", root, "k8s", "pods", "--pod-resources-socket", podresources.DefaultSocket, "-o", "json")
 	if code != cli.ExitOK || !strings.Contains(out, `"state": "not-mounted"`) || !strings.Contains(out, `"status": "info"`) {
 		t.Fatalf("json: exit %d\n%s", code, out)
 	}
@@ -111,7 +111,7 @@ func TestK8sPodsSilentKubelet(t *testing.T) {
 	root := t.TempDir()
 	podresourcestest.Serve(t, root, podresources.DefaultSocket, &podresourcestest.Kubelet{Block: true})
 	start := time.Now()
-	code, out, stderr := run(t, "--root", root, "k8s", "pods", "--pod-resources-timeout", "200ms", "-o", "json")
+	code, out, stderr := run(t, "--root", root, "k8s", "pods", "--pod-resources-socket", podresources.DefaultSocket, "--pod-resources-timeout", "200ms", "-o", "json")
 	if code != cli.ExitFailure || !strings.Contains(out, `"state": "unreachable"`) || !strings.Contains(stderr, "no answer within 200ms") {
 		t.Fatalf("exit %d\n%s\n%s", code, out, stderr)
 	}
@@ -129,5 +129,27 @@ func TestK8sPodsBadFlags(t *testing.T) {
 		if code, _, stderr := run(t, args...); code != cli.ExitUsage {
 			t.Errorf("%v: exit %d, want 2\n%s", args, code, stderr)
 		}
+	}
+}
+
+// A captured root (--root DIR without --live-root) is not this host: its
+// socket is not dialled unless --pod-resources-socket names it (a kubelet
+// that never answers would hang the read); with --live-root it is read.
+func TestK8sPodsCapturedRootNotDialled(t *testing.T) {
+	root := t.TempDir()
+	podresourcestest.Serve(t, root, podresources.DefaultSocket, &podresourcestest.Kubelet{Block: true})
+	start := time.Now()
+	code, out, stderr := run(t, "--root", root, "k8s", "pods", "--pod-resources-timeout", "2s", "-o", "json")
+	if code != cli.ExitOK || !strings.Contains(out, `"state": "captured"`) || !strings.Contains(out, `"status": "info"`) ||
+		!strings.Contains(out, "captured tree: the kubelet pod-resources socket is read only on a live host") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, stderr)
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("took %s: the socket was dialled", took)
+	}
+	// the same tree as a live root is read (and this kubelet never answers)
+	code, out, _ = run(t, "--root", root, "--live-root", "k8s", "pods", "--pod-resources-timeout", "200ms", "-o", "json")
+	if code != cli.ExitFailure || !strings.Contains(out, `"state": "unreachable"`) {
+		t.Fatalf("--live-root: exit %d\n%s", code, out)
 	}
 }

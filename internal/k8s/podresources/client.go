@@ -35,6 +35,11 @@ const MaxMessageSize = 16 << 20
 // node, or the directory is not mounted into the agent's pod.
 var ErrNoSocket = errors.New("kubelet pod-resources socket not mounted")
 
+// ErrCapturedRoot marks a root that is a captured tree (--root DIR without
+// --live-root): its pods are not this host's, and a socket copied into it
+// is dead, so the socket is not dialled unless it was named explicitly.
+var ErrCapturedRoot = errors.New("captured tree: the kubelet pod-resources socket is read only on a live host")
+
 // ErrUnreachable marks a socket that is there but did not answer: refused
 // (kubelet stopped), timed out, or answered with an error.
 var ErrUnreachable = errors.New("kubelet pod-resources API did not answer")

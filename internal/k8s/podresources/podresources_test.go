@@ -462,6 +462,7 @@ func TestFromErrorStates(t *testing.T) {
 		current string
 	}{
 		{fmt.Errorf("x: %w", ErrNoSocket), StateNotMounted, check.Info, "kubelet pod-resources socket not mounted"},
+		{ErrCapturedRoot, StateCaptured, check.Info, "captured tree: the kubelet pod-resources socket is read only on a live host"},
 		{fmt.Errorf("%w: refused", ErrUnreachable), StateUnreachable, check.Error, "kubelet pod-resources API did not answer"},
 		{errors.New("discover topology: no /sys"), StateFailed, check.Error, "pods not checked"},
 	} {

@@ -32,6 +32,7 @@ const Layer = "k8s"
 const (
 	StateRead        = "read"        // the API answered
 	StateNotMounted  = "not-mounted" // no socket: an info check
+	StateCaptured    = "captured"    // a captured tree, socket not dialled: an info check
 	StateUnreachable = "unreachable" // a socket that refused or did not answer: an error check
 	StateFailed      = "failed"      // the API answered but the node could not be read (topology): an error check
 )
@@ -157,6 +158,11 @@ func FromError(socket string, err error) *Report {
 		c.Status = check.Info
 		c.Current = ErrNoSocket.Error()
 		c.Detail = "no pod is checked: mount the kubelet's /var/lib/kubelet/pod-resources directory read-only under the root (" + socket + ")"
+	} else if errors.Is(err, ErrCapturedRoot) {
+		r.State = StateCaptured
+		c.Status = check.Info
+		c.Current = ErrCapturedRoot.Error()
+		c.Detail = "no pod is checked: --root is a captured tree; give --live-root when it is this running host mounted elsewhere (a DaemonSet's /host), or name the socket with --pod-resources-socket"
 	} else if errors.Is(err, ErrUnreachable) {
 		r.State = StateUnreachable
 		c.Status = check.Error
