@@ -55,19 +55,11 @@ func placeCounts(t *testing.T, counts, cpus []int, nodes [][2]int) *Report {
 				t.Fatalf("%v on %v: node %s holds %d pods, %d CPUs", counts, nodes, name, pods[name], cpu[name])
 			}
 		}
-		if len(rep.Placements) != sum(counts) {
+		if len(rep.Placements) != sumInts(counts) {
 			t.Fatalf("%v: %d placements", counts, len(rep.Placements))
 		}
 	}
 	return rep
-}
-
-func sum(v []int) int {
-	s := 0
-	for _, x := range v {
-		s += x
-	}
-	return s
 }
 
 // The cases the old enumeration budget (1<<16 count vectors per node) lost:

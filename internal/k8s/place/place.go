@@ -419,7 +419,7 @@ func (e *engine) search(order []int) ([][2]int, bool) {
 		}
 		return out
 	}
-	if sum := sumInts(demand); sum == 0 {
+	if sumInts(demand) == 0 {
 		return nil, true
 	}
 	cover := e.suffixCover(order)
