@@ -644,36 +644,6 @@ func TestSaveLoadCompare(t *testing.T) {
 	}
 }
 
-func TestPlots(t *testing.T) {
-	tp := fixture(t, "dgx-h100")
-	numa, err := RunNUMA(context.Background(), tp, NUMAOptions{Duration: time.Millisecond, measure: newFakeNUMA(tp)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h2d := &H2DResult{GPU: 0, LinkGBps: 63, LinkGen: "Gen5", LinkWidth: 16, Cases: []H2DCase{{Direction: HostToDevice, Memory: Pinned, Placement: Local, GBps: 53}, {Direction: DeviceToHost, Memory: Pageable, Placement: Remote, GBps: 20}}}
-	alloc := &AllocResult{Runs: []AllocRun{{Allocator: Glibc, MedianWallSeconds: 1}, {Allocator: Jemalloc, MedianWallSeconds: 0.5}}}
-	for _, v := range []any{numa, h2d, alloc} {
-		svg, err := Plot(v, "svg")
-		if err != nil || !bytes.Contains(svg, []byte("<svg")) {
-			t.Errorf("%T svg: %v", v, err)
-		}
-		png, err := Plot(v, "png")
-		if err != nil || !bytes.HasPrefix(png, []byte("\x89PNG")) {
-			t.Errorf("%T png: %v", v, err)
-		}
-	}
-	// The heat map labels every cell with its value.
-	svg, _ := Plot(numa, "svg")
-	for _, s := range []string{"200.0", "95.2", "copy bandwidth (GB/s)", "memory node"} {
-		if !bytes.Contains(svg, []byte(s)) {
-			t.Errorf("numa svg lacks %q", s)
-		}
-	}
-	if _, err := PlotFormat("x.pdf"); !errors.Is(err, ErrInput) {
-		t.Errorf("pdf: %v", err)
-	}
-}
-
 func TestBarAppearsAfterThreshold(t *testing.T) {
 	var w bytes.Buffer
 	b := NewBar(&w)

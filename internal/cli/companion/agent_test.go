@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gpunode/gpunode/internal/cli"
+	"github.com/gpunode/gpunode/internal/cli/agentcli"
 	"github.com/gpunode/gpunode/internal/testhost"
 )
 
@@ -212,14 +213,14 @@ func TestNFDDirOnlyForTheRunningHost(t *testing.T) {
 		given, live bool
 		want        string
 	}{
-		{DefaultNFDDir, false, false, ""},
-		{DefaultNFDDir, false, true, DefaultNFDDir},
+		{agentcli.DefaultNFDDir, false, false, ""},
+		{agentcli.DefaultNFDDir, false, true, agentcli.DefaultNFDDir},
 		{"/tmp/x", true, false, "/tmp/x"},
 		{"/tmp/x", true, true, "/tmp/x"},
 		{"", true, true, ""},
 	} {
-		if got := NFDDir(tc.flag, tc.given, tc.live); got != tc.want {
-			t.Errorf("NFDDir(%q, given %v, live %v) = %q, want %q", tc.flag, tc.given, tc.live, got, tc.want)
+		if got := agentcli.NFDDir(tc.flag, tc.given, tc.live); got != tc.want {
+			t.Errorf("agentcli.NFDDir(%q, given %v, live %v) = %q, want %q", tc.flag, tc.given, tc.live, got, tc.want)
 		}
 	}
 }
@@ -230,7 +231,7 @@ func TestNFDDirOnlyForTheRunningHost(t *testing.T) {
 // in its start line.
 func TestAgentCapturedRootWritesNoNFDDefault(t *testing.T) {
 	dgx := testhost.Path(t, "dgx-h100")
-	featureFile := DefaultNFDDir + "/gpunode"
+	featureFile := agentcli.DefaultNFDDir + "/gpunode"
 	_, existed := os.Stat(featureFile)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

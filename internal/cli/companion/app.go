@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpunode/gpunode/internal/cli"
+	"github.com/gpunode/gpunode/internal/cli/agentcli"
 )
 
 // app is the invocation's cli.App, seen from the companion's commands.
@@ -23,7 +24,7 @@ func Commands() []cli.Command {
 	return []cli.Command{
 		wrap((*app).newK8sCommand),
 		wrap((*app).newBenchCommand),
-		wrap((*app).newAgentCommand),
+		agentcli.Command,
 		wrap((*app).newReportCommand),
 	}
 }

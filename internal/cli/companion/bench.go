@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpunode/gpunode/internal/bench"
+	"github.com/gpunode/gpunode/internal/bench/benchplot"
 	"github.com/gpunode/gpunode/internal/bind"
 	"github.com/gpunode/gpunode/internal/cli"
 	"github.com/gpunode/gpunode/internal/gpu"
@@ -73,7 +74,7 @@ func (a *app) progress(off bool) bench.Progress {
 // --root only names where results are kept).
 func (a *app) liveTopo(cmd *cobra.Command, out *benchOut) (*topo.Topology, error) {
 	if out.plot != "" {
-		if _, err := bench.PlotFormat(out.plot); err != nil {
+		if _, err := benchplot.PlotFormat(out.plot); err != nil {
 			return nil, cli.WrapUsage(err)
 		}
 		// Refuse a path that is not a regular file before measuring.
@@ -97,8 +98,8 @@ func (a *app) finishBench(out *benchOut, stateDir string, v any) error {
 		return err
 	}
 	if out.plot != "" {
-		format, _ := bench.PlotFormat(out.plot)
-		b, err := bench.Plot(v, format)
+		format, _ := benchplot.PlotFormat(out.plot)
+		b, err := benchplot.Plot(v, format)
 		if err != nil {
 			return fmt.Errorf("plot: %w", err)
 		}

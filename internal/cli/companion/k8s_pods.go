@@ -1,83 +1,18 @@
 package companion
 
 import (
-	"context"
-	"fmt"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/gpunode/gpunode/internal/cli"
+	"github.com/gpunode/gpunode/internal/cli/agentcli"
 	"github.com/gpunode/gpunode/internal/gpu"
 	"github.com/gpunode/gpunode/internal/k8s/podresources"
-	"github.com/gpunode/gpunode/internal/topo"
 )
 
-// podsOptions select what one read of the running pods uses.
-type podsOptions struct {
-	socket string
-	// explicit: --pod-resources-socket was given, so it is read even under
-	// a captured root (the user named it)
-	explicit bool
-	backend  string
-	timeout  time.Duration
-	// topo and status, when set, are the topology and GPU status the
-	// caller already has (the agent's audit): nothing is read twice.
-	topo   *topo.Topology
-	status func(context.Context) (gpu.Status, error)
-}
-
-func (o *podsOptions) flags(cmd *cobra.Command) {
-	f := cmd.Flags()
-	f.StringVar(&o.socket, "pod-resources-socket", podresources.DefaultSocket, "kubelet pod-resources socket (a host path, read under --root)")
-	f.DurationVar(&o.timeout, "pod-resources-timeout", podresources.DefaultTimeout, "give up on a kubelet that does not answer within this time")
-}
-
-// Pods reads the kubelet's PodResources API under the root and judges
-// every container that holds GPUs against the node's topology. The GPU
-// backend names GPUs by UUID (the device plugin's ids); without one, only
-// the PCI topology and kubelet's device topology place them. A socket that
-// cannot be read is a report with one check (info when it is missing) and
-// the error. Under a captured root (--root DIR without --live-root) the
-// socket is dialled only when --pod-resources-socket names it; otherwise the
-// report is one info check (ErrCapturedRoot).
-func (a *app) Pods(ctx context.Context, o podsOptions) (*podresources.Report, error) {
-	if !a.IsLiveRoot() && !o.explicit {
-		return podresources.FromError(o.socket, podresources.ErrCapturedRoot), nil
-	}
-	fs, err := a.Host()
-	if err != nil {
-		return nil, err
-	}
-	res, rerr := podresources.Read(ctx, fs, o.socket, o.timeout)
-	if rerr != nil {
-		return podresources.FromError(o.socket, rerr), rerr
-	}
-	t := o.topo
-	if t == nil {
-		if t, err = topo.Discover(ctx, fs); err != nil {
-			err = fmt.Errorf("discover topology: %w", err)
-			return podresources.FromError(o.socket, err), err
-		}
-	}
-	status := o.status
-	if status == nil && o.backend != "" {
-		status = func(ctx context.Context) (gpu.Status, error) { return a.GPUStatus(ctx, o.backend) }
-	}
-	var st *gpu.Status
-	if status != nil {
-		if s, err := status(ctx); err == nil {
-			st = &s
-		} else {
-			a.Warnf("GPU backend: %v (GPUs are placed by PCI topology and kubelet's device topology only)", err)
-		}
-	}
-	return podresources.Analyze(res, podresources.Options{Topo: t, GPUs: podresources.HostGPUs(t, st), Host: fs}), nil
-}
-
 func (a *app) newK8sPodsCommand() *cobra.Command {
-	var o podsOptions
+	var o agentcli.PodsOptions
 	cmd := &cobra.Command{
 		Use:   "pods [--pod-resources-socket PATH]",
 		Short: "Show the running pods' GPUs, CPUs and memory NUMA nodes (kubelet pod-resources API) and check they are aligned",
@@ -111,14 +46,14 @@ Exit status: 0 aligned (or no socket), 1 drift or undecided, 2 bad flags,
   gpunode k8s pods --pod-resources-socket /var/lib/kubelet/pod-resources/kubelet.sock`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if o.timeout <= 0 {
-				return cli.Usagef("--pod-resources-timeout %s: want a positive duration", o.timeout)
+			if o.Timeout <= 0 {
+				return cli.Usagef("--pod-resources-timeout %s: want a positive duration", o.Timeout)
 			}
-			if !strings.HasPrefix(o.socket, "/") {
-				return cli.Usagef("--pod-resources-socket %q: want an absolute host path", o.socket)
+			if !strings.HasPrefix(o.Socket, "/") {
+				return cli.Usagef("--pod-resources-socket %q: want an absolute host path", o.Socket)
 			}
-			o.explicit = cmd.Flags().Changed("pod-resources-socket")
-			r, err := a.Pods(cmd.Context(), o)
+			o.Explicit = cmd.Flags().Changed("pod-resources-socket")
+			r, err := agentcli.Pods(a.App, cmd.Context(), o)
 			if r == nil {
 				return err
 			}
@@ -131,7 +66,7 @@ Exit status: 0 aligned (or no socket), 1 drift or undecided, 2 bad flags,
 			return a.RenderFindings(r, r.Summary.Failing())
 		},
 	}
-	o.flags(cmd)
-	cmd.Flags().StringVar(&o.backend, "gpu-backend", gpu.KindAuto, "GPU backend that names GPUs by UUID: "+strings.Join(gpu.Kinds, ", "))
+	o.Flags(cmd)
+	cmd.Flags().StringVar(&o.Backend, "gpu-backend", gpu.KindAuto, "GPU backend that names GPUs by UUID: "+strings.Join(gpu.Kinds, ", "))
 	return cmd
 }

@@ -6,9 +6,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gpunode/gpunode/internal/agent"
 	"github.com/gpunode/gpunode/internal/bench"
 	"github.com/gpunode/gpunode/internal/cli"
+	"github.com/gpunode/gpunode/internal/cli/agentcli"
 	"github.com/gpunode/gpunode/internal/gpu"
 	"github.com/gpunode/gpunode/internal/hostfs"
 	"github.com/gpunode/gpunode/internal/journal"
@@ -18,7 +18,7 @@ import (
 
 func (a *app) newReportCommand() *cobra.Command {
 	var (
-		ao       agentAuditOptions
+		ao       agentcli.AuditOptions
 		htmlFile string
 		stateDir string
 		force    bool
@@ -47,7 +47,7 @@ Exit status: 0 written, 2 usage, 3 failure (drift does not fail it).`,
 			if err := hostfs.CheckOutput(htmlFile, hostfs.OutputOptions{Force: force}); err != nil {
 				return cli.WrapUsage(fmt.Errorf("--html: %w", err))
 			}
-			res, err := a.RunAudit(cmd.Context(), ao)
+			res, err := agentcli.RunAudit(a.App, cmd.Context(), ao)
 			if err != nil {
 				return err
 			}
@@ -72,19 +72,8 @@ Exit status: 0 written, 2 usage, 3 failure (drift does not fail it).`,
 	f := cmd.Flags()
 	f.StringVar(&htmlFile, "html", "", "write the HTML report to FILE (replaced atomically; refused when FILE is a FIFO, device, socket or directory)")
 	f.BoolVar(&force, "force", false, "replace a symbolic link at --html FILE (the link itself, never what it points to)")
-	f.StringVar(&ao.profile, "profile", tune.ProfileBase, "profile to audit against")
-	f.StringVar(&ao.backend, "gpu-backend", gpu.KindAuto, "GPU backend")
+	f.StringVar(&ao.Profile, "profile", tune.ProfileBase, "profile to audit against")
+	f.StringVar(&ao.Backend, "gpu-backend", gpu.KindAuto, "GPU backend")
 	f.StringVar(&stateDir, "state-dir", journal.DefaultDir, "state directory whose bench/ results are shown (a host path under --root)")
 	return cmd
-}
-
-// agentHTML renders /report.html from an agent snapshot.
-func (a *app) agentHTML(s *agent.Snapshot) ([]byte, error) {
-	r := s.Result
-	var saved []*bench.Saved
-	if fs, err := a.Host(); err == nil {
-		saved, _ = bench.LoadAll(fs, journal.DefaultDir)
-	}
-	return report.HTML(report.Input{Report: r.Report, Topo: r.Topo, IRQ: r.IRQ, Bench: saved,
-		Generated: s.At.UTC().Format(time.RFC3339), Version: cli.BuildVersion().Version})
 }

@@ -1,4 +1,10 @@
-package companion
+// Package agentcli holds the fleet agent's command, 'gpunode agent' (and
+// its npd-check), apart from the companion's other commands: it links what
+// the agent needs and none of the Kubernetes client, the DRA allocator or
+// helm, so cmd/gpunode-agent, the binary the DaemonSet runs, stays small
+// (its file pages are most of the agent's RSS). gpunode-full links it too.
+// See docs/ARCHITECTURE.md.
+package agentcli
 
 import (
 	"context"
@@ -20,21 +26,21 @@ import (
 	"github.com/gpunode/gpunode/internal/tune"
 )
 
-// agentAuditOptions select what one agent audit runs.
-type agentAuditOptions struct {
-	profile string
-	backend string
+// AuditOptions select what one agent audit runs.
+type AuditOptions struct {
+	Profile string
+	Backend string
 	// podSocket and podTimeout are the kubelet pod-resources socket (a
 	// host path) and the bound on reading it.
-	podSocket   string
-	podTimeout  time.Duration
-	podExplicit bool // --pod-resources-socket given: read even under a captured root
+	PodSocket   string
+	PodTimeout  time.Duration
+	PodExplicit bool // --pod-resources-socket given: read even under a captured root
 }
 
-func (o *agentAuditOptions) podFlags(cmd *cobra.Command) {
+func (o *AuditOptions) PodFlags(cmd *cobra.Command) {
 	f := cmd.Flags()
-	f.StringVar(&o.podSocket, "pod-resources-socket", podresources.DefaultSocket, "kubelet pod-resources socket (a host path, read under --root): k8s.pod.numa checks and pod labels on the GPU series")
-	f.DurationVar(&o.podTimeout, "pod-resources-timeout", podresources.DefaultTimeout, "give up on a kubelet that does not answer within this time")
+	f.StringVar(&o.PodSocket, "pod-resources-socket", podresources.DefaultSocket, "kubelet pod-resources socket (a host path, read under --root): k8s.pod.numa checks and pod labels on the GPU series")
+	f.DurationVar(&o.PodTimeout, "pod-resources-timeout", podresources.DefaultTimeout, "give up on a kubelet that does not answer within this time")
 }
 
 // RunAudit runs discovery and the full audit once, exactly as 'gpunode
@@ -42,23 +48,23 @@ func (o *agentAuditOptions) podFlags(cmd *cobra.Command) {
 // model as 'gpunode audit -o json'), and adds what the agent exports beside
 // it: the topology, the IRQ analysis and the GPU backend's facts. The GPU
 // backend is closed before it returns.
-func (a *app) RunAudit(ctx context.Context, o agentAuditOptions) (agent.Result, error) {
-	fs, cat, p, err := a.LoadProfile(o.profile)
+func (a *app) RunAudit(ctx context.Context, o AuditOptions) (agent.Result, error) {
+	fs, cat, p, err := a.LoadProfile(o.Profile)
 	if err != nil {
 		return agent.Result{}, err
 	}
 	h := tune.NewHost(ctx, fs)
-	srcs := a.AuditSources(ctx, h, o.backend, "", 0)
-	po := podsOptions{socket: o.podSocket, explicit: o.podExplicit, timeout: o.podTimeout, topo: h.Topo}
+	srcs := a.AuditSources(ctx, h, o.Backend, "", 0)
+	po := PodsOptions{Socket: o.PodSocket, Explicit: o.PodExplicit, Timeout: o.PodTimeout, Topo: h.Topo}
 	for _, s := range srcs {
 		if g, ok := s.(gpu.Source); ok && g.Backend != nil {
-			po.status = g.Backend.Status // the audit's (read once per cycle)
+			po.Status = g.Backend.Status // the audit's (read once per cycle)
 		}
 	}
 	pods := &podresources.Source{Run: func(ctx context.Context) *podresources.Report {
-		r, err := a.Pods(ctx, po)
+		r, err := a.pods(ctx, po)
 		if r == nil && err != nil {
-			r = podresources.FromError(po.socket, err)
+			r = podresources.FromError(po.Socket, err)
 		}
 		return r
 	}}
@@ -96,7 +102,7 @@ func (a *app) RunAudit(ctx context.Context, o agentAuditOptions) (agent.Result, 
 
 func (a *app) newAgentCommand() *cobra.Command {
 	var (
-		ao         agentAuditOptions
+		ao         AuditOptions
 		interval   time.Duration
 		listen     string
 		nfdDir     string
@@ -155,7 +161,7 @@ see docs/FLEET.md.`,
   gpunode agent npd-check gpu.persistence 'irq.off-node/*'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ao.podExplicit = cmd.Flags().Changed("pod-resources-socket")
+			ao.PodExplicit = cmd.Flags().Changed("pod-resources-socket")
 			if interval < time.Second {
 				return cli.Usagef("--interval %s: want at least 1s", interval)
 			}
@@ -166,13 +172,13 @@ see docs/FLEET.md.`,
 			if err != nil {
 				return err
 			}
-			if _, _, _, err := a.LoadProfile(ao.profile); err != nil {
+			if _, _, _, err := a.LoadProfile(ao.Profile); err != nil {
 				return err
 			}
 			nfdDir = NFDDir(nfdDir, cmd.Flags().Changed("nfd-features-dir"), a.IsLiveRoot())
 			cfg := agent.Config{
 				Audit:    func(ctx context.Context) (agent.Result, error) { return a.RunAudit(ctx, ao) },
-				Interval: interval, Profile: ao.profile, NFDDir: nfdDir, Logger: logger,
+				Interval: interval, Profile: ao.Profile, NFDDir: nfdDir, Logger: logger,
 				WebConfigFile: webConfig, NoReportEndpoints: noReport,
 			}
 			if html {
@@ -180,7 +186,7 @@ see docs/FLEET.md.`,
 			}
 			if enforce {
 				cfg.Enforce = &agent.Enforcer{MinInterval: enforceGap, Apply: func(ctx context.Context) (agent.EnforceResult, error) {
-					return a.enforceApply(ctx, ao.profile)
+					return a.enforceApply(ctx, ao.Profile)
 				}}
 			}
 			v := cli.BuildVersion()
@@ -197,9 +203,9 @@ see docs/FLEET.md.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&ao.profile, "profile", tune.ProfileBase, "profile to audit against: a built-in or user profile name, or a YAML file")
-	f.StringVar(&ao.backend, "gpu-backend", gpu.KindAuto, "GPU backend: "+strings.Join(gpu.Kinds, ", "))
-	ao.podFlags(cmd)
+	f.StringVar(&ao.Profile, "profile", tune.ProfileBase, "profile to audit against: a built-in or user profile name, or a YAML file")
+	f.StringVar(&ao.Backend, "gpu-backend", gpu.KindAuto, "GPU backend: "+strings.Join(gpu.Kinds, ", "))
+	ao.PodFlags(cmd)
 	f.DurationVar(&interval, "interval", agent.DefaultInterval, "time between audits (jittered by +-5%)")
 	f.StringVar(&listen, "listen", agent.DefaultListen, "HTTP listen address (host:port); every interface by default: see --web.config.file and --no-report-endpoints")
 	f.StringVar(&webConfig, "web.config.file", "", "exporter-toolkit web configuration (TLS, client certificates, basic auth), as Prometheus exporters take it; empty: plain HTTP, no authentication")
@@ -260,7 +266,7 @@ func (e npdExit) Unwrap() error {
 
 func (a *app) newNPDCheckCommand() *cobra.Command {
 	var (
-		ao     agentAuditOptions
+		ao     AuditOptions
 		maxLen int
 	)
 	cmd := &cobra.Command{
@@ -278,7 +284,7 @@ custom-plugin-monitor configuration.`,
   gpunode agent npd-check 'irq.off-node/*'`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ao.podExplicit = cmd.Flags().Changed("pod-resources-socket")
+			ao.PodExplicit = cmd.Flags().Changed("pod-resources-socket")
 			sels := make([]check.Selector, 0, len(args))
 			for _, s := range args {
 				sel, err := check.ParseSelector(s)
@@ -296,10 +302,10 @@ custom-plugin-monitor configuration.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&ao.profile, "profile", tune.ProfileBase, "profile to audit against")
-	f.StringVar(&ao.backend, "gpu-backend", gpu.KindAuto, "GPU backend: "+strings.Join(gpu.Kinds, ", "))
+	f.StringVar(&ao.Profile, "profile", tune.ProfileBase, "profile to audit against")
+	f.StringVar(&ao.Backend, "gpu-backend", gpu.KindAuto, "GPU backend: "+strings.Join(gpu.Kinds, ", "))
 	f.IntVar(&maxLen, "max-output", 80, "longest message printed (NPD's max_output_length)")
-	ao.podFlags(cmd)
+	ao.PodFlags(cmd)
 	return cmd
 }
 
@@ -373,3 +379,6 @@ func (a *app) enforceApply(ctx context.Context, profile string) (agent.EnforceRe
 	}
 	return agent.EnforceResult{Steps: rep.Steps, Journal: rep.Journal, State: string(rep.State)}, err
 }
+
+// app is the invocation's cli.App, seen from the agent's commands.
+type app struct{ *cli.App }

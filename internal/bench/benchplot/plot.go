@@ -1,6 +1,12 @@
-package bench
+// Package benchplot draws gpunode bench results (NUMA heat maps, bar
+// charts) with gonum/plot. It is apart from package bench so that what
+// reads saved results (the report, the agent's /report.html) does not link
+// gonum and its fonts.
+package benchplot
 
 import (
+	"github.com/gpunode/gpunode/internal/bench"
+
 	"bytes"
 	"fmt"
 	"image/color"
@@ -34,11 +40,11 @@ func Plot(v any, format string) ([]byte, error) {
 	var plots []*plot.Plot
 	var err error
 	switch r := v.(type) {
-	case *NUMAResult:
+	case *bench.NUMAResult:
 		plots, err = numaPlots(r)
-	case *H2DResult:
+	case *bench.H2DResult:
 		plots, err = h2dPlots(r)
-	case *AllocResult:
+	case *bench.AllocResult:
 		plots, err = allocPlots(r)
 	default:
 		return nil, fmt.Errorf("cannot plot a %T", v)
@@ -109,7 +115,7 @@ func (g grid) minMax() (lo, hi float64) {
 	return lo, hi
 }
 
-func numaGrid(r *NUMAResult, f func(NUMAPair) float64) grid {
+func numaGrid(r *bench.NUMAResult, f func(bench.NUMAPair) float64) grid {
 	var g grid
 	idx := func(list *[]int, v int) int {
 		for i, x := range *list {
@@ -137,19 +143,19 @@ func numaGrid(r *NUMAResult, f func(NUMAPair) float64) grid {
 	return g
 }
 
-func numaPlots(r *NUMAResult) ([]*plot.Plot, error) {
+func numaPlots(r *bench.NUMAResult) ([]*plot.Plot, error) {
 	if len(r.Pairs) == 0 {
 		return nil, fmt.Errorf("no NUMA pairs to plot")
 	}
 	var out []*plot.Plot
 	for _, m := range []struct {
 		title, unit string
-		f           func(NUMAPair) float64
+		f           func(bench.NUMAPair) float64
 		reverse     bool
 	}{
-		{"copy bandwidth", "GB/s", func(p NUMAPair) float64 { return p.CopyGBps }, true},
-		{"triad bandwidth", "GB/s", func(p NUMAPair) float64 { return p.TriadGBps }, true},
-		{"load-to-use latency", "ns", func(p NUMAPair) float64 { return p.LatencyNs }, false},
+		{"copy bandwidth", "GB/s", func(p bench.NUMAPair) float64 { return p.CopyGBps }, true},
+		{"triad bandwidth", "GB/s", func(p bench.NUMAPair) float64 { return p.TriadGBps }, true},
+		{"load-to-use latency", "ns", func(p bench.NUMAPair) float64 { return p.LatencyNs }, false},
 	} {
 		g := numaGrid(r, m.f)
 		p := plot.New()
@@ -263,12 +269,12 @@ func barPlot(title, unit string, names []string, values []float64, ref float64, 
 	return p, nil
 }
 
-func h2dPlots(r *H2DResult) ([]*plot.Plot, error) {
+func h2dPlots(r *bench.H2DResult) ([]*plot.Plot, error) {
 	if len(r.Cases) == 0 {
 		return nil, fmt.Errorf("no copy cases to plot")
 	}
 	var out []*plot.Plot
-	for _, dir := range []string{HostToDevice, DeviceToHost} {
+	for _, dir := range []string{bench.HostToDevice, bench.DeviceToHost} {
 		var names []string
 		var vals []float64
 		for _, c := range r.Cases {
@@ -289,7 +295,7 @@ func h2dPlots(r *H2DResult) ([]*plot.Plot, error) {
 	return out, nil
 }
 
-func allocPlots(r *AllocResult) ([]*plot.Plot, error) {
+func allocPlots(r *bench.AllocResult) ([]*plot.Plot, error) {
 	if len(r.Runs) == 0 {
 		return nil, fmt.Errorf("no allocator runs to plot")
 	}
@@ -310,3 +316,12 @@ func allocPlots(r *AllocResult) ([]*plot.Plot, error) {
 	}
 	return []*plot.Plot{pw, pr}, nil
 }
+
+// inputErr is an error of the request: errors.Is(err, bench.ErrInput),
+// with the message alone (as package bench's own).
+type inputErr struct{ err error }
+
+func (e inputErr) Error() string   { return e.err.Error() }
+func (e inputErr) Unwrap() []error { return []error{bench.ErrInput, e.err} }
+
+func inputf(format string, args ...any) error { return inputErr{fmt.Errorf(format, args...)} }
