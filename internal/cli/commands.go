@@ -47,12 +47,18 @@ func (a *App) topLevel(extra []Command, only string) ([]*cobra.Command, bool) {
 	if only != "" && len(cmds) == 1 {
 		return cmds, true
 	}
-	forwarded := forwarders()
-	if len(extra) > 0 {
-		forwarded = extra
+	// extra replaces the stand-ins of the same names; the others stay
+	// (gpunode-agent has 'agent' and forwards the rest).
+	have := map[string]bool{}
+	for _, c := range extra {
+		cmd := c(a)
+		have[cmd.Name()] = true
+		if only == "" || cmd.Name() == only {
+			cmds = append(cmds, cmd)
+		}
 	}
-	for _, c := range forwarded {
-		if cmd := c(a); only == "" || cmd.Name() == only {
+	for _, c := range forwarders() {
+		if cmd := c(a); !have[cmd.Name()] && (only == "" || cmd.Name() == only) {
 			cmds = append(cmds, cmd)
 		}
 	}

@@ -48,7 +48,7 @@ func forwarders() []Command {
 				Short:              f.short + " (in " + CompanionName + ")",
 				DisableFlagParsing: true,
 				Annotations:        map[string]string{annotationForward: "true"},
-				RunE:               func(*cobra.Command, []string) error { return a.forward() },
+				RunE:               func(*cobra.Command, []string) error { return a.forward(f.name) },
 			}
 		})
 	}
@@ -59,9 +59,10 @@ const annotationForward = "gpunode.forward"
 
 func isForwarder(c *cobra.Command) bool { return c.Annotations[annotationForward] == "true" }
 
-// forwardTarget reports whether args run a forwarded command, directly,
-// through 'help' or through cobra's completion entry points.
-func forwardTarget(root *cobra.Command, args []string) bool {
+// forwardTarget is the forwarded top-level command args run, directly,
+// through 'help' or through cobra's completion entry points ("" when they
+// run none).
+func forwardTarget(root *cobra.Command, args []string) string {
 	if len(args) > 0 {
 		switch args[0] {
 		case "help", cobra.ShellCompRequestCmd, cobra.ShellCompNoDescRequestCmd:
@@ -69,17 +70,33 @@ func forwardTarget(root *cobra.Command, args []string) bool {
 		}
 	}
 	c, _, err := root.Find(args)
-	return err == nil && c != root && isForwarder(c)
+	if err != nil || c == root || !isForwarder(c) {
+		return ""
+	}
+	for c.HasParent() && c.Parent() != root {
+		c = c.Parent()
+	}
+	return c.Name()
 }
 
 // ErrNoCompanion is returned when a forwarded command's companion
 // executable cannot be found.
 var ErrNoCompanion = errors.New(CompanionName + " not found")
 
-// forward replaces this process with the companion, same arguments and
-// environment; it returns only on failure.
-func (a *App) forward() error {
-	path, err := a.companionPath()
+// AgentName is the fleet agent's lean executable (cmd/gpunode-agent):
+// gpunode's node commands and 'agent', without the libraries of the
+// companion's other commands. 'gpunode agent' execs it when it is found,
+// the companion otherwise.
+const AgentName = "gpunode-agent"
+
+// EnvAgent names the agent executable explicitly (a path).
+const EnvAgent = "GPUNODE_AGENT"
+
+// forward replaces this process with the executable that holds command
+// name (the agent's for 'agent' when installed, else the companion), same
+// arguments and environment; it returns only on failure.
+func (a *App) forward(name string) error {
+	path, err := a.forwardPath(name)
 	if err != nil {
 		return err
 	}
@@ -103,6 +120,47 @@ func sameFile(a, b string) bool {
 	}
 	fb, err := os.Stat(b)
 	return err == nil && os.SameFile(fa, fb)
+}
+
+// forwardPath is the executable that runs command name: for 'agent',
+// $GPUNODE_AGENT (which must be executable), then gpunode-agent beside this
+// executable or on $PATH; for the others, and for 'agent' without
+// gpunode-agent, the companion (companionPath).
+func (a *App) forwardPath(name string) (string, error) {
+	if name == "agent" {
+		if p := a.getenv(EnvAgent); p != "" {
+			if !isExecutable(p) {
+				return "", fmt.Errorf("%s=%s: not an executable file", EnvAgent, p)
+			}
+			return p, nil
+		}
+		if p, ok := a.lookBeside(AgentName); ok {
+			return p, nil
+		}
+	}
+	return a.companionPath()
+}
+
+// lookBeside finds the executable file name beside this executable
+// (symlinks resolved), then on $PATH (absolute entries only).
+func (a *App) lookBeside(name string) (string, bool) {
+	if self, err := os.Executable(); err == nil {
+		if r, err := filepath.EvalSymlinks(self); err == nil {
+			self = r
+		}
+		if p := filepath.Join(filepath.Dir(self), name); isExecutable(p) {
+			return p, true
+		}
+	}
+	for _, dir := range filepath.SplitList(a.getenv("PATH")) {
+		if dir == "" || !filepath.IsAbs(dir) {
+			continue
+		}
+		if p := filepath.Join(dir, name); isExecutable(p) {
+			return p, true
+		}
+	}
+	return "", false
 }
 
 // companionPath finds the companion: $GPUNODE_FULL, then beside this

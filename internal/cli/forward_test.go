@@ -129,3 +129,64 @@ func TestForwardFailures(t *testing.T) {
 		}
 	}
 }
+
+// 'agent' execs the lean gpunode-agent when there is one ($GPUNODE_AGENT,
+// then on PATH), before the companion; the other forwarded commands never
+// do; without gpunode-agent 'agent' falls back to the companion.
+func TestAgentForwardsToGpunodeAgent(t *testing.T) {
+	full := fakeCompanion(t, t.TempDir())
+	agentDir := t.TempDir()
+	agentBin := filepath.Join(agentDir, AgentName)
+	if err := os.WriteFile(agentBin, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	notExec := filepath.Join(t.TempDir(), AgentName)
+	if err := os.WriteFile(notExec, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		getenv map[string]string
+		args   []string
+		code   int
+		exec   string
+		stderr string
+	}{
+		{"GPUNODE_AGENT", map[string]string{EnvAgent: agentBin, EnvCompanion: full}, []string{"agent", "--interval", "30s"}, ExitOK, agentBin, ""},
+		{"on PATH before GPUNODE_FULL", map[string]string{"PATH": agentDir, EnvCompanion: full}, []string{"--root", "/host", "agent"}, ExitOK, agentBin, ""},
+		{"npd-check too", map[string]string{"PATH": agentDir, EnvCompanion: full}, []string{"agent", "npd-check", "gpu.ecc"}, ExitOK, agentBin, ""},
+		{"help agent", map[string]string{"PATH": agentDir, EnvCompanion: full}, []string{"help", "agent"}, ExitOK, agentBin, ""},
+		{"k8s never", map[string]string{"PATH": agentDir, EnvCompanion: full}, []string{"k8s", "pods"}, ExitOK, full, ""},
+		{"none: the companion", map[string]string{"PATH": t.TempDir(), EnvCompanion: full}, []string{"agent"}, ExitOK, full, ""},
+		{"GPUNODE_AGENT not executable", map[string]string{EnvAgent: notExec, EnvCompanion: full}, []string{"agent"}, ExitFailure, "", "GPUNODE_AGENT=" + notExec + ": not an executable file"},
+	} {
+		env, execs, errb := forwardEnv(t, tc.getenv, tc.args...)
+		code := Main(context.Background(), env)
+		if code != tc.code || !strings.Contains(errb.String(), tc.stderr) {
+			t.Errorf("%s: exit %d, stderr %q; want %d and %q", tc.name, code, errb, tc.code, tc.stderr)
+		}
+		if tc.exec == "" && len(*execs) != 0 || tc.exec != "" && (len(*execs) != 1 || (*execs)[0][0] != tc.exec || !slices.Equal((*execs)[0][3:], tc.args)) {
+			t.Errorf("%s: execs %q, want %q with the same arguments", tc.name, *execs, tc.exec)
+		}
+	}
+}
+
+// gpunode-agent passes only 'agent': it runs that one and still forwards
+// k8s, bench and report to the companion.
+func TestAgentBinaryForwardsTheOthers(t *testing.T) {
+	full := fakeCompanion(t, t.TempDir())
+	ran := false
+	extra := func(a *App) *cobra.Command {
+		return &cobra.Command{Use: "agent", RunE: func(*cobra.Command, []string) error { ran = true; return nil }}
+	}
+	env, execs, errb := forwardEnv(t, map[string]string{EnvCompanion: full}, "agent")
+	if code := Main(context.Background(), env, extra); code != 0 || !ran || len(*execs) != 0 {
+		t.Fatalf("agent: exit %d, ran %v, execs %q, stderr %s", code, ran, *execs, errb)
+	}
+	for _, args := range [][]string{{"k8s", "pods"}, {"bench", "numa"}, {"report", "--html", "x"}} {
+		env, execs, errb := forwardEnv(t, map[string]string{EnvCompanion: full}, args...)
+		if code := Main(context.Background(), env, extra); code != 0 || len(*execs) != 1 || (*execs)[0][0] != full {
+			t.Errorf("%v: exit %d, execs %q, stderr %s; want %s", args, code, *execs, errb, full)
+		}
+	}
+}

@@ -80,9 +80,11 @@ type App struct {
 func Main(ctx context.Context, env Env, extra ...Command) int {
 	app := &App{Env: env}
 	cmd := app.newRoot(extra, runTarget(env.Args))
-	if len(extra) == 0 && forwardTarget(cmd, env.Args) {
+	// A forwarded command that extra does not replace execs the
+	// executable that holds it (gpunode-agent forwards k8s, bench, report).
+	if name := forwardTarget(cmd, env.Args); name != "" {
 		// Exec returns only when it failed (or in tests).
-		err := app.forward()
+		err := app.forward(name)
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "gpunode: %s\n", err)
 		}
