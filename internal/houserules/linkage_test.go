@@ -2,6 +2,7 @@ package houserules
 
 import (
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -51,6 +52,74 @@ func TestNodeBinaryLinksNoHeavyLibraries(t *testing.T) {
 	for _, h := range heavyForNodeBinary {
 		if !strings.Contains(full, "\n"+h) {
 			t.Errorf("cmd/gpunode-full links nothing under %s: drop it from heavyForNodeBinary", h)
+		}
+	}
+}
+
+// heavyForAgentBinary are libraries the fleet agent's binary
+// (cmd/gpunode-agent, what the DaemonSet runs) must not link: their code and
+// initialisers become file pages of a process that lives for months (issue
+// 24 item 8: RSS at most 30 MB). The agent needs client_golang,
+// exporter-toolkit and the kubelet pod-resources client, not these.
+var heavyForAgentBinary = []string{
+	"k8s.io/client-go/",
+	"k8s.io/dynamic-resource-allocation/",
+	"k8s.io/apiserver/",
+	"k8s.io/component-base/",
+	"k8s.io/kube-openapi/",
+	"github.com/google/cel-go/",
+	"gonum.org/",
+}
+
+// agentMayLink are the small leaves under heavyForAgentBinary that the
+// node commands' packages already use (output's jsonpath, apimachinery's
+// string helpers).
+var agentMayLink = []string{
+	"k8s.io/client-go/util/jsonpath",
+	"k8s.io/client-go/third_party/forked/golang/template",
+	"k8s.io/kube-openapi/pkg/util",
+}
+
+func TestAgentBinaryLinksNoHeavyLibraries(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go tool")
+	}
+	deps := func(pkg string) []string {
+		cmd := exec.Command("go", "list", "-deps", pkg)
+		cmd.Dir = repoRoot
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v", pkg, err)
+		}
+		return strings.Fields(string(out))
+	}
+	agent := deps("./cmd/gpunode-agent")
+	has := map[string]bool{}
+	for _, p := range agent {
+		has[p] = true
+	}
+	for _, p := range agent {
+		if slices.Contains(agentMayLink, p) {
+			continue
+		}
+		for _, h := range heavyForAgentBinary {
+			if strings.HasPrefix(p, h) {
+				t.Errorf("cmd/gpunode-agent links %s: keep what needs it out of internal/cli/agentcli and internal/agent", p)
+			}
+		}
+	}
+	// The agent's own libraries are there (else this is not the agent).
+	for _, p := range []string{"github.com/gpunode/gpunode/internal/agent", "github.com/prometheus/client_golang/prometheus",
+		"github.com/prometheus/exporter-toolkit/web", "github.com/gpunode/gpunode/internal/k8s/podresources"} {
+		if !has[p] {
+			t.Errorf("cmd/gpunode-agent does not link %s", p)
+		}
+	}
+	// The companion still has them (else this list is stale).
+	full := strings.Join(deps("./cmd/gpunode-full"), "\n")
+	for _, h := range heavyForAgentBinary {
+		if !strings.Contains(full, "\n"+h) {
+			t.Errorf("cmd/gpunode-full links nothing under %s: drop it from heavyForAgentBinary", h)
 		}
 	}
 }
