@@ -158,8 +158,8 @@ if [ "$from_source" = 1 ]; then
     --volume "$modcache:/go/pkg/mod" --volume "$gocache:/root/.cache/go-build")
   ctx=$repo
 else
-  CGO_ENABLED=1 go build -ldflags="-s -w" -o "$work/ctx/bin/" ./cmd/gpunode ./cmd/gpunode-full
-  step "cgo binaries built: $(stat -c %s "$work/ctx/bin/gpunode") and $(stat -c %s "$work/ctx/bin/gpunode-full") bytes"
+  CGO_ENABLED=1 go build -ldflags="-s -w" -o "$work/ctx/bin/" ./cmd/gpunode ./cmd/gpunode-agent ./cmd/gpunode-full
+  step "cgo binaries built: $(stat -c %s "$work/ctx/bin/gpunode"), $(stat -c %s "$work/ctx/bin/gpunode-agent") and $(stat -c %s "$work/ctx/bin/gpunode-full") bytes"
   build_args=(--build-arg BINARIES=prebuilt)
   ctx=$work/ctx
 fi
@@ -209,6 +209,12 @@ for _ in $(seq 300); do # bounded: 60 s
 done
 [ "$code" = 200 ] || { pm logs "$ctr" >&2 || true; fail "/readyz answered '$code', want 200"; }
 step "/readyz 200"
+# The DaemonSet runs 'gpunode ... agent', which execs the lean gpunode-agent
+# (not gpunode-full): the container's process must be that binary.
+cpid=$(pm inspect --format '{{.State.Pid}}' "$ctr") || fail "podman inspect $ctr"
+exe=$(readlink "/proc/$cpid/exe") || fail "readlink /proc/$cpid/exe"
+[ "$(basename "$exe")" = gpunode-agent ] || fail "the agent process runs $exe, want /usr/local/bin/gpunode-agent"
+step "agent process: $exe, VmRSS $(awk '/^VmRSS/ {print $2, $3}' "/proc/$cpid/status")"
 curl -fsS "http://127.0.0.1:$port/metrics" >"$work/metrics.txt" || fail "GET /metrics"
 m=$work/metrics.txt
 
