@@ -19,6 +19,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -543,4 +544,17 @@ func doReq(h http.Handler, method, path string) *httptest.ResponseRecorder {
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(method, path, nil))
 	return rec
+}
+
+// A scrape of the current snapshot is served from the cached exposition
+// (with its length); promhttp, the fallback, streams without one.
+func TestScrapeServedFromCache(t *testing.T) {
+	a := cycleWith(t, mtResult())
+	rec := doReq(a.Handler(), "GET", "/metrics")
+	if rec.Code != 200 || rec.Header().Get("Content-Length") != strconv.Itoa(rec.Body.Len()) || rec.Body.Len() == 0 {
+		t.Errorf("scrape: %d, Content-Length %q for %d bytes", rec.Code, rec.Header().Get("Content-Length"), rec.Body.Len())
+	}
+	if !strings.Contains(rec.Body.String(), "\ngpunode_audits_total 1\n") {
+		t.Errorf("scrape lacks gpunode_audits_total 1")
+	}
 }
