@@ -6,8 +6,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gpunode/gpunode/internal/hostfs"
 
 	"github.com/gpunode/gpunode/internal/output"
 )
@@ -99,5 +103,36 @@ func TestFlagsTableGPUsLine(t *testing.T) {
 	}
 	if !strings.Contains(b.String(), "3 (0000:3b:00.0, NUMA 1)") {
 		t.Errorf("one GPU: %q", b.String())
+	}
+}
+
+// containerd imports: a relative pattern is relative to the main config's
+// directory, an absolute one is taken as it is.
+func TestContainerdImports(t *testing.T) {
+	root := t.TempDir()
+	w := func(p, s string) {
+		t.Helper()
+		full := filepath.Join(root, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w("etc/containerd/config.toml", "version = 2\nimports = [\"conf.d/*.toml\", \"/opt/dropins/*.toml\"]\n")
+	w("etc/containerd/conf.d/a.toml", "[plugins]\n")
+	w("opt/dropins/b.toml", "[plugins]\n")
+	w("conf.d/wrong.toml", "[plugins]\n") // relative to / would find this
+	h, err := hostfs.New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := ReadContainerd(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.Join(r.Files, " "), "/etc/containerd/config.toml /etc/containerd/conf.d/a.toml /opt/dropins/b.toml"; got != want {
+		t.Errorf("files %s, want %s", got, want)
 	}
 }
