@@ -5,6 +5,12 @@
 //
 //	go run ./scripts/mutate [-n 30] [-seed 1] [-timeout 120s] [-v] ./internal/journal ...
 //
+// Each run is 'go test -count=1 -vet=off -failfast' of the whole package
+// (-run and -short narrow it only when asked). -carry FILE.json takes an
+// earlier run's caught and invalid mutants as they were and runs only its
+// survivors again: valid after tests were added and the non-test files did
+// not change (a caught mutant stays caught when tests are only added).
+//
 // Mutant kinds (every mutant changes one token or one expression):
 //
 //	cmp     a comparison flipped (== and !=, < and >=, <= and >) or moved off
