@@ -8,9 +8,11 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
+	"golang.org/x/sys/unix"
 	"k8s.io/utils/cpuset"
 
 	"github.com/gpunode/gpunode/internal/hostfs"
@@ -109,5 +111,35 @@ func TestParseTaskStatFieldCount(t *testing.T) {
 	}
 	if th.Comm != "x) y" || th.Nice != -5 || th.LastCPU != 7 || th.RTPrio != 10 || th.Policy != "FF" {
 		t.Errorf("parsed %+v", th)
+	}
+}
+
+// Without CAP_SYS_NICE, a negative nice value is a privilege error that
+// says how much RLIMIT_NICE it would need (20 - nice). Capabilities are
+// per thread: the test drops CAP_SYS_NICE on a locked thread that dies
+// with its goroutine.
+func TestNegativeNiceNeedsPrivilege(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (to drop the capability it has)") // CI runs as root
+	}
+	var rl unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NICE, &rl); err != nil || rl.Cur > 20 {
+		t.Skipf("RLIMIT_NICE %d allows negative nice values without the capability", rl.Cur)
+	}
+	err := runLocked(func() error {
+		runtime.LockOSThread() // never unlocked: the thread exits with the goroutine
+		hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+		var data [2]unix.CapUserData
+		if err := unix.Capget(&hdr, &data[0]); err != nil {
+			return err
+		}
+		data[unix.CAP_SYS_NICE/32].Effective &^= 1 << (unix.CAP_SYS_NICE % 32)
+		if err := unix.Capset(&hdr, &data[0]); err != nil {
+			return err
+		}
+		return setSched(Sched{Policy: SchedNice, Value: -5})
+	})
+	if err == nil || !errors.Is(err, ErrPrivilege) || !strings.Contains(err.Error(), "--sched nice:-5: a negative nice value needs CAP_SYS_NICE (or RLIMIT_NICE of at least 25)") {
+		t.Fatalf("nice -5 without CAP_SYS_NICE: %v", err)
 	}
 }
