@@ -5,6 +5,7 @@ package journal
 // last step, the skipped-step record, the journal directory's owner rule.
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -101,5 +102,91 @@ func TestCheckDirModeOwners(t *testing.T) {
 	}
 	if err := checkDirMode("/var/lib/gpunode", "/r", false, 0o700, 0, 0); err == nil || !strings.Contains(err.Error(), "is not a directory") {
 		t.Errorf("not a directory: %v", err)
+	}
+}
+
+// The on-disk names of file types are the format's literals.
+func TestFileTypesOnDisk(t *testing.T) {
+	for _, ft := range []string{"absent", "file", "symlink", "dir"} {
+		st := &FileState{Type: FileType(ft)}
+		switch ft {
+		case "symlink":
+			st.Link = "target"
+		case "file":
+			st.Mode = 0o644
+		case "dir":
+			st.Mode = 0o755
+		}
+		tx := &Transaction{ID: "000001-tune", Meta: Meta{Owner: "tune"}, State: StateOpen, Steps: []Step{{Kind: KindFile, Path: "/etc/x", File: st}}}
+		b, err := Encode(tx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), `"type": "`+ft+`"`) {
+			t.Errorf("%s encoded as\n%s", ft, b)
+		}
+		got, err := Decode(b)
+		if err != nil || string(got.Steps[0].File.Type) != ft {
+			t.Errorf("%s: decoded %v", ft, err)
+		}
+	}
+	if FileSymlink != "symlink" || FileAbsent != "absent" || FileRegular != "file" || FileDir != "dir" {
+		t.Errorf("file type constants renamed")
+	}
+}
+
+// A step's temporary file is a clean gpunode temp name next to its path.
+func TestStepTempNames(t *testing.T) {
+	for _, c := range []struct {
+		path, temp string
+		ok         bool
+	}{
+		{"/etc/x", "/etc/.x.gpunode-tmp-1", true},
+		{"", "/etc/.x.gpunode-tmp-1", false},
+		{"/etc/x", "/etc/../etc/.x.gpunode-tmp-1", false},
+		{"/etc/x", "/tmp/.x.gpunode-tmp-1", false},
+		{"/etc/x", "/etc/.x.tmp", false},
+	} {
+		tx := &Transaction{ID: "000001-tune", Meta: Meta{Owner: "tune"}, State: StateOpen,
+			Steps: []Step{{Kind: KindValue, Path: c.path, Temp: c.temp}}}
+		if c.path == "" {
+			tx.Steps[0].Kind = "gpu.persistence" // a kind that may have no path
+		}
+		b, err := Encode(tx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = Decode(b)
+		if (err == nil) != c.ok {
+			t.Errorf("path %q temp %q: %v, want ok=%v", c.path, c.temp, err, c.ok)
+		}
+	}
+}
+
+// Encode refuses a payload over MaxSize-128 bytes, naming the bound in
+// MiB; at the bound it encodes.
+func TestEncodeSizeEdge(t *testing.T) {
+	mk := func(n int) *Transaction {
+		return &Transaction{ID: "000001-tune", Meta: Meta{Owner: "tune"}, State: StateOpen,
+			Steps: []Step{{Kind: KindValue, Path: "/proc/sys/vm/swappiness", Original: strings.Repeat("a", n)}}}
+	}
+	base, err := Encode(mk(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	header := bytes.IndexByte(base, '\n') + 1
+	over := len(base) - header - 1 // payload bytes besides the value
+	limit := MaxSize - 128
+	for _, c := range []struct {
+		payload int
+		ok      bool
+	}{{limit, true}, {limit + 1, false}} { // below the edge: every other test
+		_, err := Encode(mk(c.payload - over))
+		if (err == nil) != c.ok {
+			t.Errorf("payload %d bytes: %v, want ok=%v", c.payload, err, c.ok)
+		}
+		if !c.ok && (err == nil || !strings.Contains(err.Error(), "over the 64 MiB bound")) {
+			t.Errorf("payload %d: %v", c.payload, err)
+		}
 	}
 }
