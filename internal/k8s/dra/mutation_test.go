@@ -140,7 +140,7 @@ func TestValidateRequestShapes(t *testing.T) {
 	} {
 		err := validateClaim(t, c.claim)
 		var ie *InputError
-		if err == nil || !errors.As(err, &ie) || !strings.Contains(err.Error(), c.want) {
+		if err == nil || !errors.As(err, &ie) || !strings.HasSuffix(err.Error(), c.want) {
 			t.Errorf("%v, want %q", err, c.want)
 		}
 	}
