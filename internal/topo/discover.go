@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/cpuset"
 
 	"github.com/gpunode/gpunode/internal/hostfs"
+	"github.com/gpunode/gpunode/internal/sysfmt"
 )
 
 const (
@@ -49,7 +50,7 @@ func (d *discoverer) parseList(s string) (cpuset.CPUSet, error) {
 	if set, ok := d.lists[s]; ok {
 		return set, nil
 	}
-	set, err := hostfs.ParseCPUList(s)
+	set, err := sysfmt.ParseCPUList(s)
 	if err != nil {
 		return set, err
 	}
@@ -413,7 +414,7 @@ func (d *discoverer) nodes() {
 		n := NUMANode{ID: 0, Distances: []int{10}}
 		if b, err := d.fs.ReadFile("/proc/meminfo"); err != nil {
 			d.warnErr("/proc/meminfo", err, false)
-		} else if mi, err := hostfs.ParseMeminfo(b); err != nil {
+		} else if mi, err := sysfmt.ParseMeminfo(b); err != nil {
 			d.warn("/proc/meminfo", "%v", err)
 		} else {
 			n.MemTotalBytes, n.MemFreeBytes = mi["MemTotal"], mi["MemFree"]
@@ -433,14 +434,14 @@ func (d *discoverer) nodes() {
 		n.CPUs = CPUList{cpus}
 		if b, err := d.fs.ReadFile(dir + "/meminfo"); err != nil {
 			d.warnErr(dir+"/meminfo", err, false)
-		} else if mi, err := hostfs.ParseNodeMeminfo(b); err != nil {
+		} else if mi, err := sysfmt.ParseNodeMeminfo(b); err != nil {
 			d.warn(dir+"/meminfo", "%v", err)
 		} else {
 			n.MemTotalBytes, n.MemFreeBytes = mi["MemTotal"], mi["MemFree"]
 		}
 		if s, err := d.fs.ReadString(dir + "/distance"); err != nil {
 			d.warnErr(dir+"/distance", err, false)
-		} else if dist, err := hostfs.ParseDistances(s); err != nil {
+		} else if dist, err := sysfmt.ParseDistances(s); err != nil {
 			d.warn(dir+"/distance", "%v", err)
 		} else if len(dist) != len(ids) {
 			d.warn(dir+"/distance", "%d entries for %d nodes; ignored", len(dist), len(ids))

@@ -19,7 +19,7 @@ import (
 
 	"k8s.io/utils/cpuset"
 
-	"github.com/gpunode/gpunode/internal/hostfs"
+	"github.com/gpunode/gpunode/internal/sysfmt"
 )
 
 // SchemaVersion identifies the JSON/YAML layout of Topology.
@@ -200,7 +200,7 @@ func (c *CPUList) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &s); err != nil {
 		return fmt.Errorf("cpulist: %w", err)
 	}
-	set, err := hostfs.ParseCPUList(s)
+	set, err := sysfmt.ParseCPUList(s)
 	if err != nil {
 		return err
 	}

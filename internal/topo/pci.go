@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/cpuset"
 
 	"github.com/gpunode/gpunode/internal/hostfs"
+	"github.com/gpunode/gpunode/internal/sysfmt"
 )
 
 const (
@@ -339,7 +340,7 @@ func (d *discoverer) device(bdf, kind string, ids PCIIDs) PCIDevice {
 	local, ok := d.parsedList(dir+"/local_cpulist", s, err, true)
 	if !ok {
 		if s, err := a.ReadString("local_cpus"); err == nil {
-			if set, err := hostfs.ParseCPUMask(s); err == nil {
+			if set, err := sysfmt.ParseCPUMask(s); err == nil {
 				local = set
 			}
 		}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/gpunode/gpunode/internal/hostfs"
 	"github.com/gpunode/gpunode/internal/journal"
+	"github.com/gpunode/gpunode/internal/sysfmt"
 )
 
 // observation is what a knob reads from the host.
@@ -191,7 +192,7 @@ func (s spec) validate(v string) error {
 			return fmt.Errorf("%q is not a number or unlimited", v)
 		}
 	case "cpulist":
-		if _, err := hostfs.ParseCPUList(v); err != nil {
+		if _, err := sysfmt.ParseCPUList(v); err != nil {
 			return fmt.Errorf("%q is not a cpulist: %w", v, err)
 		}
 	default:
@@ -649,8 +650,8 @@ func (k cmdlineKnob) sameAsDetail(cl map[string]string) string {
 	if !ok1 || !ok2 {
 		return ""
 	}
-	a, err1 := hostfs.ParseCPUList(stripCPUFlags(v))
-	b, err2 := hostfs.ParseCPUList(stripCPUFlags(o))
+	a, err1 := sysfmt.ParseCPUList(stripCPUFlags(v))
+	b, err2 := sysfmt.ParseCPUList(stripCPUFlags(o))
 	if err1 != nil || err2 != nil || a.Equals(b) {
 		return ""
 	}
@@ -745,8 +746,8 @@ func (k cmdlineKnob) equal(c, w string) bool {
 		return true
 	}
 	if k.cpulist {
-		a, err1 := hostfs.ParseCPUList(stripCPUFlags(c))
-		b, err2 := hostfs.ParseCPUList(stripCPUFlags(w))
+		a, err1 := sysfmt.ParseCPUList(stripCPUFlags(c))
+		b, err2 := sysfmt.ParseCPUList(stripCPUFlags(w))
 		return err1 == nil && err2 == nil && c != unset && w != unset && a.Equals(b)
 	}
 	return false
