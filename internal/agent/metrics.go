@@ -226,13 +226,13 @@ func (a *Agent) topoMetrics(t *topo.Topology, gpus []GPU, holders map[string][]h
 				add(d.pcieWidth, prometheus.GaugeValue, float64(p.LinkWidth), p.Name, p.Kind, p.BDF)
 				add(d.pcieMaxWidth, prometheus.GaugeValue, float64(p.MaxLinkWidth), p.Name, p.Kind, p.BDF)
 			}
-			if v, ok := ParseGTs(p.LinkSpeed); ok {
-				add(d.pcieSpeed, prometheus.GaugeValue, v, p.Name, p.Kind, p.BDF)
+			if p.LinkSpeed.Known() {
+				add(d.pcieSpeed, prometheus.GaugeValue, p.LinkSpeed.GTs, p.Name, p.Kind, p.BDF)
 			}
-			if v, ok := ParseGTs(p.MaxLinkSpeed); ok {
-				add(d.pcieMaxSpeed, prometheus.GaugeValue, v, p.Name, p.Kind, p.BDF)
+			if p.MaxLinkSpeed.Known() {
+				add(d.pcieMaxSpeed, prometheus.GaugeValue, p.MaxLinkSpeed.GTs, p.Name, p.Kind, p.BDF)
 			}
-			if p.LinkSpeed != "" || p.LinkWidth > 0 {
+			if p.LinkSpeed.Text != "" || p.LinkWidth > 0 {
 				add(d.pcieDowngrade, prometheus.GaugeValue, b2f(p.LinkDowngraded), p.Name, p.Kind, p.BDF)
 			}
 		}
@@ -263,19 +263,6 @@ func b2f(b bool) float64 {
 		return 1
 	}
 	return 0
-}
-
-// ParseGTs reads a sysfs link speed ("16.0 GT/s PCIe", "2.5 GT/s") as GT/s.
-func ParseGTs(s string) (float64, bool) {
-	f := strings.Fields(s)
-	if len(f) < 2 || f[1] != "GT/s" {
-		return 0, false
-	}
-	v, err := strconv.ParseFloat(f[0], 64)
-	if err != nil || v <= 0 {
-		return 0, false
-	}
-	return v, true
 }
 
 // LocalNICs are the NICs on GPU g's NUMA node (none when g's node is

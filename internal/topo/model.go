@@ -133,11 +133,12 @@ type PCIDevice struct {
 	NUMASource string   `json:"numaSource"`
 	LocalCPUs  CPUList  `json:"localCPUs"`
 	PCIePath   []string `json:"pciePath"` // root complex ("pci0000:00") first, the device last
-	// Link speeds are in GT/s as the kernel prints them ("16.0 GT/s PCIe").
-	LinkSpeed    string `json:"linkSpeed,omitempty"`
-	MaxLinkSpeed string `json:"maxLinkSpeed,omitempty"`
-	LinkWidth    int    `json:"linkWidth,omitempty"`
-	MaxLinkWidth int    `json:"maxLinkWidth,omitempty"`
+	// Link speeds are parsed at discovery (GT/s and generation) and
+	// serialise as the kernel prints them ("16.0 GT/s PCIe").
+	LinkSpeed    PCIeSpeed `json:"linkSpeed,omitzero"`
+	MaxLinkSpeed PCIeSpeed `json:"maxLinkSpeed,omitzero"`
+	LinkWidth    int       `json:"linkWidth,omitempty"`
+	MaxLinkWidth int       `json:"maxLinkWidth,omitempty"`
 	// LinkDowngraded is set when the link trained below its capability.
 	LinkDowngraded bool     `json:"linkDowngraded,omitempty"`
 	IRQs           []int    `json:"irqs,omitempty"`
