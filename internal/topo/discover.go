@@ -374,26 +374,10 @@ func (d *discoverer) l3(cpuDir string) int {
 	}
 	var size uint64
 	if s, err := d.fs.ReadString(dir + "/size"); err == nil {
-		size = parseSize(s)
+		size, _ = sysfmt.ParseBytes(s) // "32768K"; 0 when unreadable
 	}
 	d.t.L3Caches = append(d.t.L3Caches, Cache{ID: id, Level: 3, SizeBytes: size, CPUs: CPUList{set}})
 	return len(d.t.L3Caches) - 1
-}
-
-// parseSize parses cache sizes such as "32768K" or "36M".
-func parseSize(s string) uint64 {
-	mult := uint64(1)
-	switch {
-	case strings.HasSuffix(s, "K"):
-		mult, s = 1<<10, strings.TrimSuffix(s, "K")
-	case strings.HasSuffix(s, "M"):
-		mult, s = 1<<20, strings.TrimSuffix(s, "M")
-	}
-	n, err := strconv.ParseUint(s, 10, 64)
-	if err != nil {
-		return 0
-	}
-	return n * mult
 }
 
 func (d *discoverer) nodes() {

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/gpunode/gpunode/internal/check"
+	"github.com/gpunode/gpunode/internal/sysfmt"
 	"github.com/gpunode/gpunode/internal/topo"
 )
 
@@ -99,7 +100,7 @@ func (shmKnob) size(h *Host) (uint64, uint64, error) {
 		return mem * n / 100, mem, nil
 	}
 	// /proc/mounts prints size in k (size=65536k).
-	b, err := parseBytes(s)
+	b, err := sysfmt.ParseBytes(s)
 	if err != nil {
 		return 0, 0, fmt.Errorf("/proc/mounts: /dev/shm size=%q: %w", s, err)
 	}

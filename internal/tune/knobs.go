@@ -850,7 +850,7 @@ func (k systemdKnob) toBytes(_ *Host, v string) (uint64, bool) {
 	if k.key != "DefaultLimitMEMLOCK" || v == "unlimited" || v == "infinity" {
 		return 0, false
 	}
-	n, err := parseBytes(v)
+	n, err := sysfmt.ParseBytes(v)
 	return n, err == nil
 }
 func (k systemdKnob) validate(v string) error                   { return k.spec.validate(v) }
@@ -937,7 +937,7 @@ func parseDirty(v string) (n uint64, ratio bool, err error) {
 		}
 		return x, true, nil
 	}
-	b, err := parseBytes(v)
+	b, err := sysfmt.ParseBytes(v)
 	if err != nil {
 		return 0, false, fmt.Errorf("%q: want a percentage (20%%), a byte size (32G) or auto", v)
 	}
@@ -945,34 +945,6 @@ func parseDirty(v string) (n uint64, ratio bool, err error) {
 		return 0, false, fmt.Errorf("%q: the kernel ignores dirty byte limits under two pages", v)
 	}
 	return b, false, nil
-}
-
-func parseBytes(v string) (uint64, error) {
-	mult := uint64(1)
-	s := strings.TrimSuffix(strings.TrimSuffix(v, "iB"), "B")
-	if s != "" {
-		switch s[len(s)-1] {
-		case 'K', 'k':
-			mult = 1 << 10
-		case 'M', 'm':
-			mult = 1 << 20
-		case 'G', 'g':
-			mult = 1 << 30
-		case 'T', 't':
-			mult = 1 << 40
-		}
-		if mult != 1 {
-			s = s[:len(s)-1]
-		}
-	}
-	n, err := strconv.ParseUint(s, 10, 64)
-	if err != nil {
-		return 0, err
-	}
-	if n > (1<<63)/mult {
-		return 0, fmt.Errorf("%q overflows", v)
-	}
-	return n * mult, nil
 }
 
 func dirtyString(ratioV, bytesV string) string {
