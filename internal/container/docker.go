@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -168,7 +169,7 @@ func dockerCheck(h *host) check.Check {
 		cur = append(cur, "shm "+cfg.DefaultShmSize)
 	}
 	f.c.Current = strings.Join(cur, ", ")
-	if len(f.c.Fix) > 0 && !contains(f.c.Fix, fixDockerConfigure) {
+	if len(f.c.Fix) > 0 && !slices.Contains(f.c.Fix, fixDockerConfigure) {
 		f.c.Fix = append(f.c.Fix, "systemctl restart docker")
 	}
 	return f.done()
