@@ -37,6 +37,7 @@ const (
 	MetricBuildInfo         = "gpunode_build_info"
 	MetricEnforce           = "gpunode_enforce_actions_total"
 	MetricPodNUMAAligned    = "gpunode_pod_numa_aligned"
+	MetricMetricErrors      = "gpunode_metric_errors_total"
 	maxCheckSeries          = 4096 // bound per snapshot: a runaway source cannot blow up the exposition
 	maxDeviceSeriesPerKind  = 1024
 	labelCheck, labelStatus = "check", "status"
@@ -50,35 +51,46 @@ type descs struct {
 	pcieWidth, pcieMaxWidth, pcieSpeed, pcieMaxSpeed, pcieDowngrade *prometheus.Desc
 	localNICs, nearestNIC, irqs, irqsOff                            *prometheus.Desc
 	duration, audits, errors, up, lastSuccess, build                *prometheus.Desc
-	enforce, podAligned                                             *prometheus.Desc
+	enforce, podAligned, metricErrors                               *prometheus.Desc
+	// all is every descriptor above, in the order made (Describe).
+	all []*prometheus.Desc
 }
 
 func newDescs() descs {
 	dev := []string{"device", "kind", "bdf"}
 	holder := []string{labelNamespace, labelPod, labelContainer}
-	return descs{
-		checkStatus:   prometheus.NewDesc(MetricCheckStatus, "1 for the current status of each check (check is id or id/subject).", []string{labelCheck, "layer", labelStatus}, nil),
-		checks:        prometheus.NewDesc(MetricChecks, "Number of checks by status in the last successful audit.", []string{labelStatus}, nil),
-		gpuInfo:       prometheus.NewDesc(MetricGPUInfo, "1 per GPU: PCI address, UUID, NUMA node and model.", append([]string{"gpu", "bdf", "uuid", "numa_node", "model"}, holder...), nil),
-		numaNodes:     prometheus.NewDesc(MetricNUMANodes, "Number of NUMA nodes.", nil, nil),
-		pcieWidth:     prometheus.NewDesc(MetricPCIeWidth, "Current PCIe link width (lanes) of a GPU or NIC.", dev, nil),
-		pcieMaxWidth:  prometheus.NewDesc(MetricPCIeMaxWidth, "Maximum PCIe link width (lanes) of a GPU or NIC.", dev, nil),
-		pcieSpeed:     prometheus.NewDesc(MetricPCIeSpeed, "Current PCIe link speed in GT/s of a GPU or NIC.", dev, nil),
-		pcieMaxSpeed:  prometheus.NewDesc(MetricPCIeMaxSpeed, "Maximum PCIe link speed in GT/s of a GPU or NIC.", dev, nil),
-		pcieDowngrade: prometheus.NewDesc(MetricPCIeDowngraded, "1 when the PCIe link trained below its capability in width or speed (speed alone is often idle power saving: alert on width, or on the pcie.link check).", dev, nil),
-		localNICs:     prometheus.NewDesc(MetricGPULocalNICs, "Number of NICs on the GPU's NUMA node (0: GPU/NIC misaligned).", append([]string{"gpu", "numa_node"}, holder...), nil),
-		nearestNIC:    prometheus.NewDesc(MetricGPUNearestNIC, "1 per GPU: its nearest NIC and their link class (PIX, PXB, PHB, NODE, SYS).", append([]string{"gpu", "nic", "class"}, holder...), nil),
-		irqs:          prometheus.NewDesc(MetricIRQs, "Number of IRQs of a GPU or NIC.", dev, nil),
-		irqsOff:       prometheus.NewDesc(MetricIRQsOffNode, "Number of a device's IRQs routed (or, with a sample, served) off its NUMA node.", dev, nil),
-		duration:      prometheus.NewDesc(MetricAuditDuration, "Duration of the last audit cycle.", nil, nil),
-		audits:        prometheus.NewDesc(MetricAudits, "Audit cycles run since the agent started.", nil, nil),
-		errors:        prometheus.NewDesc(MetricAuditErrors, "Audit cycles that failed (error or panic) since the agent started.", nil, nil),
-		up:            prometheus.NewDesc(MetricAuditUp, "1 when the last audit cycle succeeded.", nil, nil),
-		lastSuccess:   prometheus.NewDesc(MetricLastSuccess, "Unix time of the last successful audit.", nil, nil),
-		enforce:       prometheus.NewDesc(MetricEnforce, "--enforce actions by outcome (applied, nothing, failed, rate-limited).", []string{"outcome"}, nil),
-		podAligned:    prometheus.NewDesc(MetricPodNUMAAligned, "1 when a running container's GPUs are on NUMA nodes of its CPUs and its memory, 0 when not (check k8s.pod.numa; no series when it cannot be decided).", holder, nil),
-		build:         prometheus.NewDesc(MetricBuildInfo, "1, labelled with gpunode's build.", []string{"version", "commit", "goversion"}, nil),
+	var all []*prometheus.Desc
+	desc := func(name, help string, labels []string, constLabels prometheus.Labels) *prometheus.Desc {
+		x := prometheus.NewDesc(name, help, labels, constLabels)
+		all = append(all, x)
+		return x
 	}
+	d := descs{
+		checkStatus:   desc(MetricCheckStatus, "1 for the current status of each check (check is id or id/subject).", []string{labelCheck, "layer", labelStatus}, nil),
+		checks:        desc(MetricChecks, "Number of checks by status in the last successful audit.", []string{labelStatus}, nil),
+		gpuInfo:       desc(MetricGPUInfo, "1 per GPU: PCI address, UUID, NUMA node and model.", append([]string{"gpu", "bdf", "uuid", "numa_node", "model"}, holder...), nil),
+		numaNodes:     desc(MetricNUMANodes, "Number of NUMA nodes.", nil, nil),
+		pcieWidth:     desc(MetricPCIeWidth, "Current PCIe link width (lanes) of a GPU or NIC.", dev, nil),
+		pcieMaxWidth:  desc(MetricPCIeMaxWidth, "Maximum PCIe link width (lanes) of a GPU or NIC.", dev, nil),
+		pcieSpeed:     desc(MetricPCIeSpeed, "Current PCIe link speed in GT/s of a GPU or NIC.", dev, nil),
+		pcieMaxSpeed:  desc(MetricPCIeMaxSpeed, "Maximum PCIe link speed in GT/s of a GPU or NIC.", dev, nil),
+		pcieDowngrade: desc(MetricPCIeDowngraded, "1 when the PCIe link trained below its capability in width or speed (speed alone is often idle power saving: alert on width, or on the pcie.link check).", dev, nil),
+		localNICs:     desc(MetricGPULocalNICs, "Number of NICs on the GPU's NUMA node (0: GPU/NIC misaligned).", append([]string{"gpu", "numa_node"}, holder...), nil),
+		nearestNIC:    desc(MetricGPUNearestNIC, "1 per GPU: its nearest NIC and their link class (PIX, PXB, PHB, NODE, SYS).", append([]string{"gpu", "nic", "class"}, holder...), nil),
+		irqs:          desc(MetricIRQs, "Number of IRQs of a GPU or NIC.", dev, nil),
+		irqsOff:       desc(MetricIRQsOffNode, "Number of a device's IRQs routed (or, with a sample, served) off its NUMA node.", dev, nil),
+		duration:      desc(MetricAuditDuration, "Duration of the last audit cycle.", nil, nil),
+		audits:        desc(MetricAudits, "Audit cycles run since the agent started.", nil, nil),
+		errors:        desc(MetricAuditErrors, "Audit cycles that failed (error or panic) since the agent started.", nil, nil),
+		up:            desc(MetricAuditUp, "1 when the last audit cycle succeeded.", nil, nil),
+		lastSuccess:   desc(MetricLastSuccess, "Unix time of the last successful audit.", nil, nil),
+		enforce:       desc(MetricEnforce, "--enforce actions by outcome (applied, nothing, failed, rate-limited).", []string{"outcome"}, nil),
+		podAligned:    desc(MetricPodNUMAAligned, "1 when a running container's GPUs are on NUMA nodes of its CPUs and its memory, 0 when not (check k8s.pod.numa; no series when it cannot be decided).", holder, nil),
+		build:         desc(MetricBuildInfo, "1, labelled with gpunode's build.", []string{"version", "commit", "goversion"}, nil),
+		metricErrors:  desc(MetricMetricErrors, "Series the agent could not build (a label value that is not UTF-8, a label count that does not match) since it started: they are left out of /metrics.", nil, nil),
+	}
+	d.all = all
+	return d
 }
 
 // collector serves the current snapshot's pre-built metrics: a scrape
@@ -86,10 +98,7 @@ func newDescs() descs {
 type collector struct{ a *Agent }
 
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
-	d := c.a.descs
-	for _, x := range []*prometheus.Desc{d.checkStatus, d.checks, d.gpuInfo, d.numaNodes, d.pcieWidth, d.pcieMaxWidth,
-		d.pcieSpeed, d.pcieMaxSpeed, d.pcieDowngrade, d.localNICs, d.nearestNIC, d.irqs, d.irqsOff, d.duration,
-		d.audits, d.errors, d.up, d.lastSuccess, d.build, d.enforce, d.podAligned} {
+	for _, x := range c.a.descs.all {
 		ch <- x
 	}
 }
@@ -101,14 +110,21 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // buildMetrics renders s as const metrics, once per snapshot.
-func (a *Agent) buildMetrics(s *Snapshot) []prometheus.Metric {
+func (a *Agent) buildMetrics(s *Snapshot) (out []prometheus.Metric) {
 	d := a.descs
-	var out []prometheus.Metric
+	defer func() {
+		// last, so that it counts this snapshot's failures too
+		out = append(out, prometheus.MustNewConstMetric(d.metricErrors, prometheus.CounterValue, float64(a.metricErrors.Load())))
+	}()
 	add := func(desc *prometheus.Desc, t prometheus.ValueType, v float64, labels ...string) {
 		m, err := prometheus.NewConstMetric(desc, t, v, labels...)
-		if err == nil {
-			out = append(out, m)
+		if err != nil {
+			// Counted and left out: one bad label value must not cost
+			// the scrape its other series.
+			a.metricErrors.Add(1)
+			return
 		}
+		out = append(out, m)
 	}
 	b := a.cfg.Build
 	add(d.build, prometheus.GaugeValue, 1, b.Version, b.Commit, b.GoVersion)
