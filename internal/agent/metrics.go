@@ -2,7 +2,6 @@ package agent
 
 import (
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -259,14 +258,14 @@ func (a *Agent) topoMetrics(t *topo.Topology, gpus []GPU, holders map[string][]h
 		}
 		info := byBDF[strings.ToLower(g.BDF)]
 		node := strconv.Itoa(g.NUMANode)
-		nic, class := NearestNIC(t, g.Name)
+		nic, class := t.NearestNIC(g.Name)
 		hs := holders[strings.ToLower(g.BDF)]
 		if len(hs) == 0 {
 			hs = []holder{{}} // a GPU no container holds: empty labels, as dcgm-exporter
 		}
 		for _, h := range hs {
 			add(d.gpuInfo, prometheus.GaugeValue, 1, g.Name, g.BDF, info.UUID, node, info.Model, h[0], h[1], h[2])
-			add(d.localNICs, prometheus.GaugeValue, float64(len(LocalNICs(t, g))), g.Name, node, h[0], h[1], h[2])
+			add(d.localNICs, prometheus.GaugeValue, float64(len(t.LocalNICs(g))), g.Name, node, h[0], h[1], h[2])
 			if nic != "" {
 				add(d.nearestNIC, prometheus.GaugeValue, 1, g.Name, nic, class, h[0], h[1], h[2])
 			}
@@ -279,72 +278,4 @@ func b2f(b bool) float64 {
 		return 1
 	}
 	return 0
-}
-
-// LocalNICs are the NICs on GPU g's NUMA node (none when g's node is
-// unknown).
-func LocalNICs(t *topo.Topology, g topo.PCIDevice) []string {
-	if g.NUMANode < 0 {
-		return nil
-	}
-	var out []string
-	for _, n := range t.NICs {
-		if n.NUMANode == g.NUMANode {
-			out = append(out, n.Name)
-		}
-	}
-	return out
-}
-
-// linkRank orders link classes nearest first; -1 for a class that is not
-// a GPU/NIC path.
-func linkRank(class string) int {
-	switch class {
-	case topo.LinkPIX:
-		return 0
-	case topo.LinkPXB:
-		return 1
-	case topo.LinkPHB:
-		return 2
-	case topo.LinkNODE:
-		return 3
-	case topo.LinkSYS:
-		return 4
-	}
-	return -1
-}
-
-// NearestNIC is the NIC with the closest link class to the GPU named gpu
-// (ties: the first by name), and that class.
-func NearestNIC(t *topo.Topology, gpu string) (string, string) {
-	nics := map[string]bool{}
-	for _, n := range t.NICs {
-		nics[n.Name] = true
-	}
-	type cand struct{ nic, class string }
-	var cs []cand
-	for _, l := range t.Links {
-		var other string
-		switch {
-		case l.A == gpu && nics[l.B]:
-			other = l.B
-		case l.B == gpu && nics[l.A]:
-			other = l.A
-		default:
-			continue
-		}
-		if linkRank(l.Class) >= 0 {
-			cs = append(cs, cand{other, l.Class})
-		}
-	}
-	if len(cs) == 0 {
-		return "", ""
-	}
-	sort.Slice(cs, func(i, j int) bool {
-		if ri, rj := linkRank(cs[i].class), linkRank(cs[j].class); ri != rj {
-			return ri < rj
-		}
-		return cs[i].nic < cs[j].nic
-	})
-	return cs[0].nic, cs[0].class
 }
