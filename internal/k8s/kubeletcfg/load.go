@@ -8,8 +8,8 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/gpunode/gpunode/internal/hostfs"
 	"github.com/gpunode/gpunode/internal/k8s/topology"
+	"github.com/gpunode/gpunode/internal/sysfmt"
 
 	"github.com/gpunode/gpunode/internal/userfile"
 	"github.com/gpunode/gpunode/internal/yamlpos"
@@ -91,7 +91,7 @@ func parse(b []byte) (KubeletConfiguration, error) {
 	}
 	// kubelet's cpuset.Parse allocates per id: refuse an absurd list here,
 	// before lint or admit parse it (a syntax error is lint's to report).
-	if err := hostfs.CheckCPUList(kc.ReservedSystemCPUs); errors.Is(err, hostfs.ErrCPUListBound) {
+	if err := sysfmt.CheckCPUList(kc.ReservedSystemCPUs); errors.Is(err, sysfmt.ErrCPUListBound) {
 		return kc, fmt.Errorf("reservedSystemCPUs: %w", err)
 	}
 	return kc, nil
