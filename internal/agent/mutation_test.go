@@ -39,7 +39,7 @@ func mtTopo() *topo.Topology {
 		NUMANodes: []topo.NUMANode{{ID: 0, CPUs: topo.NewCPUList(cpuset.New(0, 1))}, {ID: 1, CPUs: topo.NewCPUList(cpuset.New(2, 3))}},
 		GPUs: []topo.PCIDevice{
 			{Kind: "gpu", Name: "GPU0", BDF: "0000:1B:00.0", NUMANode: 0, LinkWidth: 8, MaxLinkWidth: 16,
-				LinkSpeed: "16.0 GT/s PCIe", MaxLinkSpeed: "32.0 GT/s PCIe", LinkDowngraded: true},
+				LinkSpeed: topo.ParsePCIeSpeed("16.0 GT/s PCIe"), MaxLinkSpeed: topo.ParsePCIeSpeed("32.0 GT/s PCIe"), LinkDowngraded: true},
 			{Kind: "gpu", Name: "GPU1", BDF: "0000:41:00.0", NUMANode: 1},
 		},
 		NICs: []topo.PCIDevice{{Kind: "nic", Name: "mlx5_0", BDF: "0000:1c:00.0", NUMANode: 0, LinkWidth: 16, MaxLinkWidth: 16}},
@@ -135,6 +135,7 @@ func TestMetricFamiliesLiteral(t *testing.T) {
 		"gpunode_last_successful_audit_timestamp_seconds": {"GAUGE", "Unix time of the last successful audit.", ""},
 		"gpunode_build_info":                              {"GAUGE", "1, labelled with gpunode's build.", "commit,goversion,version"},
 		"gpunode_enforce_actions_total":                   {"COUNTER", "--enforce actions by outcome (applied, nothing, failed, rate-limited).", "outcome"},
+		"gpunode_metric_errors_total":                     {"COUNTER", "Series the agent could not build (a label value that is not UTF-8, a label count that does not match) since it started: they are left out of /metrics.", ""},
 		"gpunode_pod_numa_aligned":                        {"GAUGE", "1 when a running container's GPUs are on NUMA nodes of its CPUs and its memory, 0 when not (check k8s.pod.numa; no series when it cannot be decided).", "container,namespace,pod"},
 	}
 	got := gather(t, a)
@@ -262,9 +263,9 @@ func TestSeriesBoundsAtTheEdge(t *testing.T) {
 // without a width, no downgrade series without speed or width.
 func TestPCIeSeriesOnlyWhereKnown(t *testing.T) {
 	tp := &topo.Topology{GPUs: []topo.PCIDevice{
-		{Kind: "gpu", Name: "w", BDF: "1", MaxLinkWidth: 16},          // max width only
-		{Kind: "gpu", Name: "s", BDF: "2", LinkSpeed: "8.0 GT/s"},     // speed only
-		{Kind: "gpu", Name: "none", BDF: "3", MaxLinkSpeed: "8 GT/s"}, // nothing current
+		{Kind: "gpu", Name: "w", BDF: "1", MaxLinkWidth: 16},                               // max width only
+		{Kind: "gpu", Name: "s", BDF: "2", LinkSpeed: topo.ParsePCIeSpeed("8.0 GT/s")},     // speed only
+		{Kind: "gpu", Name: "none", BDF: "3", MaxLinkSpeed: topo.ParsePCIeSpeed("8 GT/s")}, // nothing current
 	}}
 	a := cycleWith(t, Result{Report: &tune.Report{}, Topo: tp})
 	fams := gather(t, a)
@@ -280,8 +281,8 @@ func TestPCIeSeriesOnlyWhereKnown(t *testing.T) {
 		ok bool
 	}{{"16.0 GT/s PCIe", 16, true}, {"2.5 GT/s", 2.5, true}, {"1 GT/s", 1, true}, {"0 GT/s", 0, false}, {"-1 GT/s", 0, false},
 		{"8.0 GB/s", 0, false}, {"8.0", 0, false}, {"Unknown", 0, false}, {"x GT/s", 0, false}} {
-		if v, ok := ParseGTs(c.in); v != c.v || ok != c.ok {
-			t.Errorf("ParseGTs(%q) = %v %v, want %v %v", c.in, v, ok, c.v, c.ok)
+		if sp := topo.ParsePCIeSpeed(c.in); sp.GTs != c.v || sp.Known() != c.ok {
+			t.Errorf("ParsePCIeSpeed(%q) = %v %v, want %v %v", c.in, sp.GTs, sp.Known(), c.v, c.ok)
 		}
 	}
 }
