@@ -77,6 +77,26 @@ Exit status: 0 nothing drifts, 1 drift or error, 2 usage, 3 failure.`,
 			if err != nil {
 				return err
 			}
+			// The files the user names are input: one that cannot be read
+			// or parsed is a usage error (exit 2), not a finding.
+			if f.imageConfig != "" {
+				data, err := host.ReadFile(f.imageConfig)
+				if err == nil {
+					_, err = container.ImageCUDA(f.imageConfig, data)
+				}
+				if err != nil {
+					return Usagef("--image-config: %v", err)
+				}
+			}
+			if f.spec != "" {
+				data, err := host.ReadFile(f.spec)
+				if err == nil {
+					_, err = container.ParseContainerSpec(f.spec, data)
+				}
+				if err != nil {
+					return Usagef("--container-spec: %v", err)
+				}
+			}
 			src := a.containerSource(ctx, host, nil, f.gf.backend)
 			src.Options = container.Options{CUDA: f.cuda, ImageConfig: f.imageConfig, Data: f.data, ContainerSpec: f.spec, MaxInputBytes: a.MaxInputBytes}
 			r, err := container.Run(ctx, src)

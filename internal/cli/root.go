@@ -124,7 +124,8 @@ Exit codes:
   0  success
   1  the command worked and found drift, findings or a rejection
   2  usage error (bad flags, arguments or input files)
-  3  failure (the command could not do its job)`,
+  3  failure (the command could not do its job)
+  130, 143  stopped by SIGINT (Ctrl-C) or SIGTERM`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
