@@ -181,8 +181,9 @@ func (s *searcher) intern() {
 				continue
 			}
 			v := make([]int32, len(p.devices))
+			name := splitAttrName(con.attr)
 			for d := range p.devices {
-				key := attrKey(lookupAttr(&p.devices[d], con.attr))
+				key := attrKey(name.of(&p.devices[d]))
 				if key == "" {
 					continue
 				}
