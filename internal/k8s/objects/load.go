@@ -144,39 +144,39 @@ func viewDocError(d Document, kind string, err error) *Error {
 // planners read (nodeFields) are kept, the others checked strictly.
 func LoadNodes(file string, data []byte) (_ []*v1.Node, retErr error) {
 	defer func() { retErr = Locate(retErr, data) }()
-	docs, err := Documents(file, data)
-	if err != nil {
-		return nil, err
-	}
 	var out []*v1.Node
-	for _, d := range docs {
+	err := EachDocument(file, data, func(d Document) error {
 		var nd nodeDoc
 		if err := decodeView(d.JSON, nodeDocView(), &nd); err != nil {
-			return nil, viewDocError(d, "Node", err)
+			return viewDocError(d, "Node", err)
 		}
 		switch {
 		case isList(nd.Kind, "Node"):
 			if nd.APIVersion != "v1" {
-				return nil, d.errorf(-1, "", "apiVersion", "Unsupported value: %q: supported values: \"v1\"", nd.APIVersion)
+				return d.errorf(-1, "", "apiVersion", "Unsupported value: %q: supported values: \"v1\"", nd.APIVersion)
 			}
 			for i, n := range nd.Items {
 				if n == nil {
-					return nil, d.errorf(i, "", "", "Invalid value: null (want a Node)")
+					return d.errorf(i, "", "", "Invalid value: null (want a Node)")
 				}
 				if err := checkItem(d, i, n.Kind, n.APIVersion, "Node", n.Name); err != nil {
-					return nil, err
+					return err
 				}
 				out = append(out, n)
 			}
 		case nd.Kind == "Node":
 			n := &v1.Node{TypeMeta: nd.TypeMeta, ObjectMeta: nd.Metadata.ObjectMeta, Spec: nd.Spec, Status: nd.Status}
 			if err := checkObject(d, nd.TypeMeta, nd.Items != nil, "Node", n.Name); err != nil {
-				return nil, err
+				return err
 			}
 			out = append(out, n)
 		default:
-			return nil, d.errorf(-1, "", "kind", "Unsupported value: %q: supported values: \"Node\", \"List\", \"NodeList\"", nd.Kind)
+			return d.errorf(-1, "", "kind", "Unsupported value: %q: supported values: \"Node\", \"List\", \"NodeList\"", nd.Kind)
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if err := uniqueNames(file, len(out), func(i int) (string, string) { return out[i].Name, "Node" }); err != nil {
 		return nil, err
@@ -188,39 +188,39 @@ func LoadNodes(file string, data []byte) (_ []*v1.Node, retErr error) {
 // planners read (podFields) are kept, the others checked strictly.
 func LoadPods(file string, data []byte) (_ []*v1.Pod, retErr error) {
 	defer func() { retErr = Locate(retErr, data) }()
-	docs, err := Documents(file, data)
-	if err != nil {
-		return nil, err
-	}
 	var out []*v1.Pod
-	for _, d := range docs {
+	err := EachDocument(file, data, func(d Document) error {
 		var pd podDoc
 		if err := decodeView(d.JSON, podDocView(), &pd); err != nil {
-			return nil, viewDocError(d, "Pod", err)
+			return viewDocError(d, "Pod", err)
 		}
 		switch {
 		case isList(pd.Kind, "Pod"):
 			if pd.APIVersion != "v1" {
-				return nil, d.errorf(-1, "", "apiVersion", "Unsupported value: %q: supported values: \"v1\"", pd.APIVersion)
+				return d.errorf(-1, "", "apiVersion", "Unsupported value: %q: supported values: \"v1\"", pd.APIVersion)
 			}
 			for i, p := range pd.Items {
 				if p == nil {
-					return nil, d.errorf(i, "", "", "Invalid value: null (want a Pod)")
+					return d.errorf(i, "", "", "Invalid value: null (want a Pod)")
 				}
 				if err := checkItem(d, i, p.Kind, p.APIVersion, "Pod", p.Name); err != nil {
-					return nil, err
+					return err
 				}
 				out = append(out, p)
 			}
 		case pd.Kind == "Pod":
 			p := &v1.Pod{TypeMeta: pd.TypeMeta, ObjectMeta: pd.Metadata.ObjectMeta, Spec: pd.Spec, Status: pd.Status}
 			if err := checkObject(d, pd.TypeMeta, pd.Items != nil, "Pod", p.Name); err != nil {
-				return nil, err
+				return err
 			}
 			out = append(out, p)
 		default:
-			return nil, d.errorf(-1, "", "kind", "Unsupported value: %q: supported values: \"Pod\", \"List\", \"PodList\"", pd.Kind)
+			return d.errorf(-1, "", "kind", "Unsupported value: %q: supported values: \"Pod\", \"List\", \"PodList\"", pd.Kind)
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if err := uniqueNames(file, len(out), func(i int) (string, string) {
 		if out[i].Namespace == "" {
