@@ -236,19 +236,14 @@ func (l *Loader) Input() *Input { return l.in }
 // naming the file, document, item and field.
 func (l *Loader) Add(file string, data []byte) (retErr error) {
 	defer func() { retErr = objects.Locate(retErr, data) }()
-	objs, err := objects.Objects(file, data)
-	if err != nil {
-		return err
-	}
-	for _, o := range objs {
+	// Decoded as the documents come: a document's JSON is dropped once its
+	// objects are decoded.
+	return objects.EachObject(file, data, func(o objects.Object) error {
 		if len(l.in.Objects) >= MaxObjects {
 			return &objects.Error{File: file, Doc: o.Doc, Item: o.Item, Reason: fmt.Sprintf("more than %d objects", MaxObjects)}
 		}
-		if err := l.addObject(o); err != nil {
-			return err
-		}
-	}
-	return nil
+		return l.addObject(o)
+	})
 }
 
 func (l *Loader) addObject(o objects.Object) error {

@@ -317,21 +317,31 @@ type Object struct {
 func (o Object) Label() string { return fmt.Sprintf("%s %q", o.Kind, o.Metadata.Name) }
 
 // Objects splits data into objects, expanding Lists.
-func Objects(file string, data []byte) (_ []Object, retErr error) {
-	defer func() { retErr = Locate(retErr, data) }()
-	docs, err := Documents(file, data)
+func Objects(file string, data []byte) ([]Object, error) {
+	var out []Object
+	err := EachObject(file, data, func(o Object) error {
+		out = append(out, o)
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	var out []Object
-	for _, d := range docs {
+	return out, nil
+}
+
+// EachObject calls f with each object of data in order, Lists expanded, as
+// Objects splits them, keeping none: an object's JSON may be dropped once f
+// returns (a caller that decodes as it goes holds one document at a time).
+// An error of f stops the walk (located in data, as every error here).
+func EachObject(file string, data []byte, f func(Object) error) (retErr error) {
+	defer func() { retErr = Locate(retErr, data) }()
+	return EachDocument(file, data, func(d Document) error {
 		m, err := Peek(d)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if !strings.HasSuffix(m.Kind, "List") {
-			out = append(out, Object{Source: Source{File: file, Doc: d.Index, Item: -1}, TypeMeta: m, JSON: d.JSON})
-			continue
+			return f(Object{Source: Source{File: file, Doc: d.Index, Item: -1}, TypeMeta: m, JSON: d.JSON})
 		}
 		var l struct {
 			APIVersion string            `json:"apiVersion"`
@@ -340,17 +350,19 @@ func Objects(file string, data []byte) (_ []Object, retErr error) {
 			Items      []json.RawMessage `json:"items"`
 		}
 		if field, reason, bad := strict(d.JSON, &l); bad {
-			return nil, d.errorf(-1, "", field, "%s", reason)
+			return d.errorf(-1, "", field, "%s", reason)
 		}
 		for i, raw := range l.Items {
 			im, err := Peek(Document{File: file, Index: d.Index, JSON: raw})
 			if err != nil {
-				return nil, d.errorf(i, "", "", "%s", err.(*Error).Reason)
+				return d.errorf(i, "", "", "%s", err.(*Error).Reason)
 			}
-			out = append(out, Object{Source: Source{File: file, Doc: d.Index, Item: i}, TypeMeta: im, JSON: raw})
+			if err := f(Object{Source: Source{File: file, Doc: d.Index, Item: i}, TypeMeta: im, JSON: raw}); err != nil {
+				return err
+			}
 		}
-	}
-	return out, nil
+		return nil
+	})
 }
 
 // Decode decodes o strictly into v (a pointer to o's type).
