@@ -236,14 +236,19 @@ func (l *Loader) Input() *Input { return l.in }
 // naming the file, document, item and field.
 func (l *Loader) Add(file string, data []byte) (retErr error) {
 	defer func() { retErr = objects.Locate(retErr, data) }()
-	// Decoded as the documents come: a document's JSON is dropped once its
-	// objects are decoded.
-	return objects.EachObject(file, data, func(o objects.Object) error {
+	objs, err := objects.Objects(file, data)
+	if err != nil {
+		return err
+	}
+	for _, o := range objs {
 		if len(l.in.Objects) >= MaxObjects {
 			return &objects.Error{File: file, Doc: o.Doc, Item: o.Item, Reason: fmt.Sprintf("more than %d objects", MaxObjects)}
 		}
-		return l.addObject(o)
-	})
+		if err := l.addObject(o); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (l *Loader) addObject(o objects.Object) error {

@@ -88,58 +88,41 @@ func (d Document) errorf(item int, object, field, format string, args ...any) *E
 // rejected). Empty documents are skipped. Input that cannot be Kubernetes
 // objects is refused first, without conversion (sniff).
 func Documents(file string, data []byte) ([]Document, error) {
-	var docs []Document
-	err := EachDocument(file, data, func(d Document) error {
-		docs = append(docs, d)
-		return nil
-	})
-	return docs, err
-}
-
-// EachDocument calls f with each document of data, in order, as Documents
-// splits them, but keeps none: a YAML document is converted to JSON only
-// when its turn comes, and its JSON is garbage once f returns (the loaders
-// decode as they go, so a file of many documents is never held twice).
-// An error of f stops the walk and is returned as it is.
-func EachDocument(file string, data []byte, f func(Document) error) error {
 	trimmed := bytes.TrimLeft(data, " \t\r\n")
 	isJSON := len(trimmed) > 0 && trimmed[0] == '{'
 	if err := sniff(file, data, isJSON); err != nil {
-		return err
+		return nil, err
 	}
 	if isJSON {
-		return f(Document{File: file, Index: 1, JSON: trimmed})
+		return []Document{{File: file, Index: 1, JSON: trimmed}}, nil
 	}
 	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	seen := 0
+	var docs []Document
 	for n := 0; n < MaxDocuments; n++ {
 		b, err := r.Read()
 		if errors.Is(err, io.EOF) {
 			break
 		}
-		idx := seen + 1
+		idx := len(docs) + 1
 		if err != nil {
-			return &Error{File: file, Doc: idx, Item: -1, Reason: err.Error()}
+			return nil, &Error{File: file, Doc: idx, Item: -1, Reason: err.Error()}
 		}
 		if isEmptyYAML(b) {
 			continue
 		}
 		j, err := yaml.YAMLToJSONStrict(b)
 		if err != nil {
-			return &Error{File: file, Doc: idx, Item: -1, Reason: err.Error()}
+			return nil, &Error{File: file, Doc: idx, Item: -1, Reason: err.Error()}
 		}
 		if t := bytes.TrimSpace(j); len(t) == 0 || t[0] != '{' {
-			return &Error{File: file, Doc: idx, Item: -1, Reason: "not an object (want a Kubernetes object with apiVersion and kind)"}
+			return nil, &Error{File: file, Doc: idx, Item: -1, Reason: "not an object (want a Kubernetes object with apiVersion and kind)"}
 		}
-		seen++
-		if err := f(Document{File: file, Index: idx, JSON: j}); err != nil {
-			return err
-		}
+		docs = append(docs, Document{File: file, Index: idx, JSON: j})
 	}
-	if seen == 0 {
-		return &Error{File: file, Item: -1, Reason: "no documents"}
+	if len(docs) == 0 {
+		return nil, &Error{File: file, Item: -1, Reason: "no documents"}
 	}
-	return nil
+	return docs, nil
 }
 
 func isEmptyYAML(b []byte) bool {

@@ -144,39 +144,39 @@ func viewDocError(d Document, kind string, err error) *Error {
 // planners read (nodeFields) are kept, the others checked strictly.
 func LoadNodes(file string, data []byte) (_ []*v1.Node, retErr error) {
 	defer func() { retErr = Locate(retErr, data) }()
+	docs, err := Documents(file, data)
+	if err != nil {
+		return nil, err
+	}
 	var out []*v1.Node
-	err := EachDocument(file, data, func(d Document) error {
+	for _, d := range docs {
 		var nd nodeDoc
 		if err := decodeView(d.JSON, nodeDocView(), &nd); err != nil {
-			return viewDocError(d, "Node", err)
+			return nil, viewDocError(d, "Node", err)
 		}
 		switch {
 		case isList(nd.Kind, "Node"):
 			if nd.APIVersion != "v1" {
-				return d.errorf(-1, "", "apiVersion", "Unsupported value: %q: supported values: \"v1\"", nd.APIVersion)
+				return nil, d.errorf(-1, "", "apiVersion", "Unsupported value: %q: supported values: \"v1\"", nd.APIVersion)
 			}
 			for i, n := range nd.Items {
 				if n == nil {
-					return d.errorf(i, "", "", "Invalid value: null (want a Node)")
+					return nil, d.errorf(i, "", "", "Invalid value: null (want a Node)")
 				}
 				if err := checkItem(d, i, n.Kind, n.APIVersion, "Node", n.Name); err != nil {
-					return err
+					return nil, err
 				}
 				out = append(out, n)
 			}
 		case nd.Kind == "Node":
 			n := &v1.Node{TypeMeta: nd.TypeMeta, ObjectMeta: nd.Metadata.ObjectMeta, Spec: nd.Spec, Status: nd.Status}
 			if err := checkObject(d, nd.TypeMeta, nd.Items != nil, "Node", n.Name); err != nil {
-				return err
+				return nil, err
 			}
 			out = append(out, n)
 		default:
-			return d.errorf(-1, "", "kind", "Unsupported value: %q: supported values: \"Node\", \"List\", \"NodeList\"", nd.Kind)
+			return nil, d.errorf(-1, "", "kind", "Unsupported value: %q: supported values: \"Node\", \"List\", \"NodeList\"", nd.Kind)
 		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
 	}
 	if err := uniqueNames(file, len(out), func(i int) (string, string) { return out[i].Name, "Node" }); err != nil {
 		return nil, err
@@ -188,39 +188,39 @@ func LoadNodes(file string, data []byte) (_ []*v1.Node, retErr error) {
 // planners read (podFields) are kept, the others checked strictly.
 func LoadPods(file string, data []byte) (_ []*v1.Pod, retErr error) {
 	defer func() { retErr = Locate(retErr, data) }()
+	docs, err := Documents(file, data)
+	if err != nil {
+		return nil, err
+	}
 	var out []*v1.Pod
-	err := EachDocument(file, data, func(d Document) error {
+	for _, d := range docs {
 		var pd podDoc
 		if err := decodeView(d.JSON, podDocView(), &pd); err != nil {
-			return viewDocError(d, "Pod", err)
+			return nil, viewDocError(d, "Pod", err)
 		}
 		switch {
 		case isList(pd.Kind, "Pod"):
 			if pd.APIVersion != "v1" {
-				return d.errorf(-1, "", "apiVersion", "Unsupported value: %q: supported values: \"v1\"", pd.APIVersion)
+				return nil, d.errorf(-1, "", "apiVersion", "Unsupported value: %q: supported values: \"v1\"", pd.APIVersion)
 			}
 			for i, p := range pd.Items {
 				if p == nil {
-					return d.errorf(i, "", "", "Invalid value: null (want a Pod)")
+					return nil, d.errorf(i, "", "", "Invalid value: null (want a Pod)")
 				}
 				if err := checkItem(d, i, p.Kind, p.APIVersion, "Pod", p.Name); err != nil {
-					return err
+					return nil, err
 				}
 				out = append(out, p)
 			}
 		case pd.Kind == "Pod":
 			p := &v1.Pod{TypeMeta: pd.TypeMeta, ObjectMeta: pd.Metadata.ObjectMeta, Spec: pd.Spec, Status: pd.Status}
 			if err := checkObject(d, pd.TypeMeta, pd.Items != nil, "Pod", p.Name); err != nil {
-				return err
+				return nil, err
 			}
 			out = append(out, p)
 		default:
-			return d.errorf(-1, "", "kind", "Unsupported value: %q: supported values: \"Pod\", \"List\", \"PodList\"", pd.Kind)
+			return nil, d.errorf(-1, "", "kind", "Unsupported value: %q: supported values: \"Pod\", \"List\", \"PodList\"", pd.Kind)
 		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
 	}
 	if err := uniqueNames(file, len(out), func(i int) (string, string) {
 		if out[i].Namespace == "" {
@@ -317,31 +317,21 @@ type Object struct {
 func (o Object) Label() string { return fmt.Sprintf("%s %q", o.Kind, o.Metadata.Name) }
 
 // Objects splits data into objects, expanding Lists.
-func Objects(file string, data []byte) ([]Object, error) {
-	var out []Object
-	err := EachObject(file, data, func(o Object) error {
-		out = append(out, o)
-		return nil
-	})
+func Objects(file string, data []byte) (_ []Object, retErr error) {
+	defer func() { retErr = Locate(retErr, data) }()
+	docs, err := Documents(file, data)
 	if err != nil {
 		return nil, err
 	}
-	return out, nil
-}
-
-// EachObject calls f with each object of data in order, Lists expanded, as
-// Objects splits them, keeping none: an object's JSON may be dropped once f
-// returns (a caller that decodes as it goes holds one document at a time).
-// An error of f stops the walk (located in data, as every error here).
-func EachObject(file string, data []byte, f func(Object) error) (retErr error) {
-	defer func() { retErr = Locate(retErr, data) }()
-	return EachDocument(file, data, func(d Document) error {
+	var out []Object
+	for _, d := range docs {
 		m, err := Peek(d)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if !strings.HasSuffix(m.Kind, "List") {
-			return f(Object{Source: Source{File: file, Doc: d.Index, Item: -1}, TypeMeta: m, JSON: d.JSON})
+			out = append(out, Object{Source: Source{File: file, Doc: d.Index, Item: -1}, TypeMeta: m, JSON: d.JSON})
+			continue
 		}
 		var l struct {
 			APIVersion string            `json:"apiVersion"`
@@ -350,19 +340,17 @@ func EachObject(file string, data []byte, f func(Object) error) (retErr error) {
 			Items      []json.RawMessage `json:"items"`
 		}
 		if field, reason, bad := strict(d.JSON, &l); bad {
-			return d.errorf(-1, "", field, "%s", reason)
+			return nil, d.errorf(-1, "", field, "%s", reason)
 		}
 		for i, raw := range l.Items {
 			im, err := Peek(Document{File: file, Index: d.Index, JSON: raw})
 			if err != nil {
-				return d.errorf(i, "", "", "%s", err.(*Error).Reason)
+				return nil, d.errorf(i, "", "", "%s", err.(*Error).Reason)
 			}
-			if err := f(Object{Source: Source{File: file, Doc: d.Index, Item: i}, TypeMeta: im, JSON: raw}); err != nil {
-				return err
-			}
+			out = append(out, Object{Source: Source{File: file, Doc: d.Index, Item: i}, TypeMeta: im, JSON: raw})
 		}
-		return nil
-	})
+	}
+	return out, nil
 }
 
 // Decode decodes o strictly into v (a pointer to o's type).
