@@ -76,6 +76,13 @@ Exit status: 0 nothing drifts, 1 drift or error, 2 usage, 3 failure.`,
 			if err != nil {
 				return err
 			}
+			// --data paths are the host's (with --container-spec they
+			// are the container's mount points, not checked here).
+			if f.spec == "" {
+				if err := checkPathsExist(host, "--data", f.data); err != nil {
+					return err
+				}
+			}
 			src := a.containerSource(ctx, host, nil, f.gf.backend)
 			src.Options = container.Options{CUDA: f.cuda, ImageConfig: f.imageConfig, Data: f.data, ContainerSpec: f.spec}
 			r, err := container.Run(ctx, src)
@@ -178,6 +185,11 @@ the table ends with the shell line.`,
 func (a *App) containerFlags(cmd *cobra.Command, f *containerFlagsFlags) (*container.Flags, error) {
 	ctx := cmd.Context()
 	req := container.FlagsRequest{GPUs: f.gpus, Runtime: f.runtime, CDI: f.cdi, MIG: f.mig, RDMA: f.rdma, IPCHost: f.ipcHost, ShmSize: f.shm}
+	if f.mig != "" {
+		if err := checkMIGUUID("--mig", f.mig); err != nil {
+			return nil, err
+		}
+	}
 	if cmd.Flags().Changed("node") {
 		n := f.node
 		req.Node = &n

@@ -454,3 +454,15 @@ func wrongKind(d Document, want, wantDesc string) *Error {
 	}
 	return nil
 }
+
+// NodeNameError is why name cannot name a Node (ValidateNodeName: a
+// DNS-1123 subdomain), "" when it can.
+func NodeNameError(name string) string {
+	if dns1123Subdomain(name) {
+		return ""
+	}
+	if msgs := validation.IsDNS1123Subdomain(name); len(msgs) > 0 {
+		return fmt.Sprintf("Invalid value: %q: %s", short(name), strings.Join(msgs, "; "))
+	}
+	return ""
+}
