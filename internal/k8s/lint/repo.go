@@ -17,15 +17,15 @@ type SkippedFile struct {
 	Reason string `json:"reason"`
 }
 
-// RuleNoObjects is the finding when the inputs hold no object at all (an
-// empty file or directory): a warning, so that --fail-on warning (the
+// RuleNoObjects is the finding when the inputs hold no object lint checks
+// (an empty file or directory, only kinds it does not know): a warning, so that --fail-on warning (the
 // default) fails a lint that checked nothing.
 const RuleNoObjects = "input.no-objects"
 
 // NoObjectsFinding is RuleNoObjects' finding for paths.
 func NoObjectsFinding(paths []string) Finding {
 	return Finding{Rule: RuleNoObjects, Severity: SeverityWarning, Object: "no objects", File: strings.Join(paths, ", "), Item: -1,
-		Message: fmt.Sprintf("no Kubernetes objects found in %s", strings.Join(paths, ", ")),
+		Message: fmt.Sprintf("no Kubernetes objects found in %s (none of a kind lint checks)", strings.Join(paths, ", ")),
 		Fix:     "give the manifests' files or directories with -f (a Helm chart: helm template CHART | gpunode k8s lint -f -)",
 		Section: "-"}
 }
