@@ -732,7 +732,10 @@ func TestNUMADurationAndMemoryBound(t *testing.T) {
 		for _, s := range f.shares {
 			sum += s
 		}
-		if len(f.shares) != 10 || (f.sleep && (sum > d || took > d*6/5)) {
+		// The shares are the bound (they add up to at most d); the wall
+		// time only has to show the run is not unbounded (it was 38 s for
+		// 500 ms), with room for a loaded CI machine's oversleeping.
+		if len(f.shares) != 10 || (f.sleep && (sum > d || took > d+time.Second)) {
 			t.Fatalf("%s: shares %v add up to %s, run took %s", d, f.shares, sum, took)
 		}
 		limit := uint64(d.Seconds() / 4 * touchBytesPerSecond / 4)

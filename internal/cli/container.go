@@ -84,7 +84,7 @@ Exit status: 0 nothing drifts, 1 drift or error, 2 usage, 3 failure.`,
 				}
 			}
 			src := a.containerSource(ctx, host, nil, f.gf.backend)
-			src.Options = container.Options{CUDA: f.cuda, ImageConfig: f.imageConfig, Data: f.data, ContainerSpec: f.spec}
+			src.Options = container.Options{CUDA: f.cuda, ImageConfig: f.imageConfig, Data: f.data, ContainerSpec: f.spec, MaxInputBytes: a.MaxInputBytes}
 			r, err := container.Run(ctx, src)
 			if err != nil {
 				return err

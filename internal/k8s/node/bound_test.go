@@ -45,7 +45,7 @@ func TestLoadErrorNamesLine(t *testing.T) {
 	if err := os.WriteFile(p, []byte(doc), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Load(p)
+	_, err := Load(p, 0)
 	if want := "node file " + p + ":8: numaNodes[1].cpus: CPU 3 already belongs to NUMA node 0"; err == nil || err.Error() != want {
 		t.Errorf("Load: %v\nwant %s", err, want)
 	}

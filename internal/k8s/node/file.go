@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"slices"
 	"sort"
 
@@ -14,6 +13,7 @@ import (
 
 	"github.com/gpunode/gpunode/internal/hostfs"
 
+	"github.com/gpunode/gpunode/internal/userfile"
 	"github.com/gpunode/gpunode/internal/yamlpos"
 )
 
@@ -76,9 +76,10 @@ func parseCPUs(s string) (cpuset.CPUSet, error) {
 	return cpuset.Parse(s)
 }
 
-// Load reads and validates a node file.
-func Load(path string) (*Node, error) {
-	b, err := os.ReadFile(path)
+// Load reads and validates a node file, at most max bytes
+// (--max-input-bytes; max <= 0: userfile.DefaultMaxBytes).
+func Load(path string, max int64) (*Node, error) {
+	b, err := userfile.Read(path, max)
 	if err != nil {
 		return nil, fmt.Errorf("node file: %w", err)
 	}
