@@ -1,10 +1,11 @@
 package cli
 
 import (
-	"bufio"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/gpunode/gpunode/internal/userfile"
 )
 
 // ModulePath is gpunode's Go module.
@@ -16,16 +17,17 @@ const ModulePath = "github.com/gpunode/gpunode"
 // --root, so it reads the real filesystem. At most 64 levels up.
 func checkoutRoot(dir string) string {
 	for i := 0; i < 64 && dir != ""; i++ {
-		if f, err := os.Open(filepath.Join(dir, "go.mod")); err == nil {
-			sc := bufio.NewScanner(f)
+		if b, err := userfile.Read(filepath.Join(dir, "go.mod"), 1<<20); err == nil {
 			module := ""
-			for n := 0; n < 50 && sc.Scan(); n++ {
-				if m, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "module "); ok {
+			for n, line := range strings.Split(string(b), "\n") {
+				if n >= 50 {
+					break
+				}
+				if m, ok := strings.CutPrefix(strings.TrimSpace(line), "module "); ok {
 					module = strings.Trim(strings.TrimSpace(m), `"`)
 					break
 				}
 			}
-			f.Close()
 			if module == ModulePath {
 				if fi, err := os.Stat(filepath.Join(dir, "cmd", CompanionName)); err == nil && fi.IsDir() {
 					return dir
