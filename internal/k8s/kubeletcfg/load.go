@@ -78,6 +78,9 @@ func Parse(b []byte, name string) (*Config, error) {
 // parse decodes and checks b; errors start with the field they are about.
 func parse(b []byte) (KubeletConfiguration, error) {
 	var kc KubeletConfiguration
+	if err := yamlpos.WrongKind(b, Kind, APIVersion+" "+Kind); err != nil {
+		return kc, err
+	}
 	if err := yaml.UnmarshalStrict(b, &kc); err != nil {
 		return kc, err
 	}

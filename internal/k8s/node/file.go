@@ -92,6 +92,9 @@ func Load(path string, max int64) (*Node, error) {
 
 // Parse decodes and validates a node file. Unknown fields are errors.
 func Parse(b []byte) (*Node, error) {
+	if err := yamlpos.WrongKind(b, FileKind, FileAPIVersion+" Node (a node file: numaNodes, cpus, memory, devices)"); err != nil {
+		return nil, err
+	}
 	var f File
 	if err := yaml.UnmarshalStrict(b, &f); err != nil {
 		return nil, fmt.Errorf("decode: %w", err)

@@ -59,7 +59,7 @@ func TestBadInputNamesFileDocumentField(t *testing.T) {
 			`f.json:10: document 2: Node "b": status.allocatable[nvidia.com/gpu]: Invalid value: "lots"`},
 		{"wrong type", nodes, "apiVersion: v1\nkind: Node\nmetadata: {name: b}\nspec: {unschedulable: maybe}\n",
 			`f.json:4: document 1: Node "b": spec.unschedulable: Invalid value: string (want bool)`},
-		{"wrong kind", nodes, "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n", `f.json:2: document 1: kind: Unsupported value: "Pod"`},
+		{"wrong kind", nodes, "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n", `f.json:2: document 1: kind: this is a v1 Pod "p", not a v1 Node (or a List of Nodes)`},
 		{"wrong item kind", nodes, `{"apiVersion":"v1","kind":"List","items":[{"apiVersion":"v1","kind":"Service","metadata":{"name":"s"}}]}`, `items[0]: Node "s": kind: Unsupported value: "Service"`},
 		{"no name", nodes, "apiVersion: v1\nkind: Node\nmetadata: {}\n", `document 1: Node "": metadata.name: Required value`},
 		{"duplicate node", nodes, goodNode + "---\n" + goodNode, `Node "a": metadata.name: Duplicate value`},
