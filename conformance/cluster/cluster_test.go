@@ -57,8 +57,8 @@ func TestCluster(t *testing.T) {
 		for _, u := range tl.unexplained {
 			t.Errorf("unexplained: %s", u)
 		}
-		t.Logf("FIGURES gangs: %d cases, fit agrees in %d (%d placed by the scheduler, %d not); same domain %d; explained differences (scoring policy versus tightest fit: same level, another domain that also holds the gang) %d; unexplained %d; gpunode %s total (max %s), scheduler %s total, wall %s",
-			tl.cases, tl.fitAgree, tl.placed, tl.notPlaced, tl.bothPlacedSameDomain, tl.scoringDiffers, len(tl.unexplained),
+		t.Logf("FIGURES gangs: %d cases, fit agrees in %d (%d placed by the scheduler, %d not); same domain %d; explained differences (scoring policy versus tightest fit: same level, another domain that also holds the gang) %d, of which gpunode's holds more pods (tightest by its free-resource measure) %d; unexplained %d; gpunode %s total (max %s), scheduler %s total, wall %s",
+			tl.cases, tl.fitAgree, tl.placed, tl.notPlaced, tl.bothPlacedSameDomain, tl.scoringDiffers, tl.tighterByOwnMeasure, len(tl.unexplained),
 			tl.gpunodeTime.Round(time.Millisecond), tl.gpunodeMax.Round(time.Millisecond), tl.schedTime.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
 		if tl.cases < *cases || tl.placed == 0 || tl.notPlaced == 0 {
 			t.Errorf("gangs: %d cases, %d placed, %d not: the generator must produce both outcomes", tl.cases, tl.placed, tl.notPlaced)

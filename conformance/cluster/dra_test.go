@@ -373,5 +373,6 @@ func runDRA(t *testing.T, e *env, cases int, seed uint64) draTally {
 		}
 		tl.agree++
 	}
+	e.reset(t, ns)
 	return tl
 }

@@ -102,6 +102,9 @@ func startEnv(t *testing.T) *env {
 	sc.Transport.ServerList = []string{etcdURL}
 	api, err := kubeapiservertesting.StartTestServer(t, kubeapiservertesting.NewDefaultTestServerOptions(), []string{
 		"--endpoint-reconciler-type=none",
+		// API priority and fairness bootstraps its objects in a post-start
+		// hook that times out on a loaded 2-core machine; nothing here needs it.
+		"--enable-priority-and-fairness=false",
 		// No controller-manager runs here: no service-account controller,
 		// and no node lifecycle controller to lift the not-ready taint
 		// TaintNodesByCondition puts on every new Node.

@@ -43,7 +43,7 @@ func testSpeed(t *testing.T, e *env) {
 		t.Fatal(err)
 	}
 	t.Logf("created %d nodes and %d bound pods in %s", len(nodes), len(pods), time.Since(t0).Round(time.Millisecond))
-	gc := gangCase{id: 999999, pods: 64, cpu: 8, gpu: 8, key: labelRack, label: "speed"}
+	gc := gangCase{id: 999999, pods: 64, cpu: 8, gpu: 8, key: labelZone, label: "speed"} // a zone: 1,024 nodes
 	wf := writeFile(t, t.TempDir(), "gang.yaml", gc.workloadFile(ns))
 	best := time.Duration(1 << 62)
 	var runs []string
