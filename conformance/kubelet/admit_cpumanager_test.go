@@ -70,7 +70,7 @@ func namedMachines(t *testing.T) map[string]*node.Node {
 	}
 	out := map[string]*node.Node{}
 	for _, f := range files {
-		n, err := node.Load(f)
+		n, err := node.Load(f, 0)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -110,7 +110,7 @@ func upstreamStartup(t *testing.T, c *kubeletcfg.Config, n *node.Node) map[strin
 func TestLintMatchesKubeletStartup(t *testing.T) {
 	nodes := map[string]*node.Node{}
 	for _, f := range []string{"node-2numa-smt", "node-4numa-1socket", "node-2socket-1numa"} {
-		n, err := node.Load("testdata/" + f + ".yaml")
+		n, err := node.Load("testdata/"+f+".yaml", 0)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -132,6 +132,8 @@ type Agent struct {
 	reg     *prometheus.Registry
 	handler http.Handler
 	descs   descs
+	// metricErrors counts series buildMetrics could not make.
+	metricErrors atomic.Int64
 }
 
 // New builds an agent: its own Prometheus registry and collector, and the
@@ -313,6 +315,9 @@ func (a *Agent) Run(ctx context.Context, ln net.Listener) error {
 	var err error
 	select {
 	case <-ctx.Done():
+		// The time of this line is when the stop began (a signal cancels
+		// ctx): scripts/fleet-image-test.sh measures the stop from it.
+		a.log.Info("agent stopping", "cause", context.Cause(ctx).Error())
 	case err = <-serveErr:
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), ShutdownGrace)

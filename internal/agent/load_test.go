@@ -71,14 +71,58 @@ func BenchmarkScrape(b *testing.B) {
 }
 
 // BenchmarkCycle is one audit cycle (discovery, audit, IRQ analysis,
-// metrics) on the DGX fixture.
+// metrics) on the DGX fixture. cpu-ms/op is the process's CPU time (user +
+// system, every thread: the audit's goroutines and the GC) per cycle, the
+// figure issue 24's budget (50 ms) is about; ns/op is wall time.
 func BenchmarkCycle(b *testing.B) {
 	a := newAgent(b, Config{Audit: fixtureAudit(b, testhost.Path(b, "dgx-h100"))})
 	b.ReportAllocs()
+	cpu0 := cpuTime()
 	for b.Loop() {
 		if s := a.Cycle(context.Background()); s.Err != "" {
 			b.Fatal(s.Err)
 		}
+	}
+	b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/1e3/float64(b.N), "cpu-ms/op")
+}
+
+// cpuTime is the process's user + system CPU time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// TestCycleCPU: GPUNODE_LOAD=1 runs 3 warm-up and 21 measured audit cycles
+// on the DGX fixture and requires the median CPU time (user + system of
+// the whole process) per cycle within cycleCPUGate. The budget is 50 ms
+// (issue 24, item 8; BenchmarkCycle's cpu-ms/op shows it, and it is not met
+// yet: 79 ms median on the shared VM at load 27, most of it the tune and irq
+// packages' sysfs reads); the gate is three times the budget, a regression
+// gate that a loaded, shared VM (cache, frequency) cannot trip.
+func TestCycleCPU(t *testing.T) {
+	if os.Getenv("GPUNODE_LOAD") == "" {
+		t.Skip("GPUNODE_LOAD=1 runs the cycle CPU test")
+	}
+	const cycleCPUGate = 150 * time.Millisecond
+	a := newAgent(t, Config{Audit: fixtureAudit(t, testhost.Path(t, "dgx-h100"))})
+	var per []time.Duration
+	for i := range 24 {
+		c0 := cpuTime()
+		if s := a.Cycle(context.Background()); s.Err != "" {
+			t.Fatal(s.Err)
+		}
+		if i >= 3 {
+			per = append(per, cpuTime()-c0)
+		}
+	}
+	slices.Sort(per)
+	med := per[len(per)/2]
+	t.Logf("cycle cpu: median %s, min %s, max %s over %d DGX audit cycles (budget 50ms, gate %s)", med, per[0], per[len(per)-1], len(per), cycleCPUGate)
+	if med > cycleCPUGate {
+		t.Errorf("median CPU per DGX audit cycle %s, want <= %s (budget 50ms)", med, cycleCPUGate)
 	}
 }
 

@@ -187,7 +187,7 @@ func (a *App) loadProfile(name string) (*hostfs.FS, *tune.Catalogue, *tune.Profi
 		return nil, nil, nil, Usagef("--profile: empty (try 'gpunode tune profiles')")
 	}
 	cat := tune.NewCatalogue()
-	p, err := (&tune.Loader{Cat: cat, Host: fs, Checks: sourceChecks()}).Load(name)
+	p, err := (&tune.Loader{Cat: cat, Host: fs, Checks: sourceChecks(), MaxInputBytes: a.MaxInputBytes}).Load(name)
 	if err != nil {
 		return nil, nil, nil, wrapUsage(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -77,7 +78,7 @@ Exit status: 0 nothing drifts, 1 drift or error, 2 usage, 3 failure.`,
 				return err
 			}
 			src := a.containerSource(ctx, host, nil, f.gf.backend)
-			src.Options = container.Options{CUDA: f.cuda, ImageConfig: f.imageConfig, Data: f.data, ContainerSpec: f.spec}
+			src.Options = container.Options{CUDA: f.cuda, ImageConfig: f.imageConfig, Data: f.data, ContainerSpec: f.spec, MaxInputBytes: a.MaxInputBytes}
 			r, err := container.Run(ctx, src)
 			if err != nil {
 				return err
@@ -185,7 +186,7 @@ func (a *App) containerFlags(cmd *cobra.Command, f *containerFlagsFlags) (*conta
 	switch kind := strings.ToLower(strings.TrimSpace(f.back)); {
 	case kind == gpu.KindNVIDIASMI:
 		return nil, Usagef("--gpu-backend nvidia-smi is too slow here; use auto, nvml, fake or none")
-	case kind != "" && !containsStr(gpu.Kinds, kind):
+	case kind != "" && !slices.Contains(gpu.Kinds, kind):
 		return nil, Usagef("--gpu-backend %q: want auto, nvml, fake or none", f.back)
 	}
 	host, err := a.Host()
@@ -209,15 +210,6 @@ func (a *App) containerFlags(cmd *cobra.Command, f *containerFlagsFlags) (*conta
 		return nil, wrapUsage(err)
 	}
 	return fl, err
-}
-
-func containsStr(xs []string, s string) bool {
-	for _, x := range xs {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func (a *App) newContainerRunCommand() *cobra.Command {

@@ -108,7 +108,7 @@ func compatCheck(h *host, o Options) check.Check {
 	cuda, from := o.CUDA, "--cuda"
 	if cuda == "" && o.ImageConfig != "" {
 		from = o.ImageConfig
-		data, err := h.fs.ReadFile(o.ImageConfig)
+		data, err := readUserFile(h, o.ImageConfig, o.MaxInputBytes)
 		if err != nil {
 			return errorCheck(CheckCUDACompat, "4.1", o.ImageConfig, err)
 		}

@@ -268,7 +268,7 @@ func overlayChecks(h *host, o Options) []check.Check {
 		}
 		return out
 	}
-	raw, err := h.fs.ReadFile(o.ContainerSpec)
+	raw, err := readUserFile(h, o.ContainerSpec, o.MaxInputBytes)
 	if err != nil {
 		return []check.Check{errorCheck(CheckOverlay, "4.2", o.ContainerSpec, err)}
 	}

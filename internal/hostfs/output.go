@@ -19,6 +19,22 @@ import (
 // symbolic link and the caller did not force it. Commands exit 2 on it.
 var ErrRefusedOutput = errors.New("refusing to replace")
 
+// RefusedOutputError is the refusal of an output path that is not a
+// regular file. Its text is exactly issue 26's ("refusing to replace
+// /dev/null: not a regular file"); what stands there (FIFO, socket,
+// character device, directory, ...) is in Kind, not in the text.
+type RefusedOutputError struct {
+	Path string // the name as the user gave it
+	Kind string // what stands at Path
+}
+
+func (e *RefusedOutputError) Error() string {
+	return ErrRefusedOutput.Error() + " " + e.Path + ": not a regular file"
+}
+
+// Unwrap makes errors.Is(err, ErrRefusedOutput) hold.
+func (e *RefusedOutputError) Unwrap() error { return ErrRefusedOutput }
+
 // OutputOptions tune WriteOutput.
 type OutputOptions struct {
 	// Force replaces a symbolic link at the path (the link itself; it is
@@ -39,7 +55,7 @@ type OutputOptions struct {
 //     again) or a regular file is;
 //   - a FIFO, device, socket or directory at the path is refused
 //     (ErrRefusedOutput: "refusing to replace /dev/null: not a regular
-//     file (character device)"), so that 'report --html /dev/null' never
+//     file"; a *RefusedOutputError naming the kind), so that 'report --html /dev/null' never
 //     turns /dev/null into a file;
 //   - a symbolic link at the path is refused unless opt.Force, and is then
 //     replaced, never followed.
@@ -54,7 +70,7 @@ func WriteOutput(name string, data []byte, perm fs.FileMode, opt OutputOptions) 
 		dir = "."
 	}
 	if base == "" || base == "." || base == ".." || base == "/" {
-		return fmt.Errorf("%w %s: not a regular file (directory)", ErrRefusedOutput, name)
+		return &RefusedOutputError{Path: name, Kind: "directory"}
 	}
 	target := filepath.Join(dir, base)
 	// Look first, so that nothing is written when the path is refused.
@@ -154,7 +170,7 @@ func outputTarget(name, target string, opt OutputOptions) (bool, error) {
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 		kind = fileType(st.Mode)
 	}
-	return false, fmt.Errorf("%w %s: not a regular file (%s)", ErrRefusedOutput, name, kind)
+	return false, &RefusedOutputError{Path: name, Kind: kind}
 }
 
 // WriteOutputFile is WriteOutput for a file under the FS's root (a host

@@ -72,18 +72,12 @@ var hostAccessAllowed = map[string]struct {
 	"scripts/":                                    {nil, "benchmark drivers, not shipped"},
 
 	// User input files named on the command line (-f, --node,
-	// --kubelet-config, --profile FILE): they are the user's files on the
-	// machine gpunode runs on, resolved like any command-line path (from the
-	// working directory, not below --root), and may legitimately be pipes
-	// ("-f <(...)"); a read blocked on one is ended by SIGINT/SIGTERM (see
-	// internal/cli's signal handling).
-	"internal/k8s/node/file.go":       {[]string{"os.ReadFile"}, "node file given with --node"},
-	"internal/k8s/kubeletcfg/load.go": {[]string{"os.ReadFile"}, "KubeletConfiguration given with --kubelet-config"},
-	"internal/userfile/userfile.go":   {[]string{"os.Open"}, "files users name on the command line (manifests, cluster exports, pods, mig-parted configs), under --max-input-bytes"},
-	"internal/k8s/lint/load.go":       {[]string{"os.Stat", "filepath.WalkDir"}, "manifest files and directories given to k8s lint"},
-	"internal/cli/companion/k8s.go":   {[]string{"os.Open"}, "hints file given with k8s merge -f"},
-	"internal/cli/forward.go":         {[]string{"os.Stat", "filepath.EvalSymlinks"}, "finds the gpunode-full companion beside gpunode's own executable or on PATH (gpunode's installation, not the host under --root)"},
-	"internal/tune/profile.go":        {[]string{"os.ReadFile"}, "profile file given with --profile FILE (profiles by name are read through hostfs)"},
+	// --kubelet-config, --profile FILE, ...) are read by internal/userfile
+	// (through hostfs.OpenLocal), under --max-input-bytes: no entry here
+	// reads one (TestUserFilesGoThroughUserfile). k8s lint walks the
+	// directories it is given and reads each file through userfile.
+	"internal/k8s/lint/load.go": {[]string{"os.Stat", "filepath.WalkDir"}, "manifest files and directories given to k8s lint"},
+	"internal/cli/forward.go":   {[]string{"os.Stat", "filepath.EvalSymlinks"}, "finds the gpunode-full companion beside gpunode's own executable or on PATH (gpunode's installation, not the host under --root)"},
 	// The agent's NFD feature file goes to its own output directory on the
 	// machine it runs on (in the DaemonSet, the hostPath mount of
 	// features.d beside, not below, --root /host), like a user output file:

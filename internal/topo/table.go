@@ -142,10 +142,10 @@ func (t *Topology) WriteTable(w io.Writer, o output.Options) error {
 				}
 			}
 			link := "-"
-			if d.LinkWidth > 0 || d.LinkSpeed != "" {
-				link = fmt.Sprintf("x%d %s", d.LinkWidth, pcieGen(d.LinkSpeed))
+			if d.LinkWidth > 0 || d.LinkSpeed.Text != "" {
+				link = fmt.Sprintf("x%d %s", d.LinkWidth, d.LinkSpeed.GenName())
 				if d.LinkDowngraded {
-					link += fmt.Sprintf(" (max x%d %s)", d.MaxLinkWidth, pcieGen(d.MaxLinkSpeed))
+					link += fmt.Sprintf(" (max x%d %s)", d.MaxLinkWidth, d.MaxLinkSpeed.GenName())
 				}
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s:%s\t%s\t%s\t%s\t%s\t%d\n", d.Name, d.Kind, d.BDF,

@@ -3,7 +3,6 @@ package tune
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path"
 	"path/filepath"
 	"slices"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/gpunode/gpunode/internal/check"
 	"github.com/gpunode/gpunode/internal/hostfs"
+	"github.com/gpunode/gpunode/internal/userfile"
 )
 
 // ErrProfile marks a profile that cannot be loaded (bad YAML, unknown
@@ -73,9 +73,12 @@ type Loader struct {
 	Cat *Catalogue
 	// Host reads user profiles from ProfileDir (may be nil).
 	Host *hostfs.FS
-	// ReadFile reads profile files named on the command line (os.ReadFile
-	// when nil).
+	// ReadFile reads profile files named on the command line (when nil:
+	// userfile.Read under MaxInputBytes).
 	ReadFile func(string) ([]byte, error)
+	// MaxInputBytes bounds a profile file named on the command line
+	// (--max-input-bytes; <= 0: userfile.DefaultMaxBytes).
+	MaxInputBytes int64
 	// Checks describe the checks of the audit's sources (gpu.Describe,
 	// irq.Source.Describe): profiles may disable or report them by id,
 	// id/subject or pattern. Catalogue settings and process checks are
@@ -146,7 +149,7 @@ func (l *Loader) load(ref, fromDir string, stack []string) (*Profile, error) {
 func (l *Loader) readLocal(file string) (*rawProfile, error) {
 	read := l.ReadFile
 	if read == nil {
-		read = os.ReadFile
+		read = func(p string) ([]byte, error) { return userfile.Read(p, l.MaxInputBytes) }
 	}
 	b, err := read(file)
 	if err != nil {

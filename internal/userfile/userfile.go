@@ -3,8 +3,14 @@
 // --max-input-bytes, 256 MiB by default. A regular file is stat'ed first
 // (refused before any byte is read when it is larger) and read into one
 // buffer of its size; anything else (stdin, a pipe, process substitution)
-// is read through a bound. Host files read under --root go through hostfs,
-// not here.
+// is read through a bound. A user file that names a host path (container
+// check's --image-config under --root) is opened by hostfs and read here
+// (ReadOpen), under the same bound. Every command's user files come here:
+// internal/houserules fails on a reader that does not.
+//
+// No open blocks: a file is opened with O_NONBLOCK (a FIFO without a writer
+// reads as empty instead of holding the open forever), and a device is
+// refused.
 package userfile
 
 import (
@@ -14,6 +20,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/gpunode/gpunode/internal/hostfs"
 )
 
 // DefaultMaxBytes is the default of --max-input-bytes.
@@ -43,17 +51,37 @@ func ReadChecked(path string, max int64, head int, check func(head []byte) error
 	if max <= 0 {
 		max = DefaultMaxBytes
 	}
-	f, err := os.Open(path)
+	f, err := hostfs.OpenLocal(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	return read(f, path, max, head, check)
+}
+
+// ReadOpen is Read of a file opened elsewhere (a host path that hostfs
+// opened under --root); name labels errors. It does not close f.
+func ReadOpen(f *os.File, name string, max int64) ([]byte, error) {
+	if max <= 0 {
+		max = DefaultMaxBytes
+	}
+	return read(f, name, max, 0, nil)
+}
+
+// ErrNotFile is wrapped by the refusal of a device named as an input.
+var ErrNotFile = errors.New("not a regular file or a pipe")
+
+func read(f *os.File, path string, max int64, head int, check func([]byte) error) ([]byte, error) {
 	st, err := f.Stat()
 	if err != nil {
 		return nil, err
 	}
 	if st.IsDir() {
 		return nil, fmt.Errorf("%s: is a directory", path)
+	}
+	if st.Mode()&os.ModeDevice != 0 {
+		// /dev/zero would fill the bound; a terminal or a tape would wait.
+		return nil, fmt.Errorf("%s: %w (a device)", path, ErrNotFile)
 	}
 	if !st.Mode().IsRegular() {
 		return ReadAll(f, path, max)

@@ -3,7 +3,6 @@ package companion
 import (
 	"context"
 	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -12,6 +11,7 @@ import (
 	"github.com/gpunode/gpunode/internal/k8s/node"
 	"github.com/gpunode/gpunode/internal/k8s/topology"
 	"github.com/gpunode/gpunode/internal/topo"
+	"github.com/gpunode/gpunode/internal/userfile"
 )
 
 func (a *app) newK8sCommand() *cobra.Command {
@@ -62,14 +62,13 @@ Exit status: 0 admitted, 1 rejected (TopologyAffinityError), 2 bad input.`,
 			name := file
 			if file == "-" {
 				name = "stdin"
-				req, err = topology.ReadMergeRequest(a.Stdin, name)
+				req, err = topology.ReadMergeRequest(a.Stdin, name, a.MaxInputBytes)
 			} else {
-				f, oerr := os.Open(file)
-				if oerr != nil {
-					return cli.WrapUsage(oerr)
+				b, rerr := userfile.Read(file, a.MaxInputBytes)
+				if rerr != nil {
+					return cli.WrapUsage(rerr)
 				}
-				defer f.Close()
-				req, err = topology.ReadMergeRequest(f, file)
+				req, err = topology.DecodeMergeRequest(file, b)
 			}
 			if err != nil {
 				return cli.WrapUsage(err)
@@ -99,7 +98,7 @@ func (a *app) newK8sKubeletCommand() *cobra.Command {
 // live is set; it returns nil when neither applies.
 func (a *app) k8sNode(ctx context.Context, nodeFile string, live bool) (*node.Node, error) {
 	if nodeFile != "" {
-		n, err := node.Load(nodeFile)
+		n, err := node.Load(nodeFile, a.MaxInputBytes)
 		if err != nil {
 			return nil, cli.WrapUsage(err)
 		}
@@ -149,7 +148,7 @@ Exit status: 0 clean, 1 errors or warnings found, 2 bad input.`,
 			if nodeFile != "" && live {
 				return cli.Usagef("lint: --node and --live are exclusive")
 			}
-			c, err := kubeletcfg.Load(args[0])
+			c, err := kubeletcfg.Load(args[0], a.MaxInputBytes)
 			if err != nil {
 				return cli.WrapUsage(err)
 			}

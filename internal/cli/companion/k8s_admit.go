@@ -48,7 +48,7 @@ is admitted then), 3 failure.`,
 			if err != nil {
 				return err
 			}
-			kc, err := kubeletcfg.Load(kcFile)
+			kc, err := kubeletcfg.Load(kcFile, a.MaxInputBytes)
 			if err != nil {
 				return cli.WrapUsage(err)
 			}

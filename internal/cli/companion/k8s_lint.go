@@ -109,12 +109,12 @@ context unless --nodes is given.`,
 				}
 			}
 			if kcFile != "" {
-				if in.Kubelet, err = kubeletcfg.Load(kcFile); err != nil {
+				if in.Kubelet, err = kubeletcfg.Load(kcFile, a.MaxInputBytes); err != nil {
 					return cli.WrapUsage(err)
 				}
 			}
 			if nodeFile != "" {
-				if in.Node, err = node.Load(nodeFile); err != nil {
+				if in.Node, err = node.Load(nodeFile, a.MaxInputBytes); err != nil {
 					return cli.WrapUsage(err)
 				}
 				in.NodeName = in.Node.Name

@@ -20,11 +20,11 @@ var update = flag.Bool("update", false, "rewrite golden files")
 
 func runDir(t *testing.T, dir string) *Report {
 	t.Helper()
-	n, err := node.Load(filepath.Join(dir, "node.yaml"))
+	n, err := node.Load(filepath.Join(dir, "node.yaml"), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := kubeletcfg.Load(filepath.Join(dir, "kubelet-config.yaml"))
+	c, err := kubeletcfg.Load(filepath.Join(dir, "kubelet-config.yaml"), 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -380,7 +380,7 @@ func TestShapesFiles(t *testing.T) {
 			t.Errorf("%s is stale (run with -update)", path)
 			continue
 		}
-		n, err := node.Load(path)
+		n, err := node.Load(path, 0)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -15,7 +15,7 @@ const header = "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfigur
 
 func mustNode(t testing.TB, path string) *node.Node {
 	t.Helper()
-	n, err := node.Load(path)
+	n, err := node.Load(path, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +173,7 @@ topologyManagerPolicy: single-numa-node
 }
 
 func TestLintBrokenGolden(t *testing.T) {
-	c, err := Load("testdata/broken.yaml")
+	c, err := Load("testdata/broken.yaml", 0)
 	if err != nil {
 		t.Fatal(err)
 	}

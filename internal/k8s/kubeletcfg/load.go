@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"os"
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/gpunode/gpunode/internal/hostfs"
 	"github.com/gpunode/gpunode/internal/k8s/topology"
+	"github.com/gpunode/gpunode/internal/sysfmt"
 
+	"github.com/gpunode/gpunode/internal/userfile"
 	"github.com/gpunode/gpunode/internal/yamlpos"
 )
 
@@ -52,9 +52,10 @@ type Config struct {
 	EvictionHardDefaulted bool
 }
 
-// Load reads and decodes a KubeletConfiguration file.
-func Load(path string) (*Config, error) {
-	b, err := os.ReadFile(path)
+// Load reads and decodes a KubeletConfiguration file, at most max bytes
+// (--max-input-bytes; max <= 0: userfile.DefaultMaxBytes).
+func Load(path string, max int64) (*Config, error) {
+	b, err := userfile.Read(path, max)
 	if err != nil {
 		return nil, fmt.Errorf("kubelet config: %w", err)
 	}
@@ -90,7 +91,7 @@ func parse(b []byte) (KubeletConfiguration, error) {
 	}
 	// kubelet's cpuset.Parse allocates per id: refuse an absurd list here,
 	// before lint or admit parse it (a syntax error is lint's to report).
-	if err := hostfs.CheckCPUList(kc.ReservedSystemCPUs); errors.Is(err, hostfs.ErrCPUListBound) {
+	if err := sysfmt.CheckCPUList(kc.ReservedSystemCPUs); errors.Is(err, sysfmt.ErrCPUListBound) {
 		return kc, fmt.Errorf("reservedSystemCPUs: %w", err)
 	}
 	return kc, nil

@@ -43,12 +43,12 @@ func lintFiles(t *testing.T, files ...string) *Report {
 		}
 	}
 	if _, err := os.Stat(filepath.Join(dir, "kubelet.yaml")); err == nil {
-		if in.Kubelet, err = kubeletcfg.Load(filepath.Join(dir, "kubelet.yaml")); err != nil {
+		if in.Kubelet, err = kubeletcfg.Load(filepath.Join(dir, "kubelet.yaml"), 0); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if _, err := os.Stat(filepath.Join(dir, "node.yaml")); err == nil {
-		if in.Node, err = node.Load(filepath.Join(dir, "node.yaml")); err != nil {
+		if in.Node, err = node.Load(filepath.Join(dir, "node.yaml"), 0); err != nil {
 			t.Fatal(err)
 		}
 		in.NodeName = in.Node.Name

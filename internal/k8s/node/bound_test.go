@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpunode/gpunode/internal/hostfs"
+	"github.com/gpunode/gpunode/internal/sysfmt"
 )
 
 // A node file naming absurd CPU ranges is refused, naming the field, before
@@ -29,7 +29,7 @@ func TestBuildBoundsCPUListsBeforeAllocating(t *testing.T) {
 		runtime.ReadMemStats(&before)
 		_, err = Parse(doc)
 		runtime.ReadMemStats(&after)
-		if !errors.Is(err, hostfs.ErrCPUListBound) || !strings.Contains(err.Error(), tc.field) {
+		if !errors.Is(err, sysfmt.ErrCPUListBound) || !strings.Contains(err.Error(), tc.field) {
 			t.Errorf("%s: %v; want a bound error naming %s", tc.name, err, tc.field)
 		}
 		if got := after.TotalAlloc - before.TotalAlloc; got > 4<<20 {
@@ -45,7 +45,7 @@ func TestLoadErrorNamesLine(t *testing.T) {
 	if err := os.WriteFile(p, []byte(doc), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Load(p)
+	_, err := Load(p, 0)
 	if want := "node file " + p + ":8: numaNodes[1].cpus: CPU 3 already belongs to NUMA node 0"; err == nil || err.Error() != want {
 		t.Errorf("Load: %v\nwant %s", err, want)
 	}

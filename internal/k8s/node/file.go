@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"slices"
 	"sort"
 
@@ -12,8 +11,9 @@ import (
 	"k8s.io/utils/cpuset"
 	"sigs.k8s.io/yaml"
 
-	"github.com/gpunode/gpunode/internal/hostfs"
+	"github.com/gpunode/gpunode/internal/sysfmt"
 
+	"github.com/gpunode/gpunode/internal/userfile"
 	"github.com/gpunode/gpunode/internal/yamlpos"
 )
 
@@ -67,18 +67,19 @@ type DeviceSpec struct {
 }
 
 // parseCPUs parses a node file's CPU list with kubelet's cpuset.Parse after
-// hostfs.CheckCPUList has bounded it (ids and count at most hostfs.MaxCPUID):
+// sysfmt.CheckCPUList has bounded it (ids and count at most sysfmt.MaxCPUID):
 // cpuset.Parse allocates per id, so "0-999999999" would cost gigabytes.
 func parseCPUs(s string) (cpuset.CPUSet, error) {
-	if err := hostfs.CheckCPUList(s); errors.Is(err, hostfs.ErrCPUListBound) {
+	if err := sysfmt.CheckCPUList(s); errors.Is(err, sysfmt.ErrCPUListBound) {
 		return cpuset.CPUSet{}, err
 	}
 	return cpuset.Parse(s)
 }
 
-// Load reads and validates a node file.
-func Load(path string) (*Node, error) {
-	b, err := os.ReadFile(path)
+// Load reads and validates a node file, at most max bytes
+// (--max-input-bytes; max <= 0: userfile.DefaultMaxBytes).
+func Load(path string, max int64) (*Node, error) {
+	b, err := userfile.Read(path, max)
 	if err != nil {
 		return nil, fmt.Errorf("node file: %w", err)
 	}

@@ -6,7 +6,7 @@ import (
 )
 
 func TestLoadSeed(t *testing.T) {
-	n, err := Load("testdata/seed-5.5.4.yaml")
+	n, err := Load("testdata/seed-5.5.4.yaml", 0)
 	if err != nil {
 		t.Fatal(err)
 	}

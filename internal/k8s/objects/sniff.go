@@ -30,6 +30,9 @@ func sniff(file string, data []byte, json bool) error {
 		return nil
 	}
 	doc, expect := 0, true // expect: the next content line is a document's first
+	// A block scalar ("key: |", "- >-") open since line blockLine: its
+	// lines are those indented more than blockIndent (and blank ones).
+	blockLine, blockIndent, blockBytes := 0, 0, 0
 	for off, line := 0, 1; off < len(data); line++ {
 		end := bytes.IndexByte(data[off:], '\n')
 		next := len(data)
@@ -42,7 +45,24 @@ func sniff(file string, data []byte, json bool) error {
 			return &Error{File: file, Line: line, Item: -1,
 				Reason: fmt.Sprintf("line of %d bytes, more than %d: no Kubernetes object has one (the API server refuses objects over 3 MiB)", len(l), MaxLineBytes)}
 		}
+		if blockLine > 0 {
+			ind := 0
+			for ind < len(l) && l[ind] == ' ' {
+				ind++
+			}
+			if ind > blockIndent || len(bytes.TrimLeft(l[ind:], " \t\r\n")) == 0 {
+				if blockBytes += len(l); blockBytes > MaxLineBytes {
+					return &Error{File: file, Line: blockLine, Item: -1,
+						Reason: fmt.Sprintf("block scalar of more than %d bytes: no Kubernetes object has one (the API server refuses objects over 3 MiB)", MaxLineBytes)}
+				}
+				continue
+			}
+			blockLine = 0
+		}
 		t := bytes.TrimRight(l, " \t\r\n")
+		if ind, ok := blockStart(t); ok {
+			blockLine, blockIndent, blockBytes = line, ind, 0
+		}
 		if bytes.HasPrefix(t, []byte("---")) && (len(t) == 3 || t[3] == ' ' || t[3] == '\t' || t[3] == '#') {
 			expect = true
 			rest := bytes.TrimLeft(t[3:], " \t")
@@ -70,6 +90,50 @@ func sniff(file string, data []byte, json bool) error {
 		}
 	}
 	return nil
+}
+
+// blockStart reports whether line t (right-trimmed) ends with a block
+// scalar indicator ("key: |", "- >-", "key: |2 # c"), and the indentation
+// its content must exceed: that of the key, or of the "-" before the
+// indicator. A false start costs nothing: only a block of more than
+// MaxLineBytes is refused, and no object has one.
+func blockStart(t []byte) (int, bool) {
+	if i := bytes.Index(t, []byte(" #")); i >= 0 {
+		t = bytes.TrimRight(t[:i], " \t")
+	}
+	j := len(t)
+	for j > 0 && (t[j-1] == '-' || t[j-1] == '+' || t[j-1] >= '0' && t[j-1] <= '9') {
+		j--
+	}
+	if j == 0 || t[j-1] != '|' && t[j-1] != '>' {
+		return 0, false
+	}
+	pre := t[:j-1]
+	if len(pre) > 0 && pre[len(pre)-1] != ' ' && pre[len(pre)-1] != '\t' {
+		return 0, false // "a|", "x>": part of a plain scalar
+	}
+	pre = bytes.TrimRight(pre, " \t")
+	ind := 0
+	for ind < len(pre) && pre[ind] == ' ' {
+		ind++
+	}
+	if ind == len(pre) {
+		return ind, true // "|" alone on its line
+	}
+	switch pre[len(pre)-1] {
+	case ':':
+		// The key's column: after any "- " sequence indicators.
+		for ind+1 < len(pre) && pre[ind] == '-' && (pre[ind+1] == ' ' || pre[ind+1] == '\t') {
+			ind++
+			for ind < len(pre) && (pre[ind] == ' ' || pre[ind] == '\t') {
+				ind++
+			}
+		}
+		return ind, true
+	case '-':
+		return len(pre) - 1, true // "- |": the dash's column
+	}
+	return 0, false
 }
 
 // startsMapping reports whether a document's first content line starts a

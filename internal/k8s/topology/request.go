@@ -13,6 +13,7 @@ import (
 
 	"github.com/gpunode/gpunode/internal/output"
 
+	"github.com/gpunode/gpunode/internal/userfile"
 	"github.com/gpunode/gpunode/internal/yamlpos"
 )
 
@@ -47,19 +48,20 @@ type rawHint struct {
 	Preferred bool   `json:"preferred"`
 }
 
-// maxRequestBytes bounds the input read by ParseMergeRequest.
-const maxRequestBytes = 256 << 20
-
-// ReadMergeRequest reads and parses a merge request from r; name (a file name
-// or "-") prefixes errors.
-func ReadMergeRequest(r io.Reader, name string) (*MergeRequest, error) {
-	b, err := io.ReadAll(io.LimitReader(r, maxRequestBytes+1))
+// ReadMergeRequest reads and parses a merge request from r (stdin), at
+// most max bytes (--max-input-bytes; max <= 0: userfile.DefaultMaxBytes);
+// name prefixes errors.
+func ReadMergeRequest(r io.Reader, name string, max int64) (*MergeRequest, error) {
+	b, err := userfile.ReadAll(r, name, max)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, err
 	}
-	if len(b) > maxRequestBytes {
-		return nil, fmt.Errorf("%s: larger than %d bytes", name, maxRequestBytes)
-	}
+	return DecodeMergeRequest(name, b)
+}
+
+// DecodeMergeRequest parses the merge request b (read from the file name,
+// which prefixes errors).
+func DecodeMergeRequest(name string, b []byte) (*MergeRequest, error) {
 	req, err := ParseMergeRequest(b)
 	if err != nil {
 		return nil, yamlpos.Wrap(name, b, err) // "FILE:LINE: field: reason"

@@ -110,11 +110,11 @@ func FuzzParseMergeRequest(f *testing.F) {
 // ReadMergeRequest's errors name the file's line of the field.
 func TestReadMergeRequestNamesLine(t *testing.T) {
 	in := "{\n  \"policy\": \"restricted\",\n  \"numaNodes\": [0, 1],\n  \"providers\": [\n    {\"cpu\": [{\"affinity\": [0], \"preferred\": true}]},\n    {\"gpu\": [{\"affinity\": [7]}]}\n  ]\n}\n"
-	_, err := ReadMergeRequest(strings.NewReader(in), "hints.json")
+	_, err := ReadMergeRequest(strings.NewReader(in), "hints.json", 0)
 	if want := "hints.json:6: providers[1].gpu[0].affinity: NUMA id 7 is not in numaNodes [0 1]"; err == nil || err.Error() != want {
 		t.Errorf("err = %v\nwant %s", err, want)
 	}
-	_, err = ReadMergeRequest(strings.NewReader("{\"policy\": \"restricted\",\n \"numaNodes\": [0],\n \"providers\": [{\"cpu\": [\n  {\"affinty\": [0]}]}]}"), "h.json")
+	_, err = ReadMergeRequest(strings.NewReader("{\"policy\": \"restricted\",\n \"numaNodes\": [0],\n \"providers\": [{\"cpu\": [\n  {\"affinty\": [0]}]}]}"), "h.json", 0)
 	if err == nil || !strings.HasPrefix(err.Error(), "h.json:4: providers[0].cpu[0]: ") {
 		t.Errorf("unknown hint field: %v", err)
 	}
