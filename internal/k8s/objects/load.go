@@ -424,7 +424,7 @@ func LoadWorkload(file string, data []byte) (_ *Workload, retErr error) {
 	w := &Workload{}
 	for _, o := range objs {
 		switch {
-		case o.Kind == "PodGroup" && (o.APIVersion == GroupVersionPodGroupAlpha2 || o.APIVersion == GroupVersionPodGroupAlpha3):
+		case o.Kind == "PodGroup" && (o.APIVersion == GroupVersionPodGroupAlpha2 || o.APIVersion == GroupVersionPodGroupAlpha3 || o.APIVersion == GroupVersionPodGroupBeta1):
 			pg := &schedv1alpha3.PodGroup{}
 			if err := o.Decode(pg); err != nil {
 				return nil, err
@@ -449,8 +449,8 @@ func LoadWorkload(file string, data []byte) (_ *Workload, retErr error) {
 			}
 			w.VolcanoJobs = append(w.VolcanoJobs, VolcanoJobObject{o.Source, j})
 		default:
-			return nil, o.Errorf(o.Label(), "kind", "Unsupported value: %q (apiVersion %q): supported: PodGroup (%s, %s), Job (batch/v1, %s)",
-				o.Kind, o.APIVersion, GroupVersionPodGroupAlpha2, GroupVersionPodGroupAlpha3, GroupVersionVolcanoBatch)
+			return nil, o.Errorf(o.Label(), "kind", "Unsupported value: %q (apiVersion %q): supported: PodGroup (%s, %s, %s), Job (batch/v1, %s)",
+				o.Kind, o.APIVersion, GroupVersionPodGroupBeta1, GroupVersionPodGroupAlpha2, GroupVersionPodGroupAlpha3, GroupVersionVolcanoBatch)
 		}
 	}
 	return w, nil

@@ -135,3 +135,23 @@ status: {nodeCount: 2}
 		t.Errorf("topology %+v", tp)
 	}
 }
+
+// TestWorkloadPodGroupVersions: kube-scheduler v1.37 watches
+// scheduling.k8s.io/v1beta1 PodGroups (GenericWorkload beta); v1alpha2 and
+// v1alpha3 read the same; another version is refused naming the supported ones.
+func TestWorkloadPodGroupVersions(t *testing.T) {
+	for _, v := range []string{"scheduling.k8s.io/v1beta1", "scheduling.k8s.io/v1alpha3", "scheduling.k8s.io/v1alpha2"} {
+		doc := "apiVersion: " + v + "\nkind: PodGroup\nmetadata: {name: g}\nspec: {schedulingPolicy: {gang: {minCount: 3}}, schedulingConstraints: {topology: [{key: topology.kubernetes.io/rack}]}}\n"
+		w, err := LoadWorkload("w.yaml", []byte(doc))
+		if err != nil {
+			t.Fatalf("%s: %v", v, err)
+		}
+		if len(w.PodGroups) != 1 || w.PodGroups[0].Spec.SchedulingPolicy.Gang.MinCount != 3 || w.PodGroups[0].Spec.SchedulingConstraints.Topology[0].Key != "topology.kubernetes.io/rack" {
+			t.Errorf("%s: decoded %+v", v, w.PodGroups)
+		}
+	}
+	_, err := LoadWorkload("w.yaml", []byte("apiVersion: scheduling.k8s.io/v2\nkind: PodGroup\nmetadata: {name: g}\n"))
+	if err == nil || !strings.Contains(err.Error(), "supported: PodGroup (scheduling.k8s.io/v1beta1, scheduling.k8s.io/v1alpha2, scheduling.k8s.io/v1alpha3)") {
+		t.Errorf("unknown version: %v", err)
+	}
+}
