@@ -42,7 +42,7 @@ func smallTopo() *topo.Topology {
 		GPUs: []topo.PCIDevice{
 			{Kind: topo.KindGPU, Name: "GPU0", BDF: "0000:1b:00.0", NUMANode: 0,
 				PCIePath:  []string{"pci0000:00", "0000:00:01.0", "0000:1a:00.0", "0000:1b:00.0"},
-				LinkWidth: 16, MaxLinkWidth: 16, LinkSpeed: "32.0 GT/s PCIe"},
+				LinkWidth: 16, MaxLinkWidth: 16, LinkSpeed: topo.ParsePCIeSpeed("32.0 GT/s PCIe")},
 			{Kind: topo.KindGPU, Name: "GPU1", BDF: "0000:41:00.0", NUMANode: 1,
 				PCIePath:  []string{"pci0000:40", "0000:40:01.0", "0000:41:00.0"},
 				LinkWidth: 8, MaxLinkWidth: 16, LinkDowngraded: true},
