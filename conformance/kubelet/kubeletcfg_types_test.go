@@ -16,8 +16,8 @@ import (
 	kubeletconfigscheme "k8s.io/kubernetes/pkg/kubelet/apis/config/scheme"
 	"sigs.k8s.io/yaml"
 
-	"github.com/gpunode/gpunode/internal/hostfs"
 	"github.com/gpunode/gpunode/internal/k8s/kubeletcfg"
+	"github.com/gpunode/gpunode/internal/sysfmt"
 )
 
 // jsonFields lists the JSON fields of struct type t by name, with the
@@ -234,7 +234,7 @@ func TestKubeletConfigurationCorpus(t *testing.T) {
 		// Parse decodes the same way and adds gpunode's own bound on CPU
 		// lists (kubelet's parser would allocate per id).
 		c, err := kubeletcfg.Parse([]byte(doc), "kc")
-		if errors.Is(err, hostfs.ErrCPUListBound) {
+		if errors.Is(err, sysfmt.ErrCPUListBound) {
 			continue
 		}
 		if err != nil {

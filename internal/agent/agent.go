@@ -132,6 +132,8 @@ type Agent struct {
 	reg     *prometheus.Registry
 	handler http.Handler
 	descs   descs
+	// metricErrors counts series buildMetrics could not make.
+	metricErrors atomic.Int64
 }
 
 // New builds an agent: its own Prometheus registry and collector, and the

@@ -2,7 +2,6 @@ package agent
 
 import (
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -37,6 +36,7 @@ const (
 	MetricBuildInfo         = "gpunode_build_info"
 	MetricEnforce           = "gpunode_enforce_actions_total"
 	MetricPodNUMAAligned    = "gpunode_pod_numa_aligned"
+	MetricMetricErrors      = "gpunode_metric_errors_total"
 	maxCheckSeries          = 4096 // bound per snapshot: a runaway source cannot blow up the exposition
 	maxDeviceSeriesPerKind  = 1024
 	labelCheck, labelStatus = "check", "status"
@@ -50,35 +50,46 @@ type descs struct {
 	pcieWidth, pcieMaxWidth, pcieSpeed, pcieMaxSpeed, pcieDowngrade *prometheus.Desc
 	localNICs, nearestNIC, irqs, irqsOff                            *prometheus.Desc
 	duration, audits, errors, up, lastSuccess, build                *prometheus.Desc
-	enforce, podAligned                                             *prometheus.Desc
+	enforce, podAligned, metricErrors                               *prometheus.Desc
+	// all is every descriptor above, in the order made (Describe).
+	all []*prometheus.Desc
 }
 
 func newDescs() descs {
 	dev := []string{"device", "kind", "bdf"}
 	holder := []string{labelNamespace, labelPod, labelContainer}
-	return descs{
-		checkStatus:   prometheus.NewDesc(MetricCheckStatus, "1 for the current status of each check (check is id or id/subject).", []string{labelCheck, "layer", labelStatus}, nil),
-		checks:        prometheus.NewDesc(MetricChecks, "Number of checks by status in the last successful audit.", []string{labelStatus}, nil),
-		gpuInfo:       prometheus.NewDesc(MetricGPUInfo, "1 per GPU: PCI address, UUID, NUMA node and model.", append([]string{"gpu", "bdf", "uuid", "numa_node", "model"}, holder...), nil),
-		numaNodes:     prometheus.NewDesc(MetricNUMANodes, "Number of NUMA nodes.", nil, nil),
-		pcieWidth:     prometheus.NewDesc(MetricPCIeWidth, "Current PCIe link width (lanes) of a GPU or NIC.", dev, nil),
-		pcieMaxWidth:  prometheus.NewDesc(MetricPCIeMaxWidth, "Maximum PCIe link width (lanes) of a GPU or NIC.", dev, nil),
-		pcieSpeed:     prometheus.NewDesc(MetricPCIeSpeed, "Current PCIe link speed in GT/s of a GPU or NIC.", dev, nil),
-		pcieMaxSpeed:  prometheus.NewDesc(MetricPCIeMaxSpeed, "Maximum PCIe link speed in GT/s of a GPU or NIC.", dev, nil),
-		pcieDowngrade: prometheus.NewDesc(MetricPCIeDowngraded, "1 when the PCIe link trained below its capability in width or speed (speed alone is often idle power saving: alert on width, or on the pcie.link check).", dev, nil),
-		localNICs:     prometheus.NewDesc(MetricGPULocalNICs, "Number of NICs on the GPU's NUMA node (0: GPU/NIC misaligned).", append([]string{"gpu", "numa_node"}, holder...), nil),
-		nearestNIC:    prometheus.NewDesc(MetricGPUNearestNIC, "1 per GPU: its nearest NIC and their link class (PIX, PXB, PHB, NODE, SYS).", append([]string{"gpu", "nic", "class"}, holder...), nil),
-		irqs:          prometheus.NewDesc(MetricIRQs, "Number of IRQs of a GPU or NIC.", dev, nil),
-		irqsOff:       prometheus.NewDesc(MetricIRQsOffNode, "Number of a device's IRQs routed (or, with a sample, served) off its NUMA node.", dev, nil),
-		duration:      prometheus.NewDesc(MetricAuditDuration, "Duration of the last audit cycle.", nil, nil),
-		audits:        prometheus.NewDesc(MetricAudits, "Audit cycles run since the agent started.", nil, nil),
-		errors:        prometheus.NewDesc(MetricAuditErrors, "Audit cycles that failed (error or panic) since the agent started.", nil, nil),
-		up:            prometheus.NewDesc(MetricAuditUp, "1 when the last audit cycle succeeded.", nil, nil),
-		lastSuccess:   prometheus.NewDesc(MetricLastSuccess, "Unix time of the last successful audit.", nil, nil),
-		enforce:       prometheus.NewDesc(MetricEnforce, "--enforce actions by outcome (applied, nothing, failed, rate-limited).", []string{"outcome"}, nil),
-		podAligned:    prometheus.NewDesc(MetricPodNUMAAligned, "1 when a running container's GPUs are on NUMA nodes of its CPUs and its memory, 0 when not (check k8s.pod.numa; no series when it cannot be decided).", holder, nil),
-		build:         prometheus.NewDesc(MetricBuildInfo, "1, labelled with gpunode's build.", []string{"version", "commit", "goversion"}, nil),
+	var all []*prometheus.Desc
+	desc := func(name, help string, labels []string, constLabels prometheus.Labels) *prometheus.Desc {
+		x := prometheus.NewDesc(name, help, labels, constLabels)
+		all = append(all, x)
+		return x
 	}
+	d := descs{
+		checkStatus:   desc(MetricCheckStatus, "1 for the current status of each check (check is id or id/subject).", []string{labelCheck, "layer", labelStatus}, nil),
+		checks:        desc(MetricChecks, "Number of checks by status in the last successful audit.", []string{labelStatus}, nil),
+		gpuInfo:       desc(MetricGPUInfo, "1 per GPU: PCI address, UUID, NUMA node and model.", append([]string{"gpu", "bdf", "uuid", "numa_node", "model"}, holder...), nil),
+		numaNodes:     desc(MetricNUMANodes, "Number of NUMA nodes.", nil, nil),
+		pcieWidth:     desc(MetricPCIeWidth, "Current PCIe link width (lanes) of a GPU or NIC.", dev, nil),
+		pcieMaxWidth:  desc(MetricPCIeMaxWidth, "Maximum PCIe link width (lanes) of a GPU or NIC.", dev, nil),
+		pcieSpeed:     desc(MetricPCIeSpeed, "Current PCIe link speed in GT/s of a GPU or NIC.", dev, nil),
+		pcieMaxSpeed:  desc(MetricPCIeMaxSpeed, "Maximum PCIe link speed in GT/s of a GPU or NIC.", dev, nil),
+		pcieDowngrade: desc(MetricPCIeDowngraded, "1 when the PCIe link trained below its capability in width or speed (speed alone is often idle power saving: alert on width, or on the pcie.link check).", dev, nil),
+		localNICs:     desc(MetricGPULocalNICs, "Number of NICs on the GPU's NUMA node (0: GPU/NIC misaligned).", append([]string{"gpu", "numa_node"}, holder...), nil),
+		nearestNIC:    desc(MetricGPUNearestNIC, "1 per GPU: its nearest NIC and their link class (PIX, PXB, PHB, NODE, SYS).", append([]string{"gpu", "nic", "class"}, holder...), nil),
+		irqs:          desc(MetricIRQs, "Number of IRQs of a GPU or NIC.", dev, nil),
+		irqsOff:       desc(MetricIRQsOffNode, "Number of a device's IRQs routed (or, with a sample, served) off its NUMA node.", dev, nil),
+		duration:      desc(MetricAuditDuration, "Duration of the last audit cycle.", nil, nil),
+		audits:        desc(MetricAudits, "Audit cycles run since the agent started.", nil, nil),
+		errors:        desc(MetricAuditErrors, "Audit cycles that failed (error or panic) since the agent started.", nil, nil),
+		up:            desc(MetricAuditUp, "1 when the last audit cycle succeeded.", nil, nil),
+		lastSuccess:   desc(MetricLastSuccess, "Unix time of the last successful audit.", nil, nil),
+		enforce:       desc(MetricEnforce, "--enforce actions by outcome (applied, nothing, failed, rate-limited).", []string{"outcome"}, nil),
+		podAligned:    desc(MetricPodNUMAAligned, "1 when a running container's GPUs are on NUMA nodes of its CPUs and its memory, 0 when not (check k8s.pod.numa; no series when it cannot be decided).", holder, nil),
+		build:         desc(MetricBuildInfo, "1, labelled with gpunode's build.", []string{"version", "commit", "goversion"}, nil),
+		metricErrors:  desc(MetricMetricErrors, "Series the agent could not build (a label value that is not UTF-8, a label count that does not match) since it started: they are left out of /metrics.", nil, nil),
+	}
+	d.all = all
+	return d
 }
 
 // collector serves the current snapshot's pre-built metrics: a scrape
@@ -86,10 +97,7 @@ func newDescs() descs {
 type collector struct{ a *Agent }
 
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
-	d := c.a.descs
-	for _, x := range []*prometheus.Desc{d.checkStatus, d.checks, d.gpuInfo, d.numaNodes, d.pcieWidth, d.pcieMaxWidth,
-		d.pcieSpeed, d.pcieMaxSpeed, d.pcieDowngrade, d.localNICs, d.nearestNIC, d.irqs, d.irqsOff, d.duration,
-		d.audits, d.errors, d.up, d.lastSuccess, d.build, d.enforce, d.podAligned} {
+	for _, x := range c.a.descs.all {
 		ch <- x
 	}
 }
@@ -101,14 +109,21 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // buildMetrics renders s as const metrics, once per snapshot.
-func (a *Agent) buildMetrics(s *Snapshot) []prometheus.Metric {
+func (a *Agent) buildMetrics(s *Snapshot) (out []prometheus.Metric) {
 	d := a.descs
-	var out []prometheus.Metric
+	defer func() {
+		// last, so that it counts this snapshot's failures too
+		out = append(out, prometheus.MustNewConstMetric(d.metricErrors, prometheus.CounterValue, float64(a.metricErrors.Load())))
+	}()
 	add := func(desc *prometheus.Desc, t prometheus.ValueType, v float64, labels ...string) {
 		m, err := prometheus.NewConstMetric(desc, t, v, labels...)
-		if err == nil {
-			out = append(out, m)
+		if err != nil {
+			// Counted and left out: one bad label value must not cost
+			// the scrape its other series.
+			a.metricErrors.Add(1)
+			return
 		}
+		out = append(out, m)
 	}
 	b := a.cfg.Build
 	add(d.build, prometheus.GaugeValue, 1, b.Version, b.Commit, b.GoVersion)
@@ -226,13 +241,13 @@ func (a *Agent) topoMetrics(t *topo.Topology, gpus []GPU, holders map[string][]h
 				add(d.pcieWidth, prometheus.GaugeValue, float64(p.LinkWidth), p.Name, p.Kind, p.BDF)
 				add(d.pcieMaxWidth, prometheus.GaugeValue, float64(p.MaxLinkWidth), p.Name, p.Kind, p.BDF)
 			}
-			if v, ok := ParseGTs(p.LinkSpeed); ok {
-				add(d.pcieSpeed, prometheus.GaugeValue, v, p.Name, p.Kind, p.BDF)
+			if p.LinkSpeed.Known() {
+				add(d.pcieSpeed, prometheus.GaugeValue, p.LinkSpeed.GTs, p.Name, p.Kind, p.BDF)
 			}
-			if v, ok := ParseGTs(p.MaxLinkSpeed); ok {
-				add(d.pcieMaxSpeed, prometheus.GaugeValue, v, p.Name, p.Kind, p.BDF)
+			if p.MaxLinkSpeed.Known() {
+				add(d.pcieMaxSpeed, prometheus.GaugeValue, p.MaxLinkSpeed.GTs, p.Name, p.Kind, p.BDF)
 			}
-			if p.LinkSpeed != "" || p.LinkWidth > 0 {
+			if p.LinkSpeed.Text != "" || p.LinkWidth > 0 {
 				add(d.pcieDowngrade, prometheus.GaugeValue, b2f(p.LinkDowngraded), p.Name, p.Kind, p.BDF)
 			}
 		}
@@ -243,14 +258,14 @@ func (a *Agent) topoMetrics(t *topo.Topology, gpus []GPU, holders map[string][]h
 		}
 		info := byBDF[strings.ToLower(g.BDF)]
 		node := strconv.Itoa(g.NUMANode)
-		nic, class := NearestNIC(t, g.Name)
+		nic, class := t.NearestNIC(g.Name)
 		hs := holders[strings.ToLower(g.BDF)]
 		if len(hs) == 0 {
 			hs = []holder{{}} // a GPU no container holds: empty labels, as dcgm-exporter
 		}
 		for _, h := range hs {
 			add(d.gpuInfo, prometheus.GaugeValue, 1, g.Name, g.BDF, info.UUID, node, info.Model, h[0], h[1], h[2])
-			add(d.localNICs, prometheus.GaugeValue, float64(len(LocalNICs(t, g))), g.Name, node, h[0], h[1], h[2])
+			add(d.localNICs, prometheus.GaugeValue, float64(len(t.LocalNICs(g))), g.Name, node, h[0], h[1], h[2])
 			if nic != "" {
 				add(d.nearestNIC, prometheus.GaugeValue, 1, g.Name, nic, class, h[0], h[1], h[2])
 			}
@@ -263,85 +278,4 @@ func b2f(b bool) float64 {
 		return 1
 	}
 	return 0
-}
-
-// ParseGTs reads a sysfs link speed ("16.0 GT/s PCIe", "2.5 GT/s") as GT/s.
-func ParseGTs(s string) (float64, bool) {
-	f := strings.Fields(s)
-	if len(f) < 2 || f[1] != "GT/s" {
-		return 0, false
-	}
-	v, err := strconv.ParseFloat(f[0], 64)
-	if err != nil || v <= 0 {
-		return 0, false
-	}
-	return v, true
-}
-
-// LocalNICs are the NICs on GPU g's NUMA node (none when g's node is
-// unknown).
-func LocalNICs(t *topo.Topology, g topo.PCIDevice) []string {
-	if g.NUMANode < 0 {
-		return nil
-	}
-	var out []string
-	for _, n := range t.NICs {
-		if n.NUMANode == g.NUMANode {
-			out = append(out, n.Name)
-		}
-	}
-	return out
-}
-
-// linkRank orders link classes nearest first; -1 for a class that is not
-// a GPU/NIC path.
-func linkRank(class string) int {
-	switch class {
-	case topo.LinkPIX:
-		return 0
-	case topo.LinkPXB:
-		return 1
-	case topo.LinkPHB:
-		return 2
-	case topo.LinkNODE:
-		return 3
-	case topo.LinkSYS:
-		return 4
-	}
-	return -1
-}
-
-// NearestNIC is the NIC with the closest link class to the GPU named gpu
-// (ties: the first by name), and that class.
-func NearestNIC(t *topo.Topology, gpu string) (string, string) {
-	nics := map[string]bool{}
-	for _, n := range t.NICs {
-		nics[n.Name] = true
-	}
-	type cand struct{ nic, class string }
-	var cs []cand
-	for _, l := range t.Links {
-		var other string
-		switch {
-		case l.A == gpu && nics[l.B]:
-			other = l.B
-		case l.B == gpu && nics[l.A]:
-			other = l.A
-		default:
-			continue
-		}
-		if linkRank(l.Class) >= 0 {
-			cs = append(cs, cand{other, l.Class})
-		}
-	}
-	if len(cs) == 0 {
-		return "", ""
-	}
-	sort.Slice(cs, func(i, j int) bool {
-		if ri, rj := linkRank(cs[i].class), linkRank(cs[j].class); ri != rj {
-			return ri < rj
-		}
-		return cs[i].nic < cs[j].nic
-	})
-	return cs[0].nic, cs[0].class
 }

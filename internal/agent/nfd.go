@@ -53,7 +53,7 @@ func NFDFeatures(r Result, profile string) []Feature {
 		if len(t.GPUs) > 0 {
 			aligned := len(t.NICs) > 0
 			for _, g := range t.GPUs {
-				if len(LocalNICs(t, g)) == 0 {
+				if len(t.LocalNICs(g)) == 0 {
 					aligned = false
 				}
 			}
@@ -74,11 +74,11 @@ func NFDFeatures(r Result, profile string) []Feature {
 func worstNearest(t *topo.Topology) string {
 	worst := ""
 	for _, g := range t.GPUs {
-		_, c := NearestNIC(t, g.Name)
+		_, c := t.NearestNIC(g.Name)
 		if c == "" {
 			return "none"
 		}
-		if worst == "" || linkRank(c) > linkRank(worst) {
+		if worst == "" || topo.LinkRank(c) > topo.LinkRank(worst) {
 			worst = c
 		}
 	}

@@ -381,7 +381,7 @@ func TestLinkGBps(t *testing.T) {
 		{"32.0 GT/s PCIe", 16, 63.015}, {"16.0 GT/s PCIe", 16, 31.508}, {"8.0 GT/s PCIe", 16, 15.754},
 		{"5.0 GT/s PCIe", 8, 4}, {"64.0 GT/s PCIe", 16, 121}, {"", 16, 0}, {"32.0 GT/s PCIe", 0, 0},
 	} {
-		if got := round3(topo.LinkGBps(c.speed, c.width)); got != c.want {
+		if got := round3(topo.LinkGBps(topo.ParsePCIeSpeed(c.speed), c.width)); got != c.want {
 			t.Errorf("%q x%d = %v, want %v", c.speed, c.width, got, c.want)
 		}
 	}

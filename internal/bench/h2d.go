@@ -144,7 +144,7 @@ func planH2D(ctx context.Context, t *topo.Topology, o H2DOptions) (*H2DResult, [
 		SizeBytes: uint64(o.Size), Loops: o.Loops, Samples: o.Samples, Notes: []string{},
 		Method: fmt.Sprintf("cuMemcpyHtoD/DtoH of %d MiB, %d copies per sample then cuCtxSynchronize, median of %d samples, one warm-up copy excluded (defaults: nvbandwidth's 512 MiB, 16 copies, 3 samples)", o.Size>>20, o.Loops, o.Samples)}
 	if d := t.Device(local.Target.BDF); d != nil {
-		r.LinkGen, r.LinkWidth = topo.PCIeGen(d.LinkSpeed), d.LinkWidth
+		r.LinkGen, r.LinkWidth = d.LinkSpeed.GenName(), d.LinkWidth
 		r.LinkGBps = round3(topo.LinkGBps(d.LinkSpeed, d.LinkWidth))
 		r.Name = d.Name
 	}

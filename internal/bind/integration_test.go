@@ -21,7 +21,7 @@ import (
 	"golang.org/x/sys/unix"
 	"k8s.io/utils/cpuset"
 
-	"github.com/gpunode/gpunode/internal/hostfs"
+	"github.com/gpunode/gpunode/internal/sysfmt"
 	"github.com/gpunode/gpunode/internal/testhost"
 )
 
@@ -113,7 +113,7 @@ func node0(t *testing.T) cpuset.CPUSet {
 	if err != nil {
 		t.Skipf("no NUMA node 0 in sysfs: %v", err)
 	}
-	set, err := hostfs.ParseCPUList(string(b))
+	set, err := sysfmt.ParseCPUList(string(b))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,8 +198,8 @@ func TestTasksetAndStatusAgree(t *testing.T) {
 	}
 	_, tsList, _ := strings.Cut(lines[0], "current affinity list: ")
 	_, stList, _ := strings.Cut(lines[1], ":")
-	ts, err1 := hostfs.ParseCPUList(tsList)
-	st, err2 := hostfs.ParseCPUList(stList)
+	ts, err1 := sysfmt.ParseCPUList(tsList)
+	st, err2 := sysfmt.ParseCPUList(stList)
 	if err1 != nil || err2 != nil || !ts.Equals(st) || !ts.Equals(want) {
 		t.Fatalf("taskset %q, Cpus_allowed_list %q, want both %s", tsList, stList, want)
 	}

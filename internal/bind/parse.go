@@ -8,7 +8,7 @@ import (
 
 	"k8s.io/utils/cpuset"
 
-	"github.com/gpunode/gpunode/internal/hostfs"
+	"github.com/gpunode/gpunode/internal/sysfmt"
 )
 
 // ErrInput marks errors caused by the caller's flags or environment
@@ -110,7 +110,7 @@ func ParseSched(s string) (*Sched, error) {
 // ParseCPUs parses a user CPU list flag (--exclude-cpus, --avoid,
 // --rank-cpus): a kernel cpulist ("0-3,8"), empty for none.
 func ParseCPUs(flag, s string) (cpuset.CPUSet, error) {
-	set, err := hostfs.ParseCPUList(s)
+	set, err := sysfmt.ParseCPUList(s)
 	if err != nil {
 		return cpuset.New(), inputf("%s: %v", flag, err)
 	}

@@ -9,7 +9,7 @@ import (
 
 	"k8s.io/utils/cpuset"
 
-	"github.com/gpunode/gpunode/internal/hostfs"
+	"github.com/gpunode/gpunode/internal/sysfmt"
 	"github.com/gpunode/gpunode/internal/topo"
 )
 
@@ -455,7 +455,7 @@ func normalizeBDF(s string) string {
 	if strings.Count(s, ":") == 1 {
 		s = "0000:" + strings.TrimSpace(s)
 	}
-	b, err := hostfs.ParseBDF(s)
+	b, err := sysfmt.ParseBDF(s)
 	if err != nil {
 		return ""
 	}

@@ -132,6 +132,7 @@ func TestPlanGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			golden(t, c.name+".json", b.Bytes())
+			checkPlanProperties(t, c.t, c.req, p)
 		})
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gpunode/gpunode/internal/hostfs"
 	"github.com/gpunode/gpunode/internal/output"
+	"github.com/gpunode/gpunode/internal/sysfmt"
 	"github.com/gpunode/gpunode/internal/topo"
 )
 
@@ -96,7 +97,7 @@ func ReadShow(fsys *hostfs.FS, t *topo.Topology, pid int, self int) (*Show, erro
 	}
 	st := parseStatus(b)
 	s := &Show{SchemaVersion: ShowSchemaVersion, PID: pid, Comm: st["Name"], MemsAllowed: st["Mems_allowed_list"], CPUNodes: []int{}, Pages: []NodePages{}, Threads: []Thread{}}
-	cpus, err := hostfs.ParseCPUList(st["Cpus_allowed_list"])
+	cpus, err := sysfmt.ParseCPUList(st["Cpus_allowed_list"])
 	if err != nil {
 		return nil, fmt.Errorf("%s/status: Cpus_allowed_list: %w", dir, err)
 	}
@@ -146,7 +147,7 @@ func ReadShow(fsys *hostfs.FS, t *topo.Topology, pid int, self int) (*Show, erro
 		}
 		th.CPUs = topo.NewCPUList(cpuset.New())
 		if tb, err := fsys.ReadFile(dir + "/task/" + name + "/status"); err == nil {
-			if set, err := hostfs.ParseCPUList(parseStatus(tb)["Cpus_allowed_list"]); err == nil {
+			if set, err := sysfmt.ParseCPUList(parseStatus(tb)["Cpus_allowed_list"]); err == nil {
 				th.CPUs = topo.NewCPUList(set)
 			}
 		}
@@ -284,7 +285,7 @@ func parsePolicyWord(w string) MemPolicyState {
 		mode = "unknown"
 	}
 	st.Mode = mode
-	if set, err := hostfs.ParseCPUList(nodes); err == nil {
+	if set, err := sysfmt.ParseCPUList(nodes); err == nil {
 		st.Nodes = set.List()
 	}
 	return st

@@ -13,7 +13,7 @@ import (
 
 	"github.com/gpunode/gpunode/internal/bind"
 	"github.com/gpunode/gpunode/internal/gpu"
-	"github.com/gpunode/gpunode/internal/hostfs"
+	"github.com/gpunode/gpunode/internal/sysfmt"
 	"github.com/gpunode/gpunode/internal/topo"
 )
 
@@ -319,7 +319,7 @@ func (g *gpuSource) GPUs(ctx context.Context) ([]bind.GPUInfo, error) {
 			}
 		}
 		if x.CPUAffinity != "" {
-			set, err := hostfs.ParseCPUList(x.CPUAffinity)
+			set, err := sysfmt.ParseCPUList(x.CPUAffinity)
 			if err != nil {
 				return nil, fmt.Errorf("GPU %d cpuAffinity: %w", x.Index, err)
 			}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpunode/gpunode/internal/hostfs"
+	"github.com/gpunode/gpunode/internal/sysfmt"
 	"github.com/gpunode/gpunode/internal/testhost"
 	"github.com/gpunode/gpunode/internal/tune/tunetest"
 )
@@ -57,13 +57,13 @@ func TestBindAgreesWithInferenceIsolated(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &p); err != nil {
 		t.Fatal(err)
 	}
-	cpus, err := hostfs.ParseCPUList(p.CPUs)
+	cpus, err := sysfmt.ParseCPUList(p.CPUs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	iso, _ := hostfs.ParseCPUList(params["isolcpus"])
-	hk, _ := hostfs.ParseCPUList(params["irqaffinity"])
-	node, _ := hostfs.ParseCPUList(p.NodeCPUs)
+	iso, _ := sysfmt.ParseCPUList(params["isolcpus"])
+	hk, _ := sysfmt.ParseCPUList(params["irqaffinity"])
+	node, _ := sysfmt.ParseCPUList(p.NodeCPUs)
 	if p.Isolation.Mode != "pipeline" || !cpus.Equals(node.Intersection(iso)) || cpus.Intersection(hk).Size() > 0 || len(p.Warnings) > 0 {
 		t.Errorf("bind on inference-isolated: cpus %s (mode %q, warnings %q), want node %s's pipeline CPUs %s, none of irqaffinity %s",
 			p.CPUs, p.Isolation.Mode, p.Warnings, p.NodeCPUs, node.Intersection(iso), hk)

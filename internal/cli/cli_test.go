@@ -50,6 +50,12 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"topo", "--bogus"}, ExitUsage, "unknown flag"},
 		{[]string{"topo", "capture"}, ExitUsage, "--out DIR is required"},
 		{[]string{"topo", "--root", t.TempDir()}, ExitFailure, "read CPU topology"},
+		// README's table: a bad input file is a usage error, 2 (was 1)
+		{[]string{"--root", dgx, "container", "check", "--container-spec", "/nonexistent.json"}, ExitUsage, "--container-spec"},
+		{[]string{"--root", dgx, "container", "check", "--image-config", "/etc/fstab"}, ExitUsage, "--image-config"},
+		{[]string{"--root", dgx, "container", "check", "--container-spec", "/etc/fstab"}, ExitUsage, "--container-spec"},
+		{[]string{"--root", dgx, "container", "check", "--cuda", "bogus"}, ExitUsage, "--cuda"},
+		{[]string{"--root", dgx, "audit", "--profile", "nosuch"}, ExitUsage, "nosuch"},
 	} {
 		code, _, stderr := run(t, tc.args...)
 		if code != tc.code || !strings.Contains(stderr, tc.stderr) {
@@ -264,6 +270,17 @@ func TestGPUTimeoutRange(t *testing.T) {
 		code, _, stderr := run(t, "--root", root, "--gpu-timeout", tc.v, "topo")
 		if code != tc.code || (tc.code == 2 && !strings.Contains(stderr, "--gpu-timeout")) {
 			t.Errorf("--gpu-timeout %s: exit %d (%q), want %d", tc.v, code, stderr, tc.code)
+		}
+	}
+}
+
+// TestRootHelpExitCodes: the root help lists every row of README's
+// exit-code table, 130 and 143 included.
+func TestRootHelpExitCodes(t *testing.T) {
+	_, out, _ := run(t, "--help")
+	for _, want := range []string{"  0  success", "  1  the command worked", "  2  usage error", "  3  failure", "  130, 143  stopped by SIGINT (Ctrl-C) or SIGTERM"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("root help lacks %q", want)
 		}
 	}
 }

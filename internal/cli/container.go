@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/gpunode/gpunode/internal/gpu"
 	"github.com/gpunode/gpunode/internal/hostfs"
 	"github.com/gpunode/gpunode/internal/topo"
+	"github.com/gpunode/gpunode/internal/userfile"
 )
 
 func (a *App) newContainerCommand() *cobra.Command {
@@ -75,6 +77,34 @@ Exit status: 0 nothing drifts, 1 drift or error, 2 usage, 3 failure.`,
 			host, err := a.Host()
 			if err != nil {
 				return err
+			}
+			// The files the user names are input: one that cannot be read
+			// or parsed is a usage error (exit 2), not a finding. They are
+			// read under --max-input-bytes, as the check reads them.
+			if f.imageConfig != "" {
+				data, err := readUserInput(host, f.imageConfig, a.MaxInputBytes)
+				if err == nil {
+					_, err = container.ImageCUDA(f.imageConfig, data)
+				}
+				if err != nil {
+					return Usagef("--image-config: %v", err)
+				}
+			}
+			if f.spec != "" {
+				data, err := readUserInput(host, f.spec, a.MaxInputBytes)
+				if err == nil {
+					_, err = container.ParseContainerSpec(f.spec, data)
+				}
+				if err != nil {
+					return Usagef("--container-spec: %v", err)
+				}
+			}
+			// --data paths are the host's (with --container-spec they
+			// are the container's mount points, not checked here).
+			if f.spec == "" {
+				if err := checkPathsExist(host, "--data", f.data); err != nil {
+					return err
+				}
 			}
 			src := a.containerSource(ctx, host, nil, f.gf.backend)
 			src.Options = container.Options{CUDA: f.cuda, ImageConfig: f.imageConfig, Data: f.data, ContainerSpec: f.spec, MaxInputBytes: a.MaxInputBytes}
@@ -178,6 +208,11 @@ the table ends with the shell line.`,
 func (a *App) containerFlags(cmd *cobra.Command, f *containerFlagsFlags) (*container.Flags, error) {
 	ctx := cmd.Context()
 	req := container.FlagsRequest{GPUs: f.gpus, Runtime: f.runtime, CDI: f.cdi, MIG: f.mig, RDMA: f.rdma, IPCHost: f.ipcHost, ShmSize: f.shm}
+	if f.mig != "" {
+		if err := checkMIGUUID("--mig", f.mig); err != nil {
+			return nil, err
+		}
+	}
 	if cmd.Flags().Changed("node") {
 		n := f.node
 		req.Node = &n
@@ -185,7 +220,7 @@ func (a *App) containerFlags(cmd *cobra.Command, f *containerFlagsFlags) (*conta
 	switch kind := strings.ToLower(strings.TrimSpace(f.back)); {
 	case kind == gpu.KindNVIDIASMI:
 		return nil, Usagef("--gpu-backend nvidia-smi is too slow here; use auto, nvml, fake or none")
-	case kind != "" && !containsStr(gpu.Kinds, kind):
+	case kind != "" && !slices.Contains(gpu.Kinds, kind):
 		return nil, Usagef("--gpu-backend %q: want auto, nvml, fake or none", f.back)
 	}
 	host, err := a.Host()
@@ -209,15 +244,6 @@ func (a *App) containerFlags(cmd *cobra.Command, f *containerFlagsFlags) (*conta
 		return nil, wrapUsage(err)
 	}
 	return fl, err
-}
-
-func containsStr(xs []string, s string) bool {
-	for _, x := range xs {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func (a *App) newContainerRunCommand() *cobra.Command {
@@ -287,4 +313,15 @@ func sortedKeys(m map[string]string) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// readUserInput reads a file the user named on the command line, a host
+// path under --root, through internal/userfile's bound.
+func readUserInput(host *hostfs.FS, p string, max int64) ([]byte, error) {
+	f, err := host.OpenUser(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return userfile.ReadOpen(f, p, max)
 }

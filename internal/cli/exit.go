@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/gpunode/gpunode/internal/hostfs"
 )
@@ -55,4 +56,28 @@ func ExitCode(err error) int {
 	default:
 		return ExitFailure
 	}
+}
+
+// commandLineErr marks a usage error about the command line itself (a flag
+// that does not parse, a wrong number of arguments, an unknown command):
+// the help is pointed to after it.
+type commandLineErr struct{ err error }
+
+func (e commandLineErr) Error() string { return e.err.Error() }
+func (e commandLineErr) Unwrap() error { return e.err }
+
+func commandLine(err error) error {
+	if err == nil {
+		return nil
+	}
+	return commandLineErr{err}
+}
+
+// usageHint reports whether the help is pointed to after a usage error:
+// after command-line errors and errors naming a flag ("--node: ..."), not
+// after a bad input file, whose message names the file, line and field
+// (the help would not fix it).
+func usageHint(err error, msg string) bool {
+	var cl commandLineErr
+	return errors.As(err, &cl) || strings.Contains(msg, "--") || strings.HasPrefix(msg, "-")
 }

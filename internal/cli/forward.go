@@ -97,6 +97,15 @@ const EnvAgent = "GPUNODE_AGENT"
 // arguments and environment; it returns only on failure.
 func (a *App) forward(name string) error {
 	path, err := a.forwardPath(name)
+	if errors.Is(err, ErrNoCompanion) && a.getenv(EnvCompanion) == "" && a.Exec != nil {
+		// From a checkout, without an installed companion: go run it.
+		if goPath, argv, ok := a.goRunCompanion(); ok {
+			if err := a.Exec(goPath, argv, a.environ()); err != nil {
+				return fmt.Errorf("run %s: %w", strings.Join(argv[:3], " "), err)
+			}
+			return nil
+		}
+	}
 	if err != nil {
 		return err
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 
@@ -16,7 +15,6 @@ import (
 	"github.com/gpunode/gpunode/internal/journal"
 	"github.com/gpunode/gpunode/internal/miglive"
 	"github.com/gpunode/gpunode/internal/mps"
-	"github.com/gpunode/gpunode/internal/output"
 )
 
 // gpuFlags are the flags shared by commands that talk to GPUs.
@@ -282,37 +280,6 @@ reset' or a rollback undoes the lock.`,
 	return cmd
 }
 
-// GPUAuditReport is the model of 'gpunode gpu audit': the GPU layer's
-// checks, as 'gpunode audit' prints them.
-type GPUAuditReport struct {
-	SchemaVersion string        `json:"schemaVersion"`
-	Backend       string        `json:"backend"`
-	Checks        []check.Check `json:"checks"`
-	Summary       check.Summary `json:"summary"`
-}
-
-// WriteTable implements output.Tabler.
-func (r GPUAuditReport) WriteTable(w io.Writer, _ output.Options) error {
-	tw := output.NewTabWriter(w)
-	fmt.Fprintln(tw, "STATUS\tCHECK\tCURRENT\tFIX")
-	for _, c := range r.Checks {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", c.Status, c.Key(), c.Current, strings.Join(c.Fix, "; "))
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	for _, c := range r.Checks {
-		if c.Status.Failing() && c.Detail != "" {
-			if _, err := fmt.Fprintf(w, "%s: %s\n", c.Key(), c.Detail); err != nil {
-				return err
-			}
-		}
-	}
-	s := r.Summary
-	_, err := fmt.Fprintf(w, "\n%d ok, %d drift, %d pending-reboot, %d absent, %d error, %d info\n", s.OK, s.Drift, s.PendingReboot, s.Absent, s.Error, s.Info)
-	return err
-}
-
 func (a *App) newGPUAuditCommand(f *gpuFlags) *cobra.Command {
 	var runtime string
 	cmd := &cobra.Command{
@@ -343,9 +310,7 @@ that did not answer within --gpu-timeout.`,
 			}
 			st, err := a.gpuStatus(cmd.Context(), f.backend)
 			if c, ok := gpu.CallCheck(err); ok {
-				cs := []check.Check{c}
-				rep := GPUAuditReport{SchemaVersion: "gpunode.gpu.audit/v2", Backend: f.backend, Checks: cs, Summary: check.Summarize(cs)}
-				return a.renderFindings(rep, true)
+				return a.renderFindings(gpu.NewAuditReport(f.backend, []check.Check{c}), true)
 			}
 			if err != nil {
 				return err
@@ -359,7 +324,7 @@ that did not answer within --gpu-timeout.`,
 				return wrapUsage(err)
 			}
 			cs := append(gpu.Audit(st, o), gpu.HealthChecks(st, gpu.HealthOptions{Host: host})...)
-			rep := GPUAuditReport{SchemaVersion: "gpunode.gpu.audit/v2", Backend: st.Backend, Checks: cs, Summary: check.Summarize(cs)}
+			rep := gpu.NewAuditReport(st.Backend, cs)
 			return a.renderFindings(rep, rep.Summary.Failing())
 		},
 	}
@@ -380,45 +345,6 @@ func (a *App) gpuAuditSource(ctx context.Context, host *hostfs.FS, backend, cuda
 		return gpu.Source{Backend: gpu.NewNone(err.Error()), FS: host, CUDARuntime: cudaRuntime}
 	}
 	return gpu.Source{Backend: b, FS: host, CUDARuntime: cudaRuntime}
-}
-
-// GPURollbackReport is the model of 'gpunode gpu rollback'.
-type GPURollbackReport struct {
-	SchemaVersion string             `json:"schemaVersion"`
-	DryRun        bool               `json:"dryRun,omitempty"`
-	Transactions  []journal.TxReport `json:"transactions"`
-}
-
-// WriteTable implements output.Tabler.
-func (r GPURollbackReport) WriteTable(w io.Writer, _ output.Options) error {
-	if len(r.Transactions) == 0 {
-		_, err := fmt.Fprintln(w, "nothing to roll back")
-		return err
-	}
-	verb := "rolled back"
-	if r.DryRun {
-		verb = "would roll back"
-	}
-	tw := output.NewTabWriter(w)
-	fmt.Fprintf(tw, "TRANSACTION\tOWNER\tSTEP\tTARGET\tRESTORED\n")
-	for _, tx := range r.Transactions {
-		for _, s := range tx.Steps {
-			target := s.Target
-			if target == "" {
-				target = s.Path
-			}
-			restored := s.Restored
-			if s.Error != "" {
-				restored = "ERROR: " + s.Error
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", tx.ID, tx.Owner, s.Kind, target, restored)
-		}
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	_, err := fmt.Fprintf(w, "%s %d transaction(s)\n", verb, len(r.Transactions))
-	return err
 }
 
 // gpuJournalKinds registers the step kinds of the GPU layer (gpu.*, mps.daemon,
@@ -487,7 +413,7 @@ rollback' handles the OS settings.`,
 			if err != nil {
 				return err
 			}
-			rep := GPURollbackReport{SchemaVersion: "gpunode.gpu.rollback/v1", DryRun: dryRun, Transactions: []journal.TxReport{}}
+			rep := gpu.NewRollbackReport(dryRun)
 			var firstErr error
 			for _, o := range owners {
 				var mine []string

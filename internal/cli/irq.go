@@ -2,8 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"io"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -13,7 +11,6 @@ import (
 	"github.com/gpunode/gpunode/internal/hostfs"
 	"github.com/gpunode/gpunode/internal/irq"
 	"github.com/gpunode/gpunode/internal/journal"
-	"github.com/gpunode/gpunode/internal/output"
 	"github.com/gpunode/gpunode/internal/topo"
 )
 
@@ -96,7 +93,7 @@ the originals. When irqbalance runs, the output says how to keep it away.`,
 				return err
 			}
 			rep, err := irq.Rollback(cmd.Context(), fs, f.journalDir, dry, journal.WithSkip(skip...))
-			if rerr := a.Render(rollbackView{SchemaVersion: "gpunode.irq.rollback/v1", Report: rep}); rerr != nil && err == nil {
+			if rerr := a.Render(journal.RollbackReport{SchemaVersion: irq.SchemaRollback, Report: rep}); rerr != nil && err == nil {
 				err = rerr
 			}
 			return err
@@ -149,30 +146,4 @@ func (a *App) irqReport(cmd *cobra.Command, f *irqFlags) (*irq.Report, *hostfs.F
 		return nil, nil, err
 	}
 	return rep, fs, nil
-}
-
-// rollbackView renders a journal rollback report.
-type rollbackView struct {
-	SchemaVersion string `json:"schemaVersion"`
-	journal.Report
-}
-
-// WriteTable lists what was restored.
-func (r rollbackView) WriteTable(w io.Writer, o output.Options) error {
-	verb := "restored"
-	if r.DryRun {
-		verb = "would restore"
-	}
-	if len(r.Transactions) == 0 {
-		_, err := fmt.Fprintln(w, "nothing to roll back")
-		return err
-	}
-	tw := output.NewTabWriter(w)
-	fmt.Fprintln(tw, "TRANSACTION\tPATH\t"+strings.ToUpper(verb)+"\tERROR")
-	for _, tx := range r.Transactions {
-		for _, s := range tx.Steps {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", tx.ID, s.Path, s.Restored, s.Error)
-		}
-	}
-	return tw.Flush()
 }

@@ -94,14 +94,19 @@ func Main(ctx context.Context, env Env, extra ...Command) int {
 	cmd.SetIn(env.Stdin)
 	cmd.SetOut(env.Stdout)
 	cmd.SetErr(env.Stderr)
-	err := cmd.ExecuteContext(ctx)
+	ran, err := cmd.ExecuteContextC(ctx)
 	app.reportRefused()
 	if err != nil && !isFindings(err) {
 		msg := err.Error()
 		msg = strings.TrimPrefix(msg, ErrUsage.Error()+": ")
 		fmt.Fprintf(env.Stderr, "gpunode: %s\n", msg)
-		if isUsage(err) {
-			fmt.Fprintln(env.Stderr, "Run 'gpunode --help' for usage.")
+		if isUsage(err) && usageHint(err, msg) {
+			// The help of the command that ran, not the root's.
+			path := "gpunode"
+			if ran != nil {
+				path = ran.CommandPath()
+			}
+			fmt.Fprintf(env.Stderr, "Run '%s --help' for usage.\n", path)
 		}
 	}
 	return ExitCode(err)
@@ -126,7 +131,8 @@ Exit codes:
   0  success
   1  the command worked and found drift, findings or a rejection
   2  usage error (bad flags, arguments or input files)
-  3  failure (the command could not do its job)`,
+  3  failure (the command could not do its job)
+  130, 143  stopped by SIGINT (Ctrl-C) or SIGTERM`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
@@ -144,7 +150,7 @@ Exit codes:
 			return nil
 		},
 	}
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return wrapUsage(err) })
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return commandLine(wrapUsage(err)) })
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.Root, "root", "/", "host filesystem root to read (and write) instead of /")
 	pf.StringVarP(&a.Output, "output", "o", "table", output.FormatHelp())
@@ -215,7 +221,7 @@ func markUsageErrors(cmd *cobra.Command) {
 		} else if c.HasSubCommands() && len(args) > 0 {
 			err = fmt.Errorf("unknown command %q for %q", args[0], c.CommandPath())
 		}
-		return wrapUsage(err)
+		return commandLine(wrapUsage(err))
 	}
 	for _, sub := range cmd.Commands() {
 		markUsageErrors(sub)

@@ -93,7 +93,7 @@ func TestTuneApplyRollbackCLI(t *testing.T) {
 			t.Errorf("after apply %s drifts", c.ID)
 		}
 	}
-	if code, out, errs := run(t, "--root", root, "tune", "rollback", "--state-dir", "/var/lib/gpunode-test"); code != ExitOK || !strings.Contains(out, "rolled back 000001-tune") {
+	if code, out, errs := run(t, "--root", root, "tune", "rollback", "--state-dir", "/var/lib/gpunode-test"); code != ExitOK || !strings.Contains(out, "\n000001-tune  tune ") || !strings.Contains(out, "rolled back 1 transaction(s)") {
 		t.Fatalf("rollback: %d %s %s", code, out, errs)
 	}
 	after, _ := journaltest.Snapshot(root, "var/lib/gpunode-test")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -28,7 +29,7 @@ func newFinding(id, section string) *finding {
 func (f *finding) drift(problem string, fix ...string) {
 	f.problems = append(f.problems, problem)
 	for _, x := range fix {
-		if x != "" && !contains(f.c.Fix, x) {
+		if x != "" && !slices.Contains(f.c.Fix, x) {
 			f.c.Fix = append(f.c.Fix, x)
 		}
 	}
@@ -47,15 +48,6 @@ func (f *finding) done() check.Check {
 	}
 	c.Detail = check.JoinDetail(strings.Join(f.problems, "; "), strings.Join(f.notes, "; "))
 	return c
-}
-
-func contains(xs []string, s string) bool {
-	for _, x := range xs {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // errorCheck is the check of a file that cannot be read or parsed.

@@ -68,6 +68,7 @@ func TestCheckGoldens(t *testing.T) {
 			}
 			js, _ := json.MarshalIndent(r, "", "  ")
 			goldenfile.Check(t, filepath.Join("testdata", "golden", "check-"+tc.name+".json"), append(js, '\n'), *update)
+			checkReportProperties(t, r)
 		})
 	}
 }

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/gpunode/gpunode/internal/check"
+	"github.com/gpunode/gpunode/internal/sysfmt"
 )
 
 // DockerDaemonJSON is Docker's daemon configuration.
@@ -167,7 +169,7 @@ func dockerCheck(h *host) check.Check {
 		cur = append(cur, "shm "+cfg.DefaultShmSize)
 	}
 	f.c.Current = strings.Join(cur, ", ")
-	if len(f.c.Fix) > 0 && !contains(f.c.Fix, fixDockerConfigure) {
+	if len(f.c.Fix) > 0 && !slices.Contains(f.c.Fix, fixDockerConfigure) {
 		f.c.Fix = append(f.c.Fix, "systemctl restart docker")
 	}
 	return f.done()
@@ -176,30 +178,12 @@ func dockerCheck(h *host) check.Check {
 // ParseSize parses a Docker-style size: bytes, or a number with b, k, m,
 // g or t (binary multiples, case-insensitive, optional trailing b/ib).
 func ParseSize(s string) (int64, error) {
-	t := strings.ToLower(strings.TrimSpace(s))
-	if t == "" {
+	if strings.TrimSpace(s) == "" {
 		return 0, errors.New("empty size")
 	}
-	t = strings.TrimSuffix(strings.TrimSuffix(t, "ib"), "b")
-	mult := int64(1)
-	if n := len(t); n > 0 {
-		switch t[n-1] {
-		case 'k':
-			mult = 1 << 10
-		case 'm':
-			mult = 1 << 20
-		case 'g':
-			mult = 1 << 30
-		case 't':
-			mult = 1 << 40
-		}
-		if mult != 1 {
-			t = t[:n-1]
-		}
-	}
-	v, err := strconv.ParseFloat(t, 64)
-	if err != nil || v < 0 || v*float64(mult) > 1<<60 {
+	v, err := sysfmt.ParseBytes(s)
+	if err != nil || v > 1<<60 {
 		return 0, fmt.Errorf("size %q: want a number with an optional b, k, m, g or t suffix", s)
 	}
-	return int64(v * float64(mult)), nil
+	return int64(v), nil
 }

@@ -26,7 +26,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gpunode/gpunode/internal/container"
-	"github.com/gpunode/gpunode/internal/hostfs"
+	"github.com/gpunode/gpunode/internal/sysfmt"
 	"github.com/gpunode/gpunode/internal/testhost"
 )
 
@@ -168,7 +168,7 @@ func TestRealPodman(t *testing.T) {
 			fields["shm"] = f[1]
 		}
 	}
-	cpus, err := hostfs.ParseCPUList(fields["Cpus_allowed_list"])
+	cpus, err := sysfmt.ParseCPUList(fields["Cpus_allowed_list"])
 	if err != nil || !cpus.Equals(fl.CPUs.CPUSet) {
 		t.Errorf("Cpus_allowed_list %q, want %s (%v)", fields["Cpus_allowed_list"], fl.CPUs.String(), err)
 	}

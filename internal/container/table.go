@@ -7,33 +7,24 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/gpunode/gpunode/internal/check"
 	"github.com/gpunode/gpunode/internal/output"
 )
 
-// WriteTable implements output.Tabler.
-func (r Report) WriteTable(w io.Writer, _ output.Options) error {
-	tw := output.NewTabWriter(w)
-	fmt.Fprintln(tw, "CHECK\tSTATUS\tCURRENT\tEXPECTED")
-	for _, c := range r.Checks {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", c.Key(), c.Status, orDash(c.CurrentText()), orDash(c.ExpectedText()))
-	}
-	if err := tw.Flush(); err != nil {
+// ListItems implements output.Lister: one row per check.
+func (r Report) ListItems() any { return r.Checks }
+
+// WriteTable implements output.Tabler: the shared check table
+// (check.Table: sorted by severity, findings and fixes under it), then the
+// summary line.
+func (r Report) WriteTable(w io.Writer, o output.Options) error {
+	if err := (check.Table{Checks: r.Checks}).Write(w, o); err != nil {
 		return err
 	}
-	for _, c := range r.Checks {
-		if c.Detail == "" && len(c.Fix) == 0 {
-			continue
-		}
-		fmt.Fprintf(w, "\n%s (%s, seed %s)\n", c.Key(), c.Status, orDash(c.Section))
-		if c.Detail != "" {
-			fmt.Fprintf(w, "  %s\n", c.Detail)
-		}
-		for _, f := range c.Fix {
-			fmt.Fprintf(w, "  fix: %s\n", f)
-		}
+	if o.NoHeaders {
+		return nil
 	}
-	s := r.Summary
-	_, err := fmt.Fprintf(w, "\n%d ok, %d drift, %d error, %d absent, %d info\n", s.OK, s.Drift, s.Error, s.Absent, s.Info)
+	_, err := fmt.Fprintf(w, "\n%s\n", r.Summary)
 	return err
 }
 

@@ -75,6 +75,7 @@ func TestParseSMIXMLGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			golden(t, strings.TrimSuffix(name, ".xml")+".json", mustJSON(t, st))
+			checkSMIXMLSecondReader(t, name, st)
 		})
 	}
 }

@@ -6,8 +6,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/gpunode/gpunode/internal/hostfs"
 	"github.com/gpunode/gpunode/internal/output"
+	"github.com/gpunode/gpunode/internal/sysfmt"
 )
 
 // SchemaVersion is the schema of Status.
@@ -342,7 +342,7 @@ func (s *Status) normalize() {
 
 // NormalizePCIAddress converts a PCI bus id in nvidia-smi/NVML form
 // ("00000000:18:00.0") or sysfs form to the sysfs form ("0000:18:00.0").
-func NormalizePCIAddress(s string) (string, error) { return hostfs.ParseBDF(s) }
+func NormalizePCIAddress(s string) (string, error) { return sysfmt.ParseBDF(s) }
 
 func onOff(b *bool) string {
 	switch {

@@ -624,7 +624,7 @@ const maxGPUs = 1024
 
 // normalizeBusID is NormalizePCIAddress, also accepting the 5-digit PCI
 // domains of Intel VMD (nvidia-smi "00010000:E1:00.0", sysfs
-// "10000:e1:00.0"), which hostfs.ParseBDF refuses. An id that does not
+// "10000:e1:00.0"), which sysfmt.ParseBDF refuses. An id that does not
 // parse returns "" and the error.
 func normalizeBusID(s string) (string, error) {
 	a, err := NormalizePCIAddress(s)

@@ -76,8 +76,10 @@ var hostAccessAllowed = map[string]struct {
 	// (through hostfs.OpenLocal), under --max-input-bytes: no entry here
 	// reads one (TestUserFilesGoThroughUserfile). k8s lint walks the
 	// directories it is given and reads each file through userfile.
-	"internal/k8s/lint/load.go": {[]string{"os.Stat", "filepath.WalkDir"}, "manifest files and directories given to k8s lint"},
-	"internal/cli/forward.go":   {[]string{"os.Stat", "filepath.EvalSymlinks"}, "finds the gpunode-full companion beside gpunode's own executable or on PATH (gpunode's installation, not the host under --root)"},
+	"internal/k8s/lint/load.go":        {[]string{"os.Stat", "filepath.WalkDir"}, "manifest files and directories given to k8s lint"},
+	"internal/k8s/lint/repo.go":        {[]string{"os.Stat", "filepath.WalkDir"}, "manifest directories given to k8s lint (Helm charts in them)"},
+	"internal/cli/forward_checkout.go": {[]string{"os.Stat"}, "finds the gpunode checkout a go run is in (gpunode's own source, not the host under --root)"},
+	"internal/cli/forward.go":          {[]string{"os.Stat", "filepath.EvalSymlinks"}, "finds the gpunode-full companion beside gpunode's own executable or on PATH (gpunode's installation, not the host under --root)"},
 	// The agent's NFD feature file goes to its own output directory on the
 	// machine it runs on (in the DaemonSet, the hostPath mount of
 	// features.d beside, not below, --root /host), like a user output file:

@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/cpuset"
 
 	"github.com/gpunode/gpunode/internal/hostfs"
+	"github.com/gpunode/gpunode/internal/sysfmt"
 	"github.com/gpunode/gpunode/internal/topo"
 )
 
@@ -311,7 +312,7 @@ func readAffinity(fsys *hostfs.FS, n int) (cpuset.CPUSet, error) {
 	if merr != nil {
 		return cpuset.New(), err
 	}
-	set, merr = hostfs.ParseCPUMask(s)
+	set, merr = sysfmt.ParseCPUMask(s)
 	if merr != nil {
 		return cpuset.New(), fmt.Errorf("%s: %w", mp, merr)
 	}
@@ -323,7 +324,7 @@ func readList(fsys *hostfs.FS, p string) (cpuset.CPUSet, error) {
 	if err != nil {
 		return cpuset.New(), err
 	}
-	set, err := hostfs.ParseCPUList(s)
+	set, err := sysfmt.ParseCPUList(s)
 	if err != nil {
 		return cpuset.New(), fmt.Errorf("%s: %w", p, err)
 	}

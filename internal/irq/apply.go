@@ -21,6 +21,10 @@ const JournalOwner = "irq"
 // ApplySchemaVersion identifies the JSON/YAML layout of ApplyResult.
 const ApplySchemaVersion = "gpunode.irq.apply/v1"
 
+// SchemaRollback is the schema version of 'gpunode irq rollback' (a
+// journal.RollbackReport).
+const SchemaRollback = "gpunode.irq.rollback/v1"
+
 // ApplyResult is what Apply did.
 type ApplyResult struct {
 	SchemaVersion string `json:"schemaVersion"`
@@ -167,27 +171,49 @@ func Rollback(ctx context.Context, fsys *hostfs.FS, dir string, dryRun bool, opt
 	return journal.Rollback(ctx, fsys, dir, opts...)
 }
 
-// WriteTable renders an ApplyResult.
+// WriteTable renders an ApplyResult: one row per changed or skipped IRQ,
+// failures first.
 func (r *ApplyResult) WriteTable(w io.Writer, o output.Options) error {
-	tw := output.NewTabWriter(w)
-	if r.Transaction == "" && len(r.Changes) == 0 {
-		fmt.Fprintln(tw, "nothing to change: every planned IRQ already has its affinity")
-	} else {
-		fmt.Fprintf(tw, "journal transaction %s (undo with 'gpunode irq rollback')\n", r.Transaction)
-		fmt.Fprintln(tw, "IRQ\tDEVICE\tFROM\tTO\tRESULT")
-		for _, c := range r.Changes {
-			res := o.Paint("green", "ok")
-			if c.Error != "" {
-				res = o.Paint("red", c.Error)
-			}
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", c.IRQ, c.Device, c.From, c.To, res)
+	if r.Transaction == "" && len(r.Changes) == 0 && len(r.Skipped) == 0 {
+		if _, err := fmt.Fprintln(w, "nothing to change: every planned IRQ already has its affinity"); err != nil {
+			return err
 		}
+		return writeIRQBalance(w, r.IRQBal, o)
 	}
+	if r.Transaction != "" && !o.NoHeaders {
+		fmt.Fprintf(w, "journal transaction %s (undo with 'gpunode irq rollback')\n", r.Transaction)
+	}
+	g := output.Grid{Columns: []output.Column{
+		{Name: "IRQ"}, {Name: "DEVICE"}, {Name: "FROM", Wrap: true}, {Name: "TO", Wrap: true},
+		{Name: "RESULT", Wrap: true, Color: func(c string) string {
+			switch {
+			case c == "ok":
+				return "green"
+			case strings.HasPrefix(c, "skipped:"):
+				return "yellow"
+			}
+			return "red"
+		}},
+	}}
+	var failed, ok [][]string
+	for _, c := range r.Changes {
+		row := []string{fmt.Sprint(c.IRQ), c.Device, c.From, c.To, "ok"}
+		if c.Error != "" {
+			row[4] = c.Error
+			failed = append(failed, row)
+			continue
+		}
+		ok = append(ok, row)
+	}
+	g.Rows = append(failed, ok...)
 	for _, c := range r.Skipped {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", c.IRQ, c.Device, c.From, c.To, o.Paint("yellow", "skipped: "+c.Error))
+		g.AddRow(fmt.Sprint(c.IRQ), c.Device, c.From, c.To, "skipped: "+c.Error)
 	}
-	if err := tw.Flush(); err != nil {
+	if err := output.Print(w, g, o); err != nil {
 		return err
+	}
+	if o.NoHeaders {
+		return nil
 	}
 	return writeIRQBalance(w, r.IRQBal, o)
 }

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/gpunode/gpunode/internal/hostfs"
+	"github.com/gpunode/gpunode/internal/sysfmt"
 )
 
 // Interrupts is /proc/interrupts: the CPU columns of the header and one row
@@ -83,7 +83,7 @@ var bdfRE = sync.OnceValue(func() *regexp.Regexp {
 // FindBDF returns the first PCI address in s in sysfs form (4-digit domain,
 // lower case), or "".
 func FindBDF(s string) string {
-	b, err := hostfs.ParseBDF(bdfRE().FindString(s))
+	b, err := sysfmt.ParseBDF(bdfRE().FindString(s))
 	if err != nil {
 		return ""
 	}

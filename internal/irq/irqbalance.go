@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/gpunode/gpunode/internal/hostfs"
+	"github.com/gpunode/gpunode/internal/sysfmt"
 )
 
 // irqbalance environment files: Debian/Ubuntu, then RHEL/SUSE.
@@ -53,7 +54,7 @@ func DetectIRQBalance(fsys *hostfs.FS) (IRQBalance, error) {
 		if v, ok := env["IRQBALANCE_BANNED_CPULIST"]; ok {
 			ib.CurrentBanned = v
 		} else if v, ok := env["IRQBALANCE_BANNED_CPUS"]; ok {
-			if set, err := hostfs.ParseCPUMask(v); err == nil {
+			if set, err := sysfmt.ParseCPUMask(v); err == nil {
 				ib.CurrentBanned = set.String()
 			} else {
 				ib.CurrentBanned = v

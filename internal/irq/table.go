@@ -20,43 +20,68 @@ func (r *Report) WriteTable(w io.Writer, o output.Options) error {
 	if r.SampleSeconds > 0 {
 		offWord = fmt.Sprintf("routed or served off-node in the %gs sample", r.SampleSeconds)
 	}
-	fmt.Fprintf(w, "%s: %d IRQs on %d devices (%s), %d %s, %d to change\n",
-		o.Paint("bold", host), r.Summary.IRQs, r.Summary.Devices, strings.Join(r.Kinds, ","), r.Summary.OffNode, offWord, r.Summary.Changes)
-	if r.Excluded.All.Size() > 0 {
-		fmt.Fprintf(w, "CPUs kept free of IRQs: %s\n", r.Excluded.All.String())
+	if !o.NoHeaders {
+		fmt.Fprintf(w, "%s: %d IRQs on %d devices (%s), %d %s, %d to change\n",
+			o.Paint("bold", host), r.Summary.IRQs, r.Summary.Devices, strings.Join(r.Kinds, ","), r.Summary.OffNode, offWord, r.Summary.Changes)
+		if r.Excluded.All.Size() > 0 {
+			fmt.Fprintf(w, "CPUs kept free of IRQs: %s\n", r.Excluded.All.String())
+		}
 	}
-	tw := output.NewTabWriter(w)
-	fmt.Fprintln(tw, "DEVICE\tBDF\tNODE\tIRQ\tNAME\tSERVED (CPU=count)\tAFFINITY\tPLANNED")
+	g := output.Grid{Columns: []output.Column{
+		{Name: "DEVICE"},
+		{Name: "BDF"},
+		{Name: "NODE"},
+		{Name: "IRQ"},
+		{Name: "NAME", Wrap: true},
+		{Name: "SERVED (CPU=count)", Wrap: true, Color: func(c string) string {
+			if strings.Contains(c, "OFF-NODE") {
+				return "red"
+			}
+			return ""
+		}},
+		{Name: "AFFINITY", Wrap: true},
+		{Name: "PLANNED", Wrap: true, Color: func(c string) string {
+			switch {
+			case strings.HasPrefix(c, "keep:"):
+				return "yellow"
+			case !strings.HasSuffix(c, "(as is)") && c != "-":
+				return "green"
+			}
+			return ""
+		}},
+	}}
 	for _, d := range r.Devices {
 		node := fmt.Sprint(d.NUMANode)
 		if d.NUMANode < 0 {
 			node = "?"
 		}
 		if len(d.IRQs) == 0 {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t-\t(no IRQs found)\t\t\t\n", d.Name, d.BDF, node)
+			g.AddRow(d.Name, d.BDF, node, "-", "(no IRQs found)", "", "", "")
 		}
 		for _, q := range d.IRQs {
 			served := servedString(q.Served, 3)
 			switch {
 			case q.OffNodeRouted:
-				served += " " + o.Paint("red", "OFF-NODE(routed)")
+				served += " OFF-NODE(routed)"
 			case q.OffNode:
-				served += " " + o.Paint("red", fmt.Sprintf("OFF-NODE(%d in sample)", q.WindowOffNode))
+				served += fmt.Sprintf(" OFF-NODE(%d in sample)", q.WindowOffNode)
 			}
 			planned := q.Planned.String()
 			switch {
 			case q.Reason != "":
-				planned = o.Paint("yellow", "keep: "+q.Reason)
+				planned = "keep: " + q.Reason
 			case q.Change:
-				planned = o.Paint("green", planned)
 			default:
 				planned += " (as is)"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", d.Name, d.BDF, node, q.IRQ, orDash(q.Name), served, orDash(q.Affinity.String()), planned)
+			g.AddRow(d.Name, d.BDF, node, fmt.Sprint(q.IRQ), orDash(q.Name), served, orDash(q.Affinity.String()), planned)
 		}
 	}
-	if err := tw.Flush(); err != nil {
+	if err := output.Print(w, g, o); err != nil {
 		return err
+	}
+	if o.NoHeaders {
+		return nil
 	}
 	for _, wn := range r.Warnings {
 		fmt.Fprintf(w, "%s %s\n", o.Paint("yellow", "warning:"), wn)
@@ -83,7 +108,14 @@ func writeIRQBalance(w io.Writer, ib IRQBalance, o output.Options) error {
 		fmt.Fprintf(w, "    IRQBALANCE_BANNED_CPULIST=%s\n", ib.BannedCPUList)
 	}
 	if ib.Args != "" {
-		fmt.Fprintf(w, "    IRQBALANCE_ARGS=\"%s\"\n", ib.Args)
+		if line := "    IRQBALANCE_ARGS=\"" + ib.Args + "\""; o.Wide || len(line) <= output.DefaultWidth {
+			fmt.Fprintf(w, "%s\n", line)
+		} else {
+			// One line of config: wrapped it would not work, so the
+			// default table names it and -o wide prints it whole.
+			fmt.Fprintf(w, "    IRQBALANCE_ARGS=\"--banirq=N ...\" (%d --banirq options, a %d-column line: -o wide prints it, -o json has it as irqbalance.args)\n",
+				strings.Count(ib.Args, "--banirq"), len(line))
+		}
 		fmt.Fprintf(w, "  or, instead of --banirq, IRQBALANCE_ARGS=\"--policyscript=/etc/gpunode/irqbalance-policy.sh\" with this script:\n")
 		for _, l := range strings.Split(strings.TrimRight(ib.PolicyScript, "\n"), "\n") {
 			fmt.Fprintf(w, "    %s\n", l)

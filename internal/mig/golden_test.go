@@ -64,6 +64,7 @@ func TestGoldenPlans(t *testing.T) {
 			}
 			golden(t, tc.Name+".txt", render(t, output.Table, pl))
 			golden(t, tc.Name+".json", render(t, output.JSON, pl))
+			checkPlanProperties(t, pl)
 		})
 	}
 }

@@ -47,15 +47,24 @@ func FakeDevices(st gpu.Status, cat *mig.Catalogue) ([]Device, error) {
 func ParseDeviceID(s string) (mig.DeviceID, error) {
 	v, err := strconv.ParseUint(strings.TrimPrefix(strings.ToLower(strings.TrimSpace(s)), "0x"), 16, 32)
 	if err != nil {
-		return mig.DeviceID{}, fmt.Errorf("PCI device id %q: %w", s, err)
+		// The parser's own text ("strconv.ParseUint: ...") is not for users.
+		return mig.DeviceID{}, fmt.Errorf("pci_device_id %q: Invalid value: want the PCI device and vendor id in hex, as nvidia-smi prints it (0x233010DE)", s)
 	}
 	return mig.DeviceID{Device: uint16(v >> 16), Vendor: uint16(v)}, nil
 }
 
 // NewFakeDevice builds one FakeDevice.
 func NewFakeDevice(g gpu.GPU, cat *mig.Catalogue) (*FakeDevice, error) {
-	id, err := ParseDeviceID(g.PCIDeviceID)
-	if err != nil {
+	var id mig.DeviceID
+	var err error
+	if strings.TrimSpace(g.PCIDeviceID) == "" {
+		// No pci_device_id (an nvidia-smi sample without it): the product
+		// name finds the catalogue entry; a GPU the catalogue does not know
+		// by name is not MIG-capable, as one with an unknown id.
+		if p, err := cat.Lookup(g.Name); err == nil && len(p.DeviceIDs) > 0 {
+			id = mig.DeviceID{Device: p.DeviceIDs[0], Vendor: 0x10de}
+		}
+	} else if id, err = ParseDeviceID(g.PCIDeviceID); err != nil {
 		return nil, fmt.Errorf("GPU %d: %w", g.Index, err)
 	}
 	d := &FakeDevice{info: Info{Index: g.Index, UUID: g.UUID, Name: g.Name, DeviceID: id, MemoryBytes: g.MemoryBytes}}

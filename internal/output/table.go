@@ -130,37 +130,44 @@ func (o Options) width() int {
 	return DefaultWidth
 }
 
-// fit narrows the widest wrappable columns until the table's lines fit
-// limit (the columns plus two spaces between each), or until every
-// wrappable column is at minWrapWidth.
+// fit narrows the wrappable columns until the table's lines fit limit
+// (the columns plus two spaces between each): every wrappable column is
+// capped at one width, the largest that fits, so that the widest columns
+// share the cut and narrower ones keep their width. No column is made
+// narrower than minWrapWidth (or its own width, when that is less).
 func fit(widths, cols []int, defs []Column, limit int) {
-	total := func() int {
-		n := 2 * (len(widths) - 1)
-		for _, w := range widths {
-			n += w
+	fixed := 2 * (len(widths) - 1)
+	var wrap []int
+	widest := 0
+	for k, i := range cols {
+		if defs[i].Wrap {
+			wrap = append(wrap, k)
+			widest = max(widest, widths[k])
+		} else {
+			fixed += widths[k]
+		}
+	}
+	total := func(limitTo int) int {
+		n := fixed
+		for _, k := range wrap {
+			n += min(widths[k], limitTo)
 		}
 		return n
 	}
-	for over := total() - limit; over > 0; over = total() - limit {
-		widest := -1
-		for k, i := range cols {
-			if defs[i].Wrap && widths[k] > minWrapWidth && (widest < 0 || widths[k] > widths[widest]) {
-				widest = k
-			}
+	if len(wrap) == 0 || total(widest) <= limit {
+		return
+	}
+	lo, hi := minWrapWidth, widest // the answer is in [lo, hi]
+	for lo < hi {
+		mid := (lo + hi + 1) / 2
+		if total(mid) <= limit {
+			lo = mid
+		} else {
+			hi = mid - 1
 		}
-		if widest < 0 {
-			return
-		}
-		// Narrow the widest down to the next widest (or by the excess),
-		// so that wide columns share the cut.
-		next := minWrapWidth
-		for k, i := range cols {
-			if k != widest && defs[i].Wrap && widths[k] < widths[widest] {
-				next = max(next, widths[k])
-			}
-		}
-		cut := min(over, max(widths[widest]-next, 1))
-		widths[widest] = max(widths[widest]-cut, minWrapWidth)
+	}
+	for _, k := range wrap {
+		widths[k] = min(widths[k], lo)
 	}
 }
 

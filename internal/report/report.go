@@ -307,8 +307,8 @@ func topoSVG(t *topo.Topology) string {
 					link += fmt.Sprintf("/x%d", d.MaxLinkWidth)
 				}
 			}
-			if d.LinkSpeed != "" {
-				link += " " + strings.TrimSuffix(d.LinkSpeed, " PCIe")
+			if d.LinkSpeed.Text != "" {
+				link += " " + strings.TrimSuffix(d.LinkSpeed.Text, " PCIe")
 			}
 			if d.LinkDowngraded {
 				cls += " downgraded"

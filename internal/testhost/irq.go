@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/gpunode/gpunode/internal/hostfs"
+	"github.com/gpunode/gpunode/internal/sysfmt"
 	"k8s.io/utils/cpuset"
 )
 
@@ -48,7 +48,7 @@ func buildIRQs(s Spec, t *tree, nodeCPUs [][]int, all cpuset.CPUSet) {
 		home := all
 		switch {
 		case d.LocalCPUs != "":
-			if set, err := hostfs.ParseCPUList(d.LocalCPUs); err == nil {
+			if set, err := sysfmt.ParseCPUList(d.LocalCPUs); err == nil {
 				home = set
 			}
 		case d.NUMANode >= 0 && d.NUMANode < len(nodeCPUs):
@@ -96,9 +96,9 @@ func buildIRQs(s Spec, t *tree, nodeCPUs [][]int, all cpuset.CPUSet) {
 			}
 			row(fmt.Sprint(irq), counts, fmt.Sprintf(" %s%s %4s      %s", chipPrefix, d.BDF, trigger, action))
 			dir := fmt.Sprintf("/proc/irq/%d", irq)
-			t.file(dir+"/smp_affinity", hostfs.FormatCPUMask(affinity, ncpu)+"\n")
+			t.file(dir+"/smp_affinity", sysfmt.FormatCPUMask(affinity, ncpu)+"\n")
 			t.file(dir+"/smp_affinity_list", affinity.String()+"\n")
-			t.file(dir+"/effective_affinity", hostfs.FormatCPUMask(cpuset.New(effective), ncpu)+"\n")
+			t.file(dir+"/effective_affinity", sysfmt.FormatCPUMask(cpuset.New(effective), ncpu)+"\n")
 			t.file(dir+"/effective_affinity_list", fmt.Sprintf("%d\n", effective))
 			t.file(dir+"/node", fmt.Sprintf("%d\n", d.NUMANode))
 		}
@@ -121,5 +121,5 @@ func buildIRQs(s Spec, t *tree, nodeCPUs [][]int, all cpuset.CPUSet) {
 		fmt.Fprintf(&b, "%*s: %10d\n", prec, "MIS", 0)
 	}
 	t.file("/proc/interrupts", b.String())
-	t.file("/proc/irq/default_smp_affinity", hostfs.FormatCPUMask(all, ncpu)+"\n")
+	t.file("/proc/irq/default_smp_affinity", sysfmt.FormatCPUMask(all, ncpu)+"\n")
 }

@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/cpuset"
 
 	"github.com/gpunode/gpunode/internal/hostfs"
+	"github.com/gpunode/gpunode/internal/sysfmt"
 )
 
 const (
@@ -49,7 +50,7 @@ func (d *discoverer) parseList(s string) (cpuset.CPUSet, error) {
 	if set, ok := d.lists[s]; ok {
 		return set, nil
 	}
-	set, err := hostfs.ParseCPUList(s)
+	set, err := sysfmt.ParseCPUList(s)
 	if err != nil {
 		return set, err
 	}
@@ -373,26 +374,10 @@ func (d *discoverer) l3(cpuDir string) int {
 	}
 	var size uint64
 	if s, err := d.fs.ReadString(dir + "/size"); err == nil {
-		size = parseSize(s)
+		size, _ = sysfmt.ParseBytes(s) // "32768K"; 0 when unreadable
 	}
 	d.t.L3Caches = append(d.t.L3Caches, Cache{ID: id, Level: 3, SizeBytes: size, CPUs: CPUList{set}})
 	return len(d.t.L3Caches) - 1
-}
-
-// parseSize parses cache sizes such as "32768K" or "36M".
-func parseSize(s string) uint64 {
-	mult := uint64(1)
-	switch {
-	case strings.HasSuffix(s, "K"):
-		mult, s = 1<<10, strings.TrimSuffix(s, "K")
-	case strings.HasSuffix(s, "M"):
-		mult, s = 1<<20, strings.TrimSuffix(s, "M")
-	}
-	n, err := strconv.ParseUint(s, 10, 64)
-	if err != nil {
-		return 0
-	}
-	return n * mult
 }
 
 func (d *discoverer) nodes() {
@@ -413,7 +398,7 @@ func (d *discoverer) nodes() {
 		n := NUMANode{ID: 0, Distances: []int{10}}
 		if b, err := d.fs.ReadFile("/proc/meminfo"); err != nil {
 			d.warnErr("/proc/meminfo", err, false)
-		} else if mi, err := hostfs.ParseMeminfo(b); err != nil {
+		} else if mi, err := sysfmt.ParseMeminfo(b); err != nil {
 			d.warn("/proc/meminfo", "%v", err)
 		} else {
 			n.MemTotalBytes, n.MemFreeBytes = mi["MemTotal"], mi["MemFree"]
@@ -433,14 +418,14 @@ func (d *discoverer) nodes() {
 		n.CPUs = CPUList{cpus}
 		if b, err := d.fs.ReadFile(dir + "/meminfo"); err != nil {
 			d.warnErr(dir+"/meminfo", err, false)
-		} else if mi, err := hostfs.ParseNodeMeminfo(b); err != nil {
+		} else if mi, err := sysfmt.ParseNodeMeminfo(b); err != nil {
 			d.warn(dir+"/meminfo", "%v", err)
 		} else {
 			n.MemTotalBytes, n.MemFreeBytes = mi["MemTotal"], mi["MemFree"]
 		}
 		if s, err := d.fs.ReadString(dir + "/distance"); err != nil {
 			d.warnErr(dir+"/distance", err, false)
-		} else if dist, err := hostfs.ParseDistances(s); err != nil {
+		} else if dist, err := sysfmt.ParseDistances(s); err != nil {
 			d.warn(dir+"/distance", "%v", err)
 		} else if len(dist) != len(ids) {
 			d.warn(dir+"/distance", "%d entries for %d nodes; ignored", len(dist), len(ids))

@@ -169,12 +169,12 @@ func (d *discoverer) topologyWarnings() {
 	}
 }
 
-func speedGen(s string) string {
-	if g := pcieGen(s); g != "" {
-		return fmt.Sprintf("%s (%s)", g, strings.TrimSpace(strings.TrimSuffix(s, "PCIe")))
+func speedGen(s PCIeSpeed) string {
+	if g := s.GenName(); g != "" {
+		return fmt.Sprintf("%s (%s)", g, strings.TrimSpace(strings.TrimSuffix(s.Text, "PCIe")))
 	}
-	if s == "" {
+	if s.Text == "" {
 		return "unknown speed"
 	}
-	return s
+	return s.Text
 }

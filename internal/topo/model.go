@@ -19,7 +19,7 @@ import (
 
 	"k8s.io/utils/cpuset"
 
-	"github.com/gpunode/gpunode/internal/hostfs"
+	"github.com/gpunode/gpunode/internal/sysfmt"
 )
 
 // SchemaVersion identifies the JSON/YAML layout of Topology.
@@ -133,11 +133,12 @@ type PCIDevice struct {
 	NUMASource string   `json:"numaSource"`
 	LocalCPUs  CPUList  `json:"localCPUs"`
 	PCIePath   []string `json:"pciePath"` // root complex ("pci0000:00") first, the device last
-	// Link speeds are in GT/s as the kernel prints them ("16.0 GT/s PCIe").
-	LinkSpeed    string `json:"linkSpeed,omitempty"`
-	MaxLinkSpeed string `json:"maxLinkSpeed,omitempty"`
-	LinkWidth    int    `json:"linkWidth,omitempty"`
-	MaxLinkWidth int    `json:"maxLinkWidth,omitempty"`
+	// Link speeds are parsed at discovery (GT/s and generation) and
+	// serialise as the kernel prints them ("16.0 GT/s PCIe").
+	LinkSpeed    PCIeSpeed `json:"linkSpeed,omitzero"`
+	MaxLinkSpeed PCIeSpeed `json:"maxLinkSpeed,omitzero"`
+	LinkWidth    int       `json:"linkWidth,omitempty"`
+	MaxLinkWidth int       `json:"maxLinkWidth,omitempty"`
 	// LinkDowngraded is set when the link trained below its capability.
 	LinkDowngraded bool     `json:"linkDowngraded,omitempty"`
 	IRQs           []int    `json:"irqs,omitempty"`
@@ -200,7 +201,7 @@ func (c *CPUList) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &s); err != nil {
 		return fmt.Errorf("cpulist: %w", err)
 	}
-	set, err := hostfs.ParseCPUList(s)
+	set, err := sysfmt.ParseCPUList(s)
 	if err != nil {
 		return err
 	}

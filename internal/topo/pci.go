@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/cpuset"
 
 	"github.com/gpunode/gpunode/internal/hostfs"
+	"github.com/gpunode/gpunode/internal/sysfmt"
 )
 
 const (
@@ -339,7 +340,7 @@ func (d *discoverer) device(bdf, kind string, ids PCIIDs) PCIDevice {
 	local, ok := d.parsedList(dir+"/local_cpulist", s, err, true)
 	if !ok {
 		if s, err := a.ReadString("local_cpus"); err == nil {
-			if set, err := hostfs.ParseCPUMask(s); err == nil {
+			if set, err := sysfmt.ParseCPUMask(s); err == nil {
 				local = set
 			}
 		}
@@ -353,12 +354,12 @@ func (d *discoverer) device(bdf, kind string, ids PCIIDs) PCIDevice {
 		}
 		dev.NUMANode, dev.NUMASource = d.inferNode(local)
 	}
-	dev.LinkSpeed = d.optAttr(a, "current_link_speed")
-	dev.MaxLinkSpeed = d.optAttr(a, "max_link_speed")
+	dev.LinkSpeed = ParsePCIeSpeed(d.optAttr(a, "current_link_speed"))
+	dev.MaxLinkSpeed = ParsePCIeSpeed(d.optAttr(a, "max_link_speed"))
 	dev.LinkWidth = d.optIntAttr(a, "current_link_width")
 	dev.MaxLinkWidth = d.optIntAttr(a, "max_link_width")
-	cur, max := parseGTs(dev.LinkSpeed), parseGTs(dev.MaxLinkSpeed)
-	if (dev.LinkWidth > 0 && dev.MaxLinkWidth > 0 && dev.LinkWidth < dev.MaxLinkWidth) || (cur > 0 && max > 0 && cur < max) {
+	cur, top := dev.LinkSpeed.GTs, dev.MaxLinkSpeed.GTs
+	if (dev.LinkWidth > 0 && dev.MaxLinkWidth > 0 && dev.LinkWidth < dev.MaxLinkWidth) || (cur > 0 && top > 0 && cur < top) {
 		dev.LinkDowngraded = true
 	}
 	if irqs, err := a.ReadDirNames("msi_irqs"); err == nil {
@@ -445,39 +446,4 @@ func pciePath(real string) []string {
 		}
 	}
 	return out
-}
-
-// parseGTs parses "16.0 GT/s PCIe" or "8 GT/s" into GT/s; 0 if unknown.
-func parseGTs(s string) float64 {
-	f := strings.Fields(s)
-	if len(f) < 2 || !strings.HasPrefix(f[1], "GT/s") {
-		return 0
-	}
-	v, err := strconv.ParseFloat(f[0], 64)
-	if err != nil {
-		return 0
-	}
-	return v
-}
-
-// pcieGen maps a link speed to its PCIe generation ("Gen4"), or "".
-func pcieGen(s string) string {
-	switch v := parseGTs(s); {
-	case v == 0:
-		return ""
-	case v <= 2.5:
-		return "Gen1"
-	case v <= 5:
-		return "Gen2"
-	case v <= 8:
-		return "Gen3"
-	case v <= 16:
-		return "Gen4"
-	case v <= 32:
-		return "Gen5"
-	case v <= 64:
-		return "Gen6"
-	default:
-		return "Gen7"
-	}
 }

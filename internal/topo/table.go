@@ -142,10 +142,10 @@ func (t *Topology) WriteTable(w io.Writer, o output.Options) error {
 				}
 			}
 			link := "-"
-			if d.LinkWidth > 0 || d.LinkSpeed != "" {
-				link = fmt.Sprintf("x%d %s", d.LinkWidth, pcieGen(d.LinkSpeed))
+			if d.LinkWidth > 0 || d.LinkSpeed.Text != "" {
+				link = fmt.Sprintf("x%d %s", d.LinkWidth, d.LinkSpeed.GenName())
 				if d.LinkDowngraded {
-					link += fmt.Sprintf(" (max x%d %s)", d.MaxLinkWidth, pcieGen(d.MaxLinkSpeed))
+					link += fmt.Sprintf(" (max x%d %s)", d.MaxLinkWidth, d.MaxLinkSpeed.GenName())
 				}
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s:%s\t%s\t%s\t%s\t%s\t%d\n", d.Name, d.Kind, d.BDF,
@@ -159,8 +159,21 @@ func (t *Topology) WriteTable(w io.Writer, o output.Options) error {
 	}
 	if len(t.Warnings) > 0 {
 		ew.Printf("\n%s\n", o.Paint("yellow", fmt.Sprintf("Warnings (%d):", len(t.Warnings))))
-		for _, wn := range t.Warnings {
-			ew.Printf("  - %s\n", wn)
+		for _, x := range t.Warnings {
+			wn := fmt.Sprint(x)
+			for i, l := range output.Wrap(wn, output.DefaultWidth-4) {
+				if o.Wide {
+					l = wn
+				}
+				if i == 0 {
+					ew.Printf("  - %s\n", l)
+				} else {
+					ew.Printf("    %s\n", l)
+				}
+				if o.Wide {
+					break
+				}
+			}
 		}
 	}
 	return ew.Err

@@ -94,7 +94,7 @@ func TestDGXH100(t *testing.T) {
 		}
 	}
 	g := topo.Device("GPU5")
-	if g == nil || g.LinkWidth != 16 || g.MaxLinkSpeed != "32.0 GT/s PCIe" || g.Driver != "nvidia" || len(g.PCIePath) != 5 || g.PCIePath[0] != "pci0000:97" {
+	if g == nil || g.LinkWidth != 16 || g.MaxLinkSpeed.Text != "32.0 GT/s PCIe" || g.MaxLinkSpeed.GTs != 32 || g.MaxLinkSpeed.Gen != 5 || g.Driver != "nvidia" || len(g.PCIePath) != 5 || g.PCIePath[0] != "pci0000:97" {
 		t.Errorf("GPU5 = %+v", g)
 	}
 	nic := topo.Device("mlx5_0")

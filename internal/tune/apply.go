@@ -489,19 +489,22 @@ func (r *PlanReport) WriteTable(w io.Writer, o output.Options) error {
 	}
 	ew.Printf("profile %s: %s\n", r.Profile, verb)
 	if len(r.Items) > 0 {
-		ew.Printf("\nruntime:\n")
-		tw := output.NewTabWriter(ew)
-		fmt.Fprintln(tw, "  SETTING\tCURRENT\tEXPECTED\tACTION")
+		ew.Printf("\nruntime (in the order apply makes the changes):\n")
+		g := output.Grid{Columns: []output.Column{
+			{Name: "SETTING"}, {Name: "CURRENT", Wrap: true}, {Name: "EXPECTED", Wrap: true}, {Name: "ACTION", Wrap: true},
+		}}
 		for _, it := range r.Items {
 			for i, a := range it.Actions {
 				if i == 0 {
-					fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", it.ID, clip(orDash(it.asCheck().CurrentText()), 30), clip(orDash(it.asCheck().ExpectedText()), 30), a)
+					g.AddRow(it.ID, orDash(it.asCheck().CurrentText()), orDash(it.asCheck().ExpectedText()), a)
 				} else {
-					fmt.Fprintf(tw, "  \t\t\t%s\n", a)
+					g.AddRow("", "", "", a)
 				}
 			}
 		}
-		tw.Flush()
+		if err := output.Print(ew, g, o); err != nil {
+			return err
+		}
 	}
 	if len(r.Files) > 0 {
 		ew.Printf("\nfiles:\n")
@@ -523,11 +526,25 @@ func (r *PlanReport) WriteTable(w io.Writer, o output.Options) error {
 			}
 		}
 	}
+	// long lines wrap at spaces to fit the terminal (whole with -o wide)
+	wrapped := func(head, text string) {
+		lines := []string{text}
+		if !o.Wide {
+			lines = output.Wrap(text, output.DefaultWidth-len(head))
+		}
+		for i, l := range lines {
+			if i > 0 {
+				head = strings.Repeat(" ", len(head))
+			}
+			ew.Printf("%s%s\n", head, l)
+		}
+	}
 	if len(r.Boot) > 0 {
-		ew.Printf("\nkernel parameters: %s\n", strings.Join(r.Boot, " "))
+		ew.Printf("\n")
+		wrapped("kernel parameters: ", strings.Join(r.Boot, " "))
 	}
 	for _, n := range r.Notes {
-		ew.Printf("note: %s\n", n)
+		wrapped("note: ", n)
 	}
 	for _, sk := range r.Skipped {
 		ew.Printf("SKIPPED %s (optional in the profile): %s\n", sk.ID, sk.Reason)
@@ -552,11 +569,9 @@ func (r *PlanReport) WriteTable(w io.Writer, o output.Options) error {
 // SchemaRollback is the schema version of RollbackReport.
 const SchemaRollback = "gpunode.tune.rollback/v1"
 
-// RollbackReport is the output of 'tune rollback'.
-type RollbackReport struct {
-	SchemaVersion string `json:"schemaVersion"`
-	journal.Report
-}
+// RollbackReport is the output of 'tune rollback': the one rollback
+// report (journal.RollbackReport) with SchemaRollback.
+type RollbackReport = journal.RollbackReport
 
 // Rollback reverts every tune transaction in stateDir (interrupted ones
 // included), newest first.
@@ -572,44 +587,6 @@ func Rollback(ctx context.Context, fsys *hostfs.FS, stateDir string, dryRun bool
 	opts = append([]journal.Option{journal.WithOwner(Owner), journal.WithKinds(Kinds()), journal.WithDryRun(dryRun)}, opts...)
 	rep, err := journal.Rollback(ctx, fsys, stateDir, opts...)
 	return &RollbackReport{SchemaVersion: SchemaRollback, Report: rep}, err
-}
-
-// WriteTable implements output.Tabler.
-func (r *RollbackReport) WriteTable(w io.Writer, _ output.Options) error {
-	ew := &output.ErrWriter{W: w}
-	if len(r.Transactions) == 0 {
-		ew.Printf("nothing to roll back\n")
-		return ew.Err
-	}
-	verb := "rolled back"
-	if r.DryRun {
-		verb = "would roll back"
-	}
-	for _, t := range r.Transactions {
-		ew.Printf("%s %s (profile %s, %s, was %s): %d steps\n", verb, t.ID, orDash(t.Profile), t.Started.Format(time.RFC3339), t.Was, len(t.Steps))
-		for i, s := range t.Steps {
-			if i == 12 && len(t.Steps) > 13 {
-				ew.Printf("  ... and %d more steps (-o json lists them)\n", len(t.Steps)-12)
-				break
-			}
-			what := s.Path
-			if what == "" {
-				what = s.Target
-			}
-			line := fmt.Sprintf("  %-13s %s <- %s", s.Kind, what, s.Restored)
-			if s.Skipped {
-				line = fmt.Sprintf("  %-13s %s SKIPPED (%s): NOT written back; its original %s stays in the journal - put it back by hand", s.Kind, what, s.Ref, s.Restored)
-			}
-			if s.Error != "" {
-				line += "  ERROR (" + s.Ref + "): " + s.Error
-			}
-			ew.Printf("%s\n", line)
-			if s.Kept != "" {
-				ew.Printf("      %s\n", s.Kept)
-			}
-		}
-	}
-	return ew.Err
 }
 
 // ---- status ----
@@ -733,8 +710,16 @@ func (s *StatusReport) WriteTable(w io.Writer, o output.Options) error {
 	default:
 		ew.Printf("no profile applied\n")
 	}
-	for _, t := range s.Transactions {
-		ew.Printf("  %s  %-11s %-20s %s  %d steps %s\n", t.ID, t.State, t.Profile, t.Started.Format(time.RFC3339), t.Steps, t.Reason)
+	if len(s.Transactions) > 0 {
+		g := output.Grid{Columns: []output.Column{
+			{Name: "TRANSACTION"}, {Name: "STATE"}, {Name: "PROFILE"}, {Name: "STARTED"}, {Name: "STEPS"}, {Name: "REASON", Wrap: true},
+		}}
+		for _, t := range s.Transactions {
+			g.AddRow(t.ID, string(t.State), t.Profile, t.Started.Format(time.RFC3339), fmt.Sprint(t.Steps), t.Reason)
+		}
+		if err := output.Print(ew, g, o); err != nil {
+			return err
+		}
 	}
 	for _, f := range s.ModifiedFiles {
 		ew.Printf("modified since apply: %s\n", f)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"sort"
 	"strings"
 
@@ -252,99 +251,22 @@ func layerRank(l string) int {
 func (r *Report) ListItems() any { return r.Checks }
 
 // WriteTable implements output.Tabler: the checks sorted by severity, then
-// by key, in a table that fits the terminal; under it, each finding with
-// its detail and why, then each fix once with the checks it fixes.
+// by id and subject, in a table that fits the terminal (check.Table); under
+// it, each finding with its detail and why, then each fix once with the
+// checks it fixes, and the summary line.
 func (r *Report) WriteTable(w io.Writer, o output.Options) error {
-	checks := slices.Clone(r.Checks)
-	slices.SortStableFunc(checks, func(a, b Check) int {
-		if d := a.Status.Severity() - b.Status.Severity(); d != 0 {
-			return d
-		}
-		return strings.Compare(a.Key(), b.Key())
-	})
-	g := output.Grid{Columns: []output.Column{
-		{Name: "STATUS", Color: statusColor},
-		{Name: "LAYER"},
-		{Name: "SETTING", Wrap: true},
-		{Name: "CURRENT", Wrap: true},
-		{Name: "EXPECTED", Wrap: true},
-		{Name: "FIX", Wide: true},
-	}}
-	for _, c := range checks {
-		g.AddRow(string(c.Status), c.Layer, c.Key(), output.Dash(c.CurrentText()), output.Dash(c.ExpectedText()), output.Dash(strings.Join(c.Fix, "; ")))
-	}
-	if err := output.Print(w, g, o); err != nil {
+	if err := (check.Table{Checks: r.Checks, KeyHeader: "SETTING", Layer: true}).Write(w, o); err != nil {
 		return err
 	}
 	if o.NoHeaders {
 		return nil
 	}
-	var findings [][]string
-	type fixUse struct {
-		text string
-		keys []string
-	}
-	var fixes []*fixUse
-	byText := map[string]*fixUse{}
-	for _, c := range checks {
-		if c.Status == StatusOK || c.Status == StatusInfo {
-			continue
-		}
-		e := []string{o.Paint("bold", c.Key()) + ": " + string(c.Status)}
-		if c.Detail != "" {
-			e = append(e, "detail: "+c.Detail)
-		}
-		if c.Reason != "" && c.Status != StatusAbsent {
-			e = append(e, "why: "+c.Reason)
-		}
-		findings = append(findings, e)
-		for _, f := range c.Fix {
-			u := byText[f]
-			if u == nil {
-				u = &fixUse{text: f}
-				byText[f] = u
-				fixes = append(fixes, u)
-			}
-			if !slices.Contains(u.keys, c.Key()) {
-				u.keys = append(u.keys, c.Key())
-			}
-		}
-	}
-	if err := output.Section(w, "Findings:", findings, o); err != nil {
-		return err
-	}
-	var fixEntries [][]string
-	for i, u := range fixes {
-		if i > 0 && slices.Equal(u.keys, fixes[i-1].keys) {
-			// the next fix of the same checks: under the same label
-			fixEntries[len(fixEntries)-1] = append(fixEntries[len(fixEntries)-1], u.text)
-			continue
-		}
-		fixEntries = append(fixEntries, []string{"for " + strings.Join(u.keys, ", ") + ":", u.text})
-	}
-	if err := output.CodeSection(w, "Fixes (each once, in order; every command is one line, paste it whole):", fixEntries, o); err != nil {
-		return err
-	}
 	ew := &output.ErrWriter{W: w}
 	for _, wmsg := range r.Warnings {
 		ew.Printf("warning: %s\n", wmsg)
 	}
-	s := r.Summary
-	ew.Printf("\n%d ok, %d drift, %d pending-reboot, %d absent, %d error, %d info (profile %s)\n", s.OK, s.Drift, s.PendingReboot, s.Absent, s.Error, s.Info, r.Profile)
+	ew.Printf("\n%s (profile %s)\n", r.Summary, r.Profile)
 	return ew.Err
-}
-
-// statusColor is the colour of a status cell.
-func statusColor(s string) string {
-	switch Status(s) {
-	case StatusOK:
-		return "green"
-	case StatusDrift, StatusError:
-		return "red"
-	case StatusPendingReboot:
-		return "yellow"
-	}
-	return "dim"
 }
 
 func paintStatus(o output.Options, s Status) string {
@@ -364,11 +286,4 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
-}
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n-3] + "..."
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/gpunode/gpunode/internal/check"
+	"github.com/gpunode/gpunode/internal/sysfmt"
 	"github.com/gpunode/gpunode/internal/topo"
 )
 
@@ -99,7 +100,7 @@ func (shmKnob) size(h *Host) (uint64, uint64, error) {
 		return mem * n / 100, mem, nil
 	}
 	// /proc/mounts prints size in k (size=65536k).
-	b, err := parseBytes(s)
+	b, err := sysfmt.ParseBytes(s)
 	if err != nil {
 		return 0, 0, fmt.Errorf("/proc/mounts: /dev/shm size=%q: %w", s, err)
 	}
@@ -213,12 +214,9 @@ type GPULoad struct {
 // where the driver keeps the link at its maximum generation.
 const BusyPct = 50
 
-// pcieGenGTs is the transfer rate of PCIe generations 1-6 (GT/s).
-var pcieGenGTs = []float64{0, 2.5, 5, 8, 16, 32, 64}
-
 func genString(g int) string {
-	if g > 0 && g < len(pcieGenGTs) {
-		return fmt.Sprintf("Gen%d (%g GT/s)", g, pcieGenGTs[g])
+	if r := topo.GenGTs(g); r > 0 {
+		return fmt.Sprintf("Gen%d (%g GT/s)", g, r)
 	}
 	return fmt.Sprintf("Gen%d", g)
 }
@@ -234,12 +232,12 @@ func busySlow(d topo.PCIDevice, l GPULoad) (string, bool) {
 		return fmt.Sprintf("%s (%s) at %s while %d%% busy (GPU backend), capable of %s: the link stays slow under load",
 			d.Name, d.BDF, genString(l.LinkGen), l.UtilizationPct, genString(l.MaxLinkGen)), true
 	}
-	cur, max := gts(d.LinkSpeed), gts(d.MaxLinkSpeed)
-	if cur <= 0 || max <= 0 || cur >= max {
+	cur, top := d.LinkSpeed.GTs, d.MaxLinkSpeed.GTs
+	if cur <= 0 || top <= 0 || cur >= top {
 		return "", false
 	}
 	return fmt.Sprintf("%s (%s) at %g GT/s while %d%% busy (GPU backend), capable of %g GT/s: the link stays slow under load",
-		d.Name, d.BDF, cur, l.UtilizationPct, max), true
+		d.Name, d.BDF, cur, l.UtilizationPct, top), true
 }
 
 // checkPCIeLinks: every GPU, NIC and NVMe link runs at its capability. A
@@ -258,24 +256,24 @@ func checkPCIeLinks(h *Host) (bool, string, string, error) {
 	known := 0
 	var bad, slow []string
 	for _, d := range devs {
-		if d.LinkSpeed == "" && d.LinkWidth == 0 {
+		if d.LinkSpeed.Text == "" && d.LinkWidth == 0 {
 			continue
 		}
 		known++
-		cur, max := gts(d.LinkSpeed), gts(d.MaxLinkSpeed)
+		cur, top := d.LinkSpeed.GTs, d.MaxLinkSpeed.GTs
 		switch {
 		case d.LinkWidth > 0 && d.MaxLinkWidth > 0 && d.LinkWidth < d.MaxLinkWidth:
 			// Links keep their width when idle: a narrow link is a fault.
 			bad = append(bad, fmt.Sprintf("%s (%s) trained x%d, capable of x%d", d.Name, d.BDF, d.LinkWidth, d.MaxLinkWidth))
-		case upstreamCaps(h, d) > 0 && max > 0 && upstreamCaps(h, d) < max:
+		case upstreamCaps(h, d) > 0 && top > 0 && upstreamCaps(h, d) < top:
 			bad = append(bad, fmt.Sprintf("%s (%s) capable of %s but its upstream port tops out at %g GT/s (slot, riser or BIOS PCIe speed setting)",
-				d.Name, d.BDF, strings.TrimSuffix(d.MaxLinkSpeed, " PCIe"), upstreamCaps(h, d)))
+				d.Name, d.BDF, strings.TrimSuffix(d.MaxLinkSpeed.Text, " PCIe"), upstreamCaps(h, d)))
 		case load[d.BDF].UtilizationPct >= BusyPct && load[d.BDF].BDF != "":
 			// Busy now: the speed it runs at is its speed under load.
 			if msg, ok := busySlow(d, load[d.BDF]); ok {
 				bad = append(bad, msg)
 			}
-		case cur > 0 && max > 0 && cur < max:
+		case cur > 0 && top > 0 && cur < top:
 			// Speed drops when idle (ASPM / GPU power saving): only a
 			// speed that stays low under load is a fault.
 			busy := ""
@@ -283,7 +281,7 @@ func checkPCIeLinks(h *Host) (bool, string, string, error) {
 				busy = fmt.Sprintf(" (%d%% busy)", l.UtilizationPct)
 			}
 			slow = append(slow, fmt.Sprintf("%s (%s) at %s now%s, capable of %s", d.Name, d.BDF,
-				strings.TrimSuffix(d.LinkSpeed, " PCIe"), busy, strings.TrimSuffix(d.MaxLinkSpeed, " PCIe")))
+				strings.TrimSuffix(d.LinkSpeed.Text, " PCIe"), busy, strings.TrimSuffix(d.MaxLinkSpeed.Text, " PCIe")))
 		}
 	}
 	if known == 0 {
@@ -306,19 +304,6 @@ func checkPCIeLinks(h *Host) (bool, string, string, error) {
 	return true, fmt.Sprintf("%d links at full width and maximum speed", known), note, nil
 }
 
-// gts parses a sysfs link speed ("32.0 GT/s PCIe") in GT/s; 0 when unknown.
-func gts(s string) float64 {
-	f := strings.Fields(s)
-	if len(f) == 0 {
-		return 0
-	}
-	v, err := strconv.ParseFloat(f[0], 64)
-	if err != nil || v <= 0 {
-		return 0
-	}
-	return v
-}
-
 // upstreamCaps is the maximum link speed (GT/s) of the port above d (the
 // bridge before it on its PCIe path); 0 when unknown.
 func upstreamCaps(h *Host, d topo.PCIDevice) float64 {
@@ -333,7 +318,7 @@ func upstreamCaps(h *Host, d topo.PCIDevice) float64 {
 	if err != nil {
 		return 0
 	}
-	return gts(s)
+	return topo.ParsePCIeSpeed(s).GTs
 }
 
 // ACS control bits that force peer-to-peer traffic up to the root complex.

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/gpunode/gpunode/internal/hostfs"
+	"github.com/gpunode/gpunode/internal/sysfmt"
 	"github.com/gpunode/gpunode/internal/topo"
 )
 
@@ -79,7 +80,7 @@ func (h *Host) MemTotal() (uint64, error) {
 		h.memErr = err
 		return 0, err
 	}
-	mi, err := hostfs.ParseMeminfo(b)
+	mi, err := sysfmt.ParseMeminfo(b)
 	v := mi["MemTotal"]
 	if err == nil && v == 0 {
 		err = errors.New("no MemTotal line")

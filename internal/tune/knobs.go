@@ -16,6 +16,7 @@ import (
 
 	"github.com/gpunode/gpunode/internal/hostfs"
 	"github.com/gpunode/gpunode/internal/journal"
+	"github.com/gpunode/gpunode/internal/sysfmt"
 )
 
 // observation is what a knob reads from the host.
@@ -191,7 +192,7 @@ func (s spec) validate(v string) error {
 			return fmt.Errorf("%q is not a number or unlimited", v)
 		}
 	case "cpulist":
-		if _, err := hostfs.ParseCPUList(v); err != nil {
+		if _, err := sysfmt.ParseCPUList(v); err != nil {
 			return fmt.Errorf("%q is not a cpulist: %w", v, err)
 		}
 	default:
@@ -649,8 +650,8 @@ func (k cmdlineKnob) sameAsDetail(cl map[string]string) string {
 	if !ok1 || !ok2 {
 		return ""
 	}
-	a, err1 := hostfs.ParseCPUList(stripCPUFlags(v))
-	b, err2 := hostfs.ParseCPUList(stripCPUFlags(o))
+	a, err1 := sysfmt.ParseCPUList(stripCPUFlags(v))
+	b, err2 := sysfmt.ParseCPUList(stripCPUFlags(o))
 	if err1 != nil || err2 != nil || a.Equals(b) {
 		return ""
 	}
@@ -745,8 +746,8 @@ func (k cmdlineKnob) equal(c, w string) bool {
 		return true
 	}
 	if k.cpulist {
-		a, err1 := hostfs.ParseCPUList(stripCPUFlags(c))
-		b, err2 := hostfs.ParseCPUList(stripCPUFlags(w))
+		a, err1 := sysfmt.ParseCPUList(stripCPUFlags(c))
+		b, err2 := sysfmt.ParseCPUList(stripCPUFlags(w))
 		return err1 == nil && err2 == nil && c != unset && w != unset && a.Equals(b)
 	}
 	return false
@@ -849,7 +850,7 @@ func (k systemdKnob) toBytes(_ *Host, v string) (uint64, bool) {
 	if k.key != "DefaultLimitMEMLOCK" || v == "unlimited" || v == "infinity" {
 		return 0, false
 	}
-	n, err := parseBytes(v)
+	n, err := sysfmt.ParseBytes(v)
 	return n, err == nil
 }
 func (k systemdKnob) validate(v string) error                   { return k.spec.validate(v) }
@@ -936,7 +937,7 @@ func parseDirty(v string) (n uint64, ratio bool, err error) {
 		}
 		return x, true, nil
 	}
-	b, err := parseBytes(v)
+	b, err := sysfmt.ParseBytes(v)
 	if err != nil {
 		return 0, false, fmt.Errorf("%q: want a percentage (20%%), a byte size (32G) or auto", v)
 	}
@@ -944,34 +945,6 @@ func parseDirty(v string) (n uint64, ratio bool, err error) {
 		return 0, false, fmt.Errorf("%q: the kernel ignores dirty byte limits under two pages", v)
 	}
 	return b, false, nil
-}
-
-func parseBytes(v string) (uint64, error) {
-	mult := uint64(1)
-	s := strings.TrimSuffix(strings.TrimSuffix(v, "iB"), "B")
-	if s != "" {
-		switch s[len(s)-1] {
-		case 'K', 'k':
-			mult = 1 << 10
-		case 'M', 'm':
-			mult = 1 << 20
-		case 'G', 'g':
-			mult = 1 << 30
-		case 'T', 't':
-			mult = 1 << 40
-		}
-		if mult != 1 {
-			s = s[:len(s)-1]
-		}
-	}
-	n, err := strconv.ParseUint(s, 10, 64)
-	if err != nil {
-		return 0, err
-	}
-	if n > (1<<63)/mult {
-		return 0, fmt.Errorf("%q overflows", v)
-	}
-	return n * mult, nil
 }
 
 func dirtyString(ratioV, bytesV string) string {

@@ -13,7 +13,7 @@ import (
 	"k8s.io/utils/cpuset"
 
 	"github.com/gpunode/gpunode/internal/check"
-	"github.com/gpunode/gpunode/internal/hostfs"
+	"github.com/gpunode/gpunode/internal/sysfmt"
 )
 
 // Process is what 'gpunode audit --pid' learns about one process (seed 1.1,
@@ -124,7 +124,7 @@ func policyNodes(p string) (cpuset.CPUSet, bool) {
 	if i := strings.IndexByte(nodes, '='); i >= 0 { // "prefer=static:0"
 		nodes = nodes[i+1:]
 	}
-	set, err := hostfs.ParseCPUList(nodes)
+	set, err := sysfmt.ParseCPUList(nodes)
 	if err != nil {
 		return cpuset.New(), false
 	}
@@ -258,7 +258,7 @@ func CheckProcess(ctx context.Context, h *Host, pid int) (*Process, error) {
 		}
 		p.Threads++
 		affs[a]++
-		if set, err := hostfs.ParseCPUList(a); err == nil {
+		if set, err := sysfmt.ParseCPUList(a); err == nil {
 			allowed = allowed.Union(set)
 		}
 	}

@@ -22,20 +22,22 @@ type ProfileList struct {
 }
 
 // WriteTable implements output.Tabler.
-func (l *ProfileList) WriteTable(w io.Writer, _ output.Options) error {
-	ew := &output.ErrWriter{W: w}
-	tw := output.NewTabWriter(ew)
-	fmt.Fprintln(tw, "NAME\tINCLUDES\tSETTINGS\tSOURCE\tDESCRIPTION")
+func (l *ProfileList) WriteTable(w io.Writer, o output.Options) error {
+	g := output.Grid{Columns: []output.Column{
+		{Name: "NAME"}, {Name: "INCLUDES"}, {Name: "SETTINGS"}, {Name: "SOURCE", Wrap: true}, {Name: "DESCRIPTION", Wrap: true},
+	}}
 	for _, p := range l.Profiles {
 		desc := p.Description
 		if p.Error != "" {
 			desc = "ERROR: " + p.Error
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", p.Name, orDash(p.Include), p.Settings, p.Source, desc)
+		g.AddRow(p.Name, orDash(p.Include), fmt.Sprint(p.Settings), p.Source, desc)
 	}
-	tw.Flush()
-	return ew.Err
+	return output.Print(w, g, o)
 }
+
+// ListItems implements output.Lister: one row per profile.
+func (l *ProfileList) ListItems() any { return l.Profiles }
 
 // ProfileView is the output of 'tune show NAME': the resolved settings.
 type ProfileView struct {
@@ -70,28 +72,37 @@ func View(cat *Catalogue, p *Profile) *ProfileView {
 	return v
 }
 
+// ListItems implements output.Lister: one row per setting.
+func (v *ProfileView) ListItems() any { return v.Settings }
+
 // WriteTable implements output.Tabler.
 func (v *ProfileView) WriteTable(w io.Writer, o output.Options) error {
 	ew := &output.ErrWriter{W: w}
-	ew.Printf("profile %s (%s)", v.Name, v.Source)
-	if len(v.Include) > 0 {
-		ew.Printf(", includes %s", strings.Join(v.Include, ", "))
+	if !o.NoHeaders {
+		ew.Printf("profile %s (%s)", v.Name, v.Source)
+		if len(v.Include) > 0 {
+			ew.Printf(", includes %s", strings.Join(v.Include, ", "))
+		}
+		ew.Printf("\n")
+		if v.Description != "" {
+			ew.Printf("%s\n", v.Description)
+		}
+		ew.Printf("\n")
 	}
-	ew.Printf("\n")
-	if v.Description != "" {
-		ew.Printf("%s\n", v.Description)
-	}
-	ew.Printf("\n")
-	tw := output.NewTabWriter(ew)
-	fmt.Fprintln(tw, "LAYER\tSETTING\tVALUE\tFROM\tREBOOT\tTITLE")
+	g := output.Grid{Columns: []output.Column{
+		{Name: "LAYER"}, {Name: "SETTING"}, {Name: "VALUE", Wrap: true}, {Name: "FROM"}, {Name: "REBOOT"}, {Name: "TITLE", Wrap: true},
+		{Name: "PERSISTENT", Wide: true}, {Name: "WHY", Wide: true},
+	}}
 	for _, s := range v.Settings {
 		reboot := ""
 		if s.NeedsReboot {
 			reboot = "yes"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.Layer, s.ID, s.Value, s.From, orDash(reboot), s.Title)
+		g.AddRow(s.Layer, s.ID, s.Value, s.From, orDash(reboot), s.Title, orDash(s.Mechanism.Persistent), s.Why)
 	}
-	tw.Flush()
+	if err := output.Print(ew, g, o); err != nil || o.NoHeaders {
+		return err
+	}
 	ew.Printf("\n'auto' values are computed from the topology or memory size at audit time; 'report' shows a value without judging it.\n")
 	return ew.Err
 }

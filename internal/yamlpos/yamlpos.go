@@ -102,6 +102,7 @@ func Wrap(name string, src []byte, err error) error {
 	if err == nil {
 		return nil
 	}
+	err = Clean(err)
 	if l := MessageLine(src, err.Error()); l > 0 {
 		return fmt.Errorf("%s:%d: %w", name, l, err)
 	}

@@ -69,7 +69,8 @@ func TestParsePath(t *testing.T) {
 func TestWrap(t *testing.T) {
 	for _, tc := range []struct{ msg, want string }{
 		{"numaNodes[1].cpus: CPU 4 already belongs to NUMA node 0", "node.yaml:7: numaNodes[1].cpus: CPU 4 already belongs to NUMA node 0"},
-		{`decode: error unmarshaling JSON: while decoding JSON: json: unknown field "spec.requests"`, `node.yaml:10: decode: error unmarshaling JSON: while decoding JSON: json: unknown field "spec.requests"`},
+		{`decode: error unmarshaling JSON: while decoding JSON: json: unknown field "spec.requests"`, `node.yaml:10: decode: unknown field "spec.requests"`},
+		{`error unmarshaling JSON: while decoding JSON: json: cannot unmarshal string into Go struct field File.numaNodes of type int`, `node.yaml:3: numaNodes: cannot unmarshal string (want int)`},
 		{"yaml: line 4: did not find expected key", "node.yaml:4: yaml: line 4: did not find expected key"},
 		{"empty input", "node.yaml: empty input"},
 	} {

@@ -5,6 +5,12 @@
 //
 //	go run ./scripts/mutate [-n 30] [-seed 1] [-timeout 120s] [-v] ./internal/journal ...
 //
+// Each run is 'go test -count=1 -vet=off -failfast' of the whole package
+// (-run and -short narrow it only when asked). -carry FILE.json takes an
+// earlier run's caught and invalid mutants as they were and runs only its
+// survivors again: valid after tests were added and the non-test files did
+// not change (a caught mutant stays caught when tests are only added).
+//
 // Mutant kinds (every mutant changes one token or one expression):
 //
 //	cmp     a comparison flipped (== and !=, < and >=, <= and >) or moved off
@@ -56,6 +62,10 @@ type mutant struct {
 	Result string `json:"result"` // caught, survived, invalid
 }
 
+func (m *mutant) key() string {
+	return fmt.Sprintf("%s:%d:%s:%s:%s", m.File, m.Line, m.Kind, m.From, m.To)
+}
+
 func main() {
 	n := flag.Int("n", 30, "mutants sampled per package (0: all)")
 	seed := flag.Uint64("seed", 1, "sampling seed")
@@ -64,6 +74,8 @@ func main() {
 	list := flag.Bool("list", false, "list the sampled mutants without running them")
 	jsonOut := flag.String("json", "", "write the results as JSON to this file")
 	run := flag.String("run", "", "passed to go test -run")
+	short := flag.Bool("short", false, "pass -short to go test")
+	carry := flag.String("carry", "", "a -json file of an earlier run: its caught and invalid mutants are taken as they were, only its survivors (and mutants it lacks) are run again; valid while the non-test files are unchanged and tests were only added")
 	flag.Parse()
 	if flag.NArg() == 0 {
 		fmt.Fprintln(os.Stderr, "usage: go run ./scripts/mutate [flags] ./internal/pkg ...")
@@ -78,6 +90,24 @@ func main() {
 		Mutants  []mutant `json:"mutants"`
 	}
 	var results []pkgResult
+	earlier := map[string]string{}
+	if *carry != "" {
+		b, err := os.ReadFile(*carry)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "mutate:", err)
+			os.Exit(3)
+		}
+		var prev []pkgResult
+		if err := json.Unmarshal(b, &prev); err != nil {
+			fmt.Fprintf(os.Stderr, "mutate: %s: %v\n", *carry, err)
+			os.Exit(3)
+		}
+		for _, r := range prev {
+			for _, m := range r.Mutants {
+				earlier[m.key()] = m.Result
+			}
+		}
+	}
 	exit := 0
 	for _, pkg := range flag.Args() {
 		all, err := sites(pkg)
@@ -96,13 +126,17 @@ func main() {
 		}
 		// The unmutated package must pass first: otherwise every mutant
 		// would count as caught.
-		if res, out := runTests(pkg, "", *timeout, *run); res != "survived" {
+		if res, out := runTests(pkg, "", *timeout, *run, *short); res != "survived" {
 			fmt.Fprintf(os.Stderr, "mutate: %s fails without mutation (%s):\n%s\n", pkg, res, tail(out, 40))
 			os.Exit(3)
 		}
 		for i := range sample {
 			m := &sample[i]
-			m.Result = try(pkg, m, *timeout, *run)
+			if res := earlier[m.key()]; res == "caught" || res == "invalid" {
+				m.Result = res
+			} else {
+				m.Result = try(pkg, m, *timeout, *run, *short)
+			}
 			switch m.Result {
 			case "caught":
 				r.Caught++
@@ -387,7 +421,7 @@ func pick(all []mutant, n int, seed uint64) []mutant {
 
 // try writes the mutated file to a temporary directory, points an overlay
 // at it and runs the package's tests.
-func try(pkg string, m *mutant, timeout time.Duration, run string) string {
+func try(pkg string, m *mutant, timeout time.Duration, run string, short bool) string {
 	src, err := os.ReadFile(m.File)
 	if err != nil {
 		return "invalid"
@@ -411,17 +445,20 @@ func try(pkg string, m *mutant, timeout time.Duration, run string) string {
 	if err := os.WriteFile(ovf, ov, 0o644); err != nil {
 		return "invalid"
 	}
-	res, _ := runTests(pkg, ovf, timeout, run)
+	res, _ := runTests(pkg, ovf, timeout, run, short)
 	return res
 }
 
 // runTests runs the package's tests and classifies the result: survived
 // (the tests pass), caught (a test failed or the run timed out) or invalid
 // (the package did not build).
-func runTests(pkg, overlay string, timeout time.Duration, run string) (string, string) {
+func runTests(pkg, overlay string, timeout time.Duration, run string, short bool) (string, string) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout+30*time.Second)
 	defer cancel()
-	args := []string{"test", "-count=1", "-vet=off", "-timeout", timeout.String()}
+	args := []string{"test", "-count=1", "-vet=off", "-failfast", "-timeout", timeout.String()}
+	if short {
+		args = append(args, "-short")
+	}
 	if overlay != "" {
 		args = append(args, "-overlay", overlay)
 	}

@@ -197,9 +197,19 @@ see docs/FLEET.md.`,
 			}
 			ln, err := net.Listen("tcp", listen)
 			if err != nil {
-				return fmt.Errorf("--listen %s: %w", listen, err)
+				// the address the user gave cannot be served (malformed,
+				// in use, not this host's): a usage error, exit 2
+				return cli.WrapUsage(fmt.Errorf("--listen %s: %w", listen, err))
 			}
-			return ag.Run(cmd.Context(), ln)
+			if err := ag.Run(cmd.Context(), ln); err != nil {
+				return err
+			}
+			if err := cmd.Context().Err(); err != nil {
+				// stopped by SIGINT or SIGTERM: exit 130 or 143, as the
+				// README's table says, not 0
+				return fmt.Errorf("agent stopped: %w", err)
+			}
+			return nil
 		},
 	}
 	f := cmd.Flags()

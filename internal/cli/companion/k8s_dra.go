@@ -59,7 +59,10 @@ MIG engine counts are gpunode's model of NVIDIA's published profile tables.`,
 				if herr != nil || strings.TrimSpace(name) == "" {
 					name = "node"
 				}
-				nodeName = strings.TrimSpace(name)
+				// The kubelet's node name is the host name, lower-cased.
+				nodeName = strings.ToLower(strings.TrimSpace(name))
+			} else if err := checkNodeNameFlag("--node-name", nodeName); err != nil {
+				return err
 			}
 			t, err := topo.Discover(ctx, host)
 			if err != nil {
@@ -172,6 +175,9 @@ is undecided within --timeout, or the cluster could not be read.`,
 			}
 			if timeout <= 0 || timeout > dra.SchedulerFilterTimeout {
 				return cli.Usagef("allocate: --timeout %s: %v", timeout, dra.ErrTimeoutRange)
+			}
+			if err := checkDRANodes(in, nodes); err != nil {
+				return err
 			}
 			in.Nodes = nodes
 			rep, err := dra.Run(cmd.Context(), in, dra.Options{Explain: explain, Timeout: timeout})

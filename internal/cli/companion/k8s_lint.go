@@ -126,6 +126,9 @@ context unless --nodes is given.`,
 				a.Warnf("lint: topology.single-numa needs both --node-file and --kubelet-config; it is skipped")
 			}
 			rep := lint.Run(in)
+			if rep.Objects == 0 && len(files) > 0 {
+				rep.Findings = append(rep.Findings, lint.NoObjectsFinding(files))
+			}
 			failing := rep.AtLeast(threshold) > 0
 			if sarif {
 				if err := rep.WriteSARIF(a.Stdout, lines); err != nil {
@@ -156,7 +159,7 @@ context unless --nodes is given.`,
 // objects. A bad file is a usage error (exit 2), a failed read of the
 // cluster a failure (3).
 func (a *app) loadLintInput(paths []string, live func(*lint.Loader) error) (*lint.Input, map[string][]int, error) {
-	srcs, err := lint.Sources(paths)
+	srcs, skipped, err := lint.SourcesSkipping(paths)
 	if err != nil {
 		return nil, nil, cli.WrapUsage(err)
 	}
@@ -189,7 +192,9 @@ func (a *app) loadLintInput(paths []string, live func(*lint.Loader) error) (*lin
 			return nil, nil, err
 		}
 	}
-	return l.Input(), lines, nil
+	in := l.Input()
+	in.SkippedFiles = skipped
+	return in, lines, nil
 }
 
 // liveLintInput adds the cluster's objects of every kind lint knows, and its

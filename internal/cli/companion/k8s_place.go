@@ -28,7 +28,7 @@ Inputs, as kubectl exports them (-o yaml or -o json; several documents or a List
   --topology  Volcano HyperNodes, a KAI Topology (kai.scheduler/v1alpha1) or a
               Kueue Topology (kueue.x-k8s.io/v1beta1, v1beta2)
   --levels    node label keys, outermost first (instead of --topology)
-  --workload  a PodGroup (scheduling.k8s.io/v1alpha2|v1alpha3) + the Job naming it
+  --workload  a PodGroup (scheduling.k8s.io/v1beta1|v1alpha2|v1alpha3) + the Job naming it
               (schedulingGroup.podGroupName), a Job with KAI annotations
               (kai.scheduler/topology-required-placement, -preferred-placement), a Job
               with Kueue annotations (kueue.x-k8s.io/podset-required-topology,

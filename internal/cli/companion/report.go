@@ -62,7 +62,8 @@ Exit status: 0 written, 2 usage, 3 failure (drift does not fail it).`,
 				return err
 			}
 			if err := hostfs.WriteOutput(htmlFile, b, 0o644, hostfs.OutputOptions{Force: force}); err != nil {
-				return fmt.Errorf("--html: %w", err)
+				// a FILE that cannot be written is the caller's: exit 2
+				return cli.WrapUsage(fmt.Errorf("--html: %w", err))
 			}
 			fmt.Fprintf(a.Stdout, "wrote %s (%d bytes): %d checks, %d drift, %d error\n", htmlFile, len(b),
 				len(res.Report.Checks), res.Report.Summary.Drift, res.Report.Summary.Error)

@@ -221,15 +221,16 @@ func TestParsePodsErrors(t *testing.T) {
 	ok := podDoc("ok", guaranteedRes("1", "1Gi", ""))
 	for _, tc := range []struct{ src, want string }{
 		{"", "pods.yaml: no documents"},
-		{ok + "apiVersion: v1\nkind: Service\nmetadata: {name: s}\n", `pods.yaml:10: document 2: kind: Unsupported value: "Service"`},
+		{ok + "apiVersion: v1\nkind: Service\nmetadata: {name: s}\n", `pods.yaml:10: document 2: kind: this is a v1 Service "s", not a v1 Pod (or a List of Pods)`},
 		// The line of the field, in a block-style file after a comment.
 		{"# pods\napiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec:\n  containers:\n  - name: a\n  - name: a\n", `pods.yaml:8: document 1: Pod "x": spec.containers[1].name: Duplicate value: "a"`},
 		{ok + "apiVersion: v1\nkind: Pod\nmetadata: {name: w}\nspec:\n  containers:\n  - name: a\n    resources:\n      requests: {nvidia.com/gpu: 1}\n",
-			`pods.yaml:16: document 2: Pod "w": spec.containers[0].resources.requests[nvidia.com/gpu]: Invalid value: "1": must be equal to nvidia.com/gpu limit`},
+			`document 2: Pod "w": spec.containers[0].resources.limits: Required value: Limit must be set for non overcommitable resources`},
 		{ok + "apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec: {containers: [{name: a, bogus: 1}]}\n", `pods.yaml:12: document 2: Pod "x": unknown field "spec.containers[0].bogus"`},
 		{"apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec: {containers: []}\n", "spec.containers: Required value"},
 		{"apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec: {containers: [{name: a}, {name: a}]}\n", `spec.containers[1].name: Duplicate value: "a"`},
-		{"apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec: {containers: [{name: a, resources: {requests: {nvidia.com/gpu: 1}}}]}\n", "spec.containers[0].resources.requests[nvidia.com/gpu]: Invalid value: \"1\": must be equal to nvidia.com/gpu limit"},
+		{"apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec: {containers: [{name: a, resources: {requests: {nvidia.com/gpu: 1}}}]}\n", "spec.containers[0].resources.limits: Required value: Limit must be set for non overcommitable resources"},
+		{"apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec: {containers: [{name: a, resources: {requests: {nvidia.com/gpu: 1}, limits: {nvidia.com/gpu: 2}}}]}\n", "spec.containers[0].resources.requests: Invalid value: \"1\": must be equal to nvidia.com/gpu limit of 2"},
 		{"apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec: {containers: [{name: a, resources: {requests: {cpu: 2}, limits: {cpu: 1}}}]}\n", "must be less than or equal to cpu limit"},
 		{"apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec: {containers: [{name: a, resources: {limits: {cpu: \"1x\"}}}]}\n", "document 1"},
 		{ok + ok, `pods.yaml: Pod "ok": metadata.name: Duplicate value: "ok" (objects 1 and 2 of the file)`},

@@ -24,6 +24,7 @@ var (
 	ResClaims         = Resource{Group: "resource.k8s.io", Version: "v1", Name: "resourceclaims", Namespaced: true}
 	ResClaimTemplates = Resource{Group: "resource.k8s.io", Version: "v1", Name: "resourceclaimtemplates", Namespaced: true}
 	ResJobs           = Resource{Group: "batch", Version: "v1", Name: "jobs", Namespaced: true}
+	ResPodGroupsB1    = Resource{Group: "scheduling.k8s.io", Version: "v1beta1", Name: "podgroups", Namespaced: true}
 	ResPodGroups      = Resource{Group: "scheduling.k8s.io", Version: "v1alpha3", Name: "podgroups", Namespaced: true}
 	ResPodGroupsA2    = Resource{Group: "scheduling.k8s.io", Version: "v1alpha2", Name: "podgroups", Namespaced: true}
 	ResVolcanoJobs    = Resource{Group: "batch.volcano.sh", Version: "v1alpha1", Name: "jobs", Namespaced: true}
@@ -258,7 +259,7 @@ func jobPodGroup(job json.RawMessage) string {
 // getPodGroup gets a PodGroup from the first scheduling.k8s.io version the
 // server serves.
 func (c *Client) getPodGroup(ctx context.Context, ns, name string) (json.RawMessage, error) {
-	return firstServed([]Resource{ResPodGroups.in(ns), ResPodGroupsA2.in(ns)}, func(r Resource) (json.RawMessage, error) { return c.getRaw(ctx, r, name) })
+	return firstServed([]Resource{ResPodGroupsB1.in(ns), ResPodGroups.in(ns), ResPodGroupsA2.in(ns)}, func(r Resource) (json.RawMessage, error) { return c.getRaw(ctx, r, name) })
 }
 
 // Workload reads a pending workload named KIND/NAME in the namespace in

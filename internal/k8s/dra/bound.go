@@ -165,10 +165,10 @@ func (s *searcher) demands(ci, ri int) []demand {
 // for claims before it (phase one) or after it (phase two), else all.
 func (s *searcher) candsOf(ci, c, r, ai int) []int {
 	switch {
-	case c == ci && s.restrict != nil:
-		return s.restrict[r][ai]
-	case c < ci && s.restrictOf[c] != nil, c > ci && s.phase2 && s.restrictOf[c] != nil:
-		return s.restrictOf[c][r][ai]
+	case c == ci && s.restrict.restricted():
+		return s.restrict.of(r, ai)
+	case c < ci && s.restrictOf[c].restricted(), c > ci && s.phase2 && s.restrictOf[c].restricted():
+		return s.restrictOf[c].of(r, ai)
 	}
 	return s.p.claims[c].requests[r].alts[ai].cands
 }

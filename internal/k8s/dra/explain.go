@@ -73,13 +73,14 @@ func explain(ctx context.Context, in *Input, p *problem, s *searcher, o Options,
 			}
 		}
 		free := map[string]int{}
+		name := splitAttrName(k.attr)
 		for _, r := range c.requests {
 			if !k.covers(&r.alts[0]) {
 				continue
 			}
 			for _, d := range r.alts[0].cands {
 				if !p.inUse[d] {
-					free[attrKey(lookupAttr(&p.devices[d], k.attr))]++
+					free[attrKey(name.of(&p.devices[d]))]++
 				}
 			}
 		}
@@ -168,8 +169,9 @@ func nearest(ctx context.Context, in *Input, p *problem, ci, ri int) []string {
 	}
 	profiles := map[string]bool{}
 	var plist []string
+	profileAttr := splitAttrName("gpu.nvidia.com/profile")
 	for i := range p.devices {
-		if v := lookupAttr(&p.devices[i], "gpu.nvidia.com/profile"); v != nil && v.StringValue != nil && !profiles[*v.StringValue] {
+		if v := profileAttr.of(&p.devices[i]); v.StringValue != nil && !profiles[*v.StringValue] {
 			profiles[*v.StringValue] = true
 			plist = append(plist, *v.StringValue)
 		}

@@ -4,7 +4,9 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -128,64 +130,94 @@ type problem struct {
 	features    structured.Features
 }
 
-// lookupAttr finds an attribute by its fully qualified name, as the
-// allocator does (a name in the driver's domain also matches the short name).
-func lookupAttr(d *device, name resourceapi.FullyQualifiedName) *resourceapi.DeviceAttribute {
-	if a, ok := d.dev.Attributes[resourceapi.QualifiedName(name)]; ok {
-		return &a
+// attrName is a fully qualified attribute name split once, where a
+// constraint or an explanation names it: a device answers to the full name
+// and, when the domain is the device's own driver, to the short name too
+// (a driver may publish its attributes without its domain).
+type attrName struct {
+	full   resourceapi.QualifiedName
+	domain string
+	short  resourceapi.QualifiedName
+}
+
+func splitAttrName(n resourceapi.FullyQualifiedName) attrName {
+	out := attrName{full: resourceapi.QualifiedName(n)}
+	if domain, short, ok := strings.Cut(string(n), "/"); ok {
+		out.domain, out.short = domain, resourceapi.QualifiedName(short)
 	}
-	i := strings.Index(string(name), "/")
-	if i < 0 || string(name[:i]) != d.id.driver {
-		return nil
+	return out
+}
+
+// of is d's value of the attribute (the zero value, no field set, when d
+// has none).
+func (n attrName) of(d *device) resourceapi.DeviceAttribute {
+	attrs := d.dev.Attributes
+	if a, ok := attrs[n.full]; ok {
+		return a
 	}
-	if a, ok := d.dev.Attributes[resourceapi.QualifiedName(name[i+1:])]; ok {
-		return &a
+	if n.domain != "" && n.domain == d.id.driver {
+		return attrs[n.short]
 	}
-	return nil
+	return resourceapi.DeviceAttribute{}
 }
 
 // attrKey is a comparable form of an attribute value ("" when it has none
 // that constraints can compare).
-func attrKey(a *resourceapi.DeviceAttribute) string {
+func attrKey(a resourceapi.DeviceAttribute) string {
 	switch {
-	case a == nil:
-		return ""
 	case a.StringValue != nil:
 		return "s:" + *a.StringValue
 	case a.IntValue != nil:
-		return fmt.Sprintf("i:%d", *a.IntValue)
+		return "i:" + strconv.FormatInt(*a.IntValue, 10)
 	case a.BoolValue != nil:
-		return fmt.Sprintf("b:%t", *a.BoolValue)
+		return "b:" + strconv.FormatBool(*a.BoolValue)
 	case a.VersionValue != nil:
 		return "v:" + *a.VersionValue
 	}
 	return ""
 }
 
-func nodeMatches(node *corev1.Node, name string, all bool, sel *corev1.NodeSelector) (bool, error) {
-	switch {
-	case name != "":
-		return node != nil && node.Name == name, nil
-	case all:
-		return true, nil
-	case sel != nil:
-		s, err := nodeaffinity.NewNodeSelector(sel)
-		if err != nil {
-			return false, err
-		}
-		return s.Match(node), nil
+// nodeTarget is where a slice, or one device of a slice with per-device
+// node selection, is available: one node by name, every node, or the nodes
+// a selector picks. A target with none of the three is nowhere.
+type nodeTarget struct {
+	name string
+	all  bool
+	sel  *corev1.NodeSelector
+}
+
+func sliceTarget(s *resourceapi.ResourceSlice) nodeTarget {
+	return nodeTarget{name: ptr.Deref(s.Spec.NodeName, ""), all: ptr.Deref(s.Spec.AllNodes, false), sel: s.Spec.NodeSelector}
+}
+
+func deviceTarget(d *resourceapi.Device) nodeTarget {
+	return nodeTarget{name: ptr.Deref(d.NodeName, ""), all: ptr.Deref(d.AllNodes, false), sel: d.NodeSelector}
+}
+
+func (t nodeTarget) named() bool { return t.name != "" || t.all || t.sel != nil }
+
+// includes: the name wins over all, all over the selector.
+func (t nodeTarget) includes(node *corev1.Node) (bool, error) {
+	if t.name != "" {
+		return node != nil && node.Name == t.name, nil
 	}
-	return false, nil
+	if t.all || t.sel == nil {
+		return t.all, nil
+	}
+	s, err := nodeaffinity.NewNodeSelector(t.sel)
+	if err != nil {
+		return false, err
+	}
+	return s.Match(node), nil
 }
 
 type poolKey struct{ driver, pool string }
 
-// gatherPools groups the slices that target node into pools, in the
-// allocator's order, and decides which are complete.
-func usesCompatibilityGroups(s *resourceapi.ResourceSlice) bool {
-	for _, d := range s.Spec.Devices {
-		for _, c := range d.ConsumesCounters {
-			if len(c.CompatibilityGroups) > 0 {
+// anyDevice: some device of the slices satisfies f.
+func anyDevice(ss []*resourceapi.ResourceSlice, f func(*resourceapi.Device) bool) bool {
+	for _, s := range ss {
+		for i := range s.Spec.Devices {
+			if f(&s.Spec.Devices[i]) {
 				return true
 			}
 		}
@@ -193,8 +225,18 @@ func usesCompatibilityGroups(s *resourceapi.ResourceSlice) bool {
 	return false
 }
 
-// gatherPools: noPartitionable skips slices with counter sets or per-device
-// node selection as targets (they still count for a pool's completeness).
+// consumesInGroups: a device draws counters under compatibility groups.
+func consumesInGroups(d *resourceapi.Device) bool {
+	return slices.ContainsFunc(d.ConsumesCounters, func(c resourceapi.DeviceCounterConsumption) bool { return len(c.CompatibilityGroups) > 0 })
+}
+
+// hasBindingConditions: the device is ready only after its conditions hold.
+func hasBindingConditions(d *resourceapi.Device) bool { return d.BindingConditions != nil }
+
+// gatherPools groups the slices that target node into pools, in the
+// allocator's order, and decides which are complete. noPartitionable skips
+// slices with counter sets or per-device node selection as targets (they
+// still count for a pool's completeness).
 func gatherPools(node *corev1.Node, all []*resourceapi.ResourceSlice, noPartitionable bool) (keys []poolKey, targeting map[poolKey][]*resourceapi.ResourceSlice, others map[poolKey][]*resourceapi.ResourceSlice, incomplete map[poolKey]bool, err error) {
 	targeting = map[poolKey][]*resourceapi.ResourceSlice{}
 	for _, s := range all {
@@ -202,14 +244,15 @@ func gatherPools(node *corev1.Node, all []*resourceapi.ResourceSlice, noPartitio
 			continue
 		}
 		relevant := false
-		if name, an := ptr.Deref(s.Spec.NodeName, ""), ptr.Deref(s.Spec.AllNodes, false); name != "" || an || s.Spec.NodeSelector != nil {
-			relevant, err = nodeMatches(node, name, an, s.Spec.NodeSelector)
+		if t := sliceTarget(s); t.named() {
+			relevant, err = t.includes(node)
 			if err != nil {
 				return nil, nil, nil, nil, fmt.Errorf("ResourceSlice %q: spec.nodeSelector: %w", s.Name, err)
 			}
 		} else if ptr.Deref(s.Spec.PerDeviceNodeSelection, false) {
-			for _, d := range s.Spec.Devices {
-				m, err := nodeMatches(node, ptr.Deref(d.NodeName, ""), ptr.Deref(d.AllNodes, false), d.NodeSelector)
+			for i := range s.Spec.Devices {
+				d := &s.Spec.Devices[i]
+				m, err := deviceTarget(d).includes(node)
 				if err != nil {
 					return nil, nil, nil, nil, fmt.Errorf("ResourceSlice %q: device %s: nodeSelector: %w", s.Name, d.Name, err)
 				}
@@ -274,170 +317,214 @@ func gatherPools(node *corev1.Node, all []*resourceapi.ResourceSlice, noPartitio
 	return keys, targeting, others, incomplete, nil
 }
 
-func hasBindingConditions(ss []*resourceapi.ResourceSlice) bool {
-	for _, s := range ss {
-		for _, d := range s.Spec.Devices {
-			if d.BindingConditions != nil {
-				return true
-			}
+// visibleSlices: without the compatibility-groups feature, slices that use
+// groups are invisible (their pool then looks incomplete), as upstream
+// treats them.
+func visibleSlices(in *Input, f structured.Features) []*resourceapi.ResourceSlice {
+	sl := in.sliceList()
+	if f.CompatibilityGroups {
+		return sl
+	}
+	var keep []*resourceapi.ResourceSlice
+	for _, s := range sl {
+		if !anyDevice([]*resourceapi.ResourceSlice{s}, consumesInGroups) {
+			keep = append(keep, s)
 		}
 	}
-	return false
+	return keep
+}
+
+// bindingLast moves the pools with binding conditions after the others,
+// keeping the order within each group, as upstream orders them.
+func bindingLast(keys []poolKey, targeting map[poolKey][]*resourceapi.ResourceSlice) {
+	late := make(map[poolKey]bool, len(keys))
+	for _, k := range keys {
+		late[k] = anyDevice(targeting[k], hasBindingConditions)
+	}
+	slices.SortStableFunc(keys, func(a, b poolKey) int {
+		switch {
+		case late[a] == late[b]:
+			return 0
+		case late[a]:
+			return 1
+		}
+		return -1
+	})
 }
 
 // buildProblem turns one node's inputs into a problem. Errors are the
-// allocator's errors (the node does not fit; the error says why).
+// allocator's errors (the node does not fit; the error says why). Phases:
+// the visible slices, their pools in the allocator's order, each complete
+// pool's counters and devices, the limits that hold for the whole node,
+// then the claims.
 func buildProblem(ctx context.Context, in *Input, node *corev1.Node) (*problem, error) {
 	p := &problem{node: node, features: in.features()}
-	sl := in.sliceList()
-	if !p.features.CompatibilityGroups {
-		// Slices with compatibility groups are invisible (their pool then
-		// looks incomplete), as upstream treats them without the feature.
-		var keep []*resourceapi.ResourceSlice
-		for _, s := range sl {
-			if !usesCompatibilityGroups(s) {
-				keep = append(keep, s)
-			}
-		}
-		sl = keep
-	}
-	keys, targeting, others, incomplete, err := gatherPools(node, sl, !p.features.PartitionableDevices)
+	keys, targeting, others, incomplete, err := gatherPools(node, visibleSlices(in, p.features), !p.features.PartitionableDevices)
 	if err != nil {
 		return nil, err
 	}
-	// Pools with binding conditions go last, as upstream orders them.
-	slices.SortStableFunc(keys, func(a, b poolKey) int {
-		ab, bb := hasBindingConditions(targeting[a]), hasBindingConditions(targeting[b])
-		switch {
-		case ab == bb:
-			return 0
-		case bb:
-			return -1
-		}
-		return 1
-	})
+	bindingLast(keys, targeting)
 	allocated := in.allocatedSet()
-	counterIndex := map[string]int{} // pool\x00set\x00counter
 	for _, k := range keys {
-		pi := len(p.pools)
-		info := poolInfo{driver: k.driver, name: k.pool, incomplete: incomplete[k]}
-		p.pools = append(p.pools, info)
-		if info.incomplete {
+		p.pools = append(p.pools, poolInfo{driver: k.driver, name: k.pool, incomplete: incomplete[k]})
+		if incomplete[k] {
 			continue
 		}
-		ss := slices.Clone(targeting[k])
-		slices.SortFunc(ss, func(a, b *resourceapi.ResourceSlice) int { return cmp.Compare(a.Name, b.Name) })
-		var devSlices, notTarget []*resourceapi.ResourceSlice
-		sets := map[string]resourceapi.CounterSet{}
-		addSets := func(s *resourceapi.ResourceSlice) {
-			for _, cs := range s.Spec.SharedCounters {
-				if _, dup := sets[cs.Name]; dup {
-					p.pools[pi].invalid = "duplicate counter set name " + cs.Name
-				}
-				sets[cs.Name] = cs
-			}
+		if err := p.addPool(len(p.pools)-1, targeting[k], others[k], allocated); err != nil {
+			return nil, err
 		}
-		part := p.features.PartitionableDevices
-		for _, s := range ss {
-			if part && len(s.Spec.SharedCounters) > 0 {
-				addSets(s)
-			} else {
-				devSlices = append(devSlices, s)
-			}
+	}
+	p.markLimits(in)
+	for _, c := range in.Claims {
+		info, err := p.buildClaim(ctx, in, c)
+		if err != nil {
+			return nil, err
 		}
-		for _, s := range others[k] {
-			if part && len(s.Spec.SharedCounters) > 0 {
-				addSets(s)
-			} else {
-				notTarget = append(notTarget, s)
-			}
-		}
-		names := map[string]bool{}
-		for _, s := range devSlices {
-			for _, d := range s.Spec.Devices {
-				if names[d.Name] {
-					p.pools[pi].invalid = "duplicate device name " + d.Name
-				}
-				names[d.Name] = true
-			}
-		}
-		setNames := make([]string, 0, len(sets))
-		for n := range sets {
-			setNames = append(setNames, n)
-		}
-		slices.Sort(setNames)
-		for _, sn := range setNames {
-			cs := sets[sn]
-			cn := make([]string, 0, len(cs.Counters))
-			for n := range cs.Counters {
-				cn = append(cn, n)
-			}
-			slices.Sort(cn)
-			for _, n := range cn {
-				q := cs.Counters[n].Value
-				counterIndex[k.driver+"\x00"+k.pool+"\x00"+sn+"\x00"+n] = len(p.counters)
-				p.counters = append(p.counters, q.MilliValue())
-			}
-		}
-		uses := func(d *resourceapi.Device) ([]counterUse, error) {
-			var out []counterUse
-			if !part {
-				return nil, nil
-			}
-			for _, cc := range d.ConsumesCounters {
-				if _, ok := sets[cc.CounterSet]; !ok {
-					return nil, fmt.Errorf("counter set %s not found", cc.CounterSet)
-				}
-				for n, c := range cc.Counters {
-					i, ok := counterIndex[k.driver+"\x00"+k.pool+"\x00"+cc.CounterSet+"\x00"+n]
-					if !ok {
-						return nil, fmt.Errorf("counter %s not found in counter set %s", n, cc.CounterSet)
-					}
-					out = append(out, counterUse{counter: i, milli: c.Value.MilliValue()})
-				}
-			}
-			slices.SortFunc(out, func(a, b counterUse) int { return cmp.Compare(a.counter, b.counter) })
-			return out, nil
-		}
-		// Allocated devices of the pool (targeting or not) consume counters.
-		for _, group := range [][]*resourceapi.ResourceSlice{devSlices, notTarget} {
-			for _, s := range group {
-				for i := range s.Spec.Devices {
-					d := &s.Spec.Devices[i]
-					u, err := uses(d)
-					if err != nil {
-						p.pools[pi].invalid = err.Error()
-						continue
-					}
-					if allocated[deviceID{k.driver, k.pool, d.Name}] {
-						for _, cu := range u {
-							p.counters[cu.counter] -= cu.milli
-						}
-					}
-				}
-			}
-		}
-		for _, s := range devSlices {
-			perDevice := ptr.Deref(s.Spec.PerDeviceNodeSelection, false)
+		p.claims = append(p.claims, info)
+	}
+	return p, nil
+}
+
+// poolSlices is one complete pool's slices sorted out: the device slices
+// that target the node, the pool's other device slices (their allocated
+// devices still draw counters) and the counter sets by name.
+type poolSlices struct {
+	devices, notTarget []*resourceapi.ResourceSlice
+	sets               map[string]resourceapi.CounterSet
+	// counter is the index into problem.counters of set\x00counter.
+	counter map[string]int
+}
+
+// addPool adds pool pi's counters and the devices of its slices that are
+// available on the node; what makes the pool invalid is recorded on it
+// (the last reason found wins).
+func (p *problem) addPool(pi int, targeting, others []*resourceapi.ResourceSlice, allocated map[deviceID]bool) error {
+	ps := p.sortPool(pi, targeting, others)
+	p.checkDeviceNames(pi, ps.devices)
+	p.addCounters(ps)
+	pool := &p.pools[pi]
+	for _, group := range [][]*resourceapi.ResourceSlice{ps.devices, ps.notTarget} {
+		for _, s := range group {
 			for i := range s.Spec.Devices {
 				d := &s.Spec.Devices[i]
-				if perDevice {
-					m, err := nodeMatches(node, ptr.Deref(d.NodeName, ""), ptr.Deref(d.AllNodes, false), d.NodeSelector)
-					if err != nil {
-						return nil, err
-					}
-					if !m {
-						continue
+				u, err := p.counterUses(ps, d)
+				if err != nil {
+					pool.invalid = err.Error()
+					continue
+				}
+				if allocated[deviceID{pool.driver, pool.name, d.Name}] {
+					for _, cu := range u {
+						p.counters[cu.counter] -= cu.milli
 					}
 				}
-				u, _ := uses(d)
-				id := deviceID{k.driver, k.pool, d.Name}
-				p.devices = append(p.devices, device{id: id, dev: d, pool: pi, consume: u, multi: ptr.Deref(d.AllowMultipleAllocations, false)})
-				p.inUse = append(p.inUse, allocated[id])
 			}
 		}
 	}
-	// A pool with a counter below zero refuses every counter-consuming device.
+	for _, s := range ps.devices {
+		perDevice := ptr.Deref(s.Spec.PerDeviceNodeSelection, false)
+		for i := range s.Spec.Devices {
+			d := &s.Spec.Devices[i]
+			if perDevice {
+				m, err := deviceTarget(d).includes(p.node)
+				if err != nil {
+					return err
+				}
+				if !m {
+					continue
+				}
+			}
+			u, _ := p.counterUses(ps, d)
+			id := deviceID{pool.driver, pool.name, d.Name}
+			p.devices = append(p.devices, device{id: id, dev: d, pool: pi, consume: u, multi: ptr.Deref(d.AllowMultipleAllocations, false)})
+			p.inUse = append(p.inUse, allocated[id])
+		}
+	}
+	return nil
+}
+
+// sortPool splits a pool's slices (the targeting ones by name first) into
+// device slices and counter sets; a counter set name given twice makes the
+// pool invalid.
+func (p *problem) sortPool(pi int, targeting, others []*resourceapi.ResourceSlice) poolSlices {
+	ps := poolSlices{sets: map[string]resourceapi.CounterSet{}, counter: map[string]int{}}
+	part := p.features.PartitionableDevices
+	sorted := slices.Clone(targeting)
+	slices.SortFunc(sorted, func(a, b *resourceapi.ResourceSlice) int { return cmp.Compare(a.Name, b.Name) })
+	for i, group := range [][]*resourceapi.ResourceSlice{sorted, others} {
+		for _, s := range group {
+			if !part || len(s.Spec.SharedCounters) == 0 {
+				if i == 0 {
+					ps.devices = append(ps.devices, s)
+				} else {
+					ps.notTarget = append(ps.notTarget, s)
+				}
+				continue
+			}
+			for _, cs := range s.Spec.SharedCounters {
+				if _, dup := ps.sets[cs.Name]; dup {
+					p.pools[pi].invalid = "duplicate counter set name " + cs.Name
+				}
+				ps.sets[cs.Name] = cs
+			}
+		}
+	}
+	return ps
+}
+
+// checkDeviceNames: a device name given twice in the node's slices of a
+// pool makes the pool invalid.
+func (p *problem) checkDeviceNames(pi int, devSlices []*resourceapi.ResourceSlice) {
+	seen := map[string]bool{}
+	for _, s := range devSlices {
+		for i := range s.Spec.Devices {
+			n := s.Spec.Devices[i].Name
+			if seen[n] {
+				p.pools[pi].invalid = "duplicate device name " + n
+			}
+			seen[n] = true
+		}
+	}
+}
+
+// addCounters appends the pool's counters, sets and counters by name.
+func (p *problem) addCounters(ps poolSlices) {
+	for _, sn := range slices.Sorted(maps.Keys(ps.sets)) {
+		cs := ps.sets[sn]
+		for _, n := range slices.Sorted(maps.Keys(cs.Counters)) {
+			q := cs.Counters[n].Value
+			ps.counter[sn+"\x00"+n] = len(p.counters)
+			p.counters = append(p.counters, q.MilliValue())
+		}
+	}
+}
+
+// counterUses is what device d draws from the pool's counters, by counter
+// index (none without the partitionable-devices feature).
+func (p *problem) counterUses(ps poolSlices, d *resourceapi.Device) ([]counterUse, error) {
+	if !p.features.PartitionableDevices {
+		return nil, nil
+	}
+	var out []counterUse
+	for _, cc := range d.ConsumesCounters {
+		if _, ok := ps.sets[cc.CounterSet]; !ok {
+			return nil, fmt.Errorf("counter set %s not found", cc.CounterSet)
+		}
+		for n, c := range cc.Counters {
+			i, ok := ps.counter[cc.CounterSet+"\x00"+n]
+			if !ok {
+				return nil, fmt.Errorf("counter %s not found in counter set %s", n, cc.CounterSet)
+			}
+			out = append(out, counterUse{counter: i, milli: c.Value.MilliValue()})
+		}
+	}
+	slices.SortFunc(out, func(a, b counterUse) int { return cmp.Compare(a.counter, b.counter) })
+	return out, nil
+}
+
+// markLimits records what holds for the whole node: pools with a counter
+// below zero (they refuse every counter-consuming device) and what the
+// search does not model.
+func (p *problem) markLimits(in *Input) {
 	for i := range p.devices {
 		for _, cu := range p.devices[i].consume {
 			if p.counters[cu.counter] < 0 {
@@ -453,14 +540,6 @@ func buildProblem(ctx context.Context, in *Input, node *corev1.Node) (*problem, 
 	if in.sharedInUse() {
 		p.unsupported = "shared (consumable-capacity) allocations in --allocated"
 	}
-	for _, c := range in.Claims {
-		info, err := p.buildClaim(ctx, in, c)
-		if err != nil {
-			return nil, err
-		}
-		p.claims = append(p.claims, info)
-	}
-	return p, nil
 }
 
 func (p *problem) buildClaim(ctx context.Context, in *Input, c *resourceapi.ResourceClaim) (claimInfo, error) {

@@ -52,6 +52,31 @@ var errLimit = errors.New("claim over the device limit")
 // allocator's device order; the flow's devices do not).
 const plainFirstBudget = 2_000
 
+// altAt names alternative alt of request request of claim claim: the
+// position of a device choice.
+type altAt struct{ claim, request, alt int }
+
+// candidates are one claim's candidate devices restricted by its match
+// values, by request and alternative (nil: not restricted yet).
+type candidates struct{ byRequest [][][]int }
+
+// of lists the candidates of request ri's alternative ai.
+func (c candidates) of(ri, ai int) []int { return c.byRequest[ri][ai] }
+
+func (c candidates) restricted() bool { return c.byRequest != nil }
+
+// unrestricted is claim c's candidates as the classes and selectors left them.
+func unrestricted(c *claimInfo) candidates {
+	out := candidates{byRequest: make([][][]int, len(c.requests))}
+	for ri := range c.requests {
+		out.byRequest[ri] = make([][]int, len(c.requests[ri].alts))
+		for ai := range c.requests[ri].alts {
+			out.byRequest[ri][ai] = c.requests[ri].alts[ai].cands
+		}
+	}
+	return out
+}
+
 // pick is one device of a solution.
 type pick struct {
 	claim  int
@@ -105,14 +130,14 @@ type searcher struct {
 	// incremental hashes: devices used, picks of the current claim, match
 	// values of the current claim
 	usedH, pickH, matchH key128
-	// restricted candidates of the current claim per (request, alt)
-	restrict [][][]int
+	// restricted candidates of the current claim
+	restrict candidates
 	// plain: every request is plain, the flow decides. restrictOf holds
 	// each claim's candidates restricted by its values (phase one: the
 	// claims before the current one).
 	plainOK    bool
 	plain      bool
-	restrictOf [][][][]int
+	restrictOf []candidates
 	// classOf: devices with the same class are interchangeable.
 	classOf []int32
 	// counter set of a device (-1: none), for the bound
@@ -155,7 +180,7 @@ func newSearcher(ctx context.Context, p *problem, budget int) *searcher {
 	s.classify()
 	s.plainOK = s.isPlain()
 	s.bs.init(len(p.devices), s.numSets)
-	s.restrictOf = make([][][][]int, len(p.claims))
+	s.restrictOf = make([]candidates, len(p.claims))
 	s.matchValOf = make([][]int32, len(p.claims))
 	return s
 }
@@ -181,8 +206,9 @@ func (s *searcher) intern() {
 				continue
 			}
 			v := make([]int32, len(p.devices))
+			name := splitAttrName(con.attr)
 			for d := range p.devices {
-				key := attrKey(lookupAttr(&p.devices[d], con.attr))
+				key := attrKey(name.of(&p.devices[d]))
 				if key == "" {
 					continue
 				}
@@ -342,13 +368,7 @@ func (s *searcher) claim(ci int) (bool, error) {
 	c := &s.p.claims[ci]
 	matchIdx := s.matchIdx[ci]
 	s.matchVal = make([]int32, len(c.constraints))
-	s.restrict = make([][][]int, len(c.requests))
-	for ri := range c.requests {
-		s.restrict[ri] = make([][]int, len(c.requests[ri].alts))
-		for ai := range c.requests[ri].alts {
-			s.restrict[ri][ai] = c.requests[ri].alts[ai].cands
-		}
-	}
+	s.restrict = unrestricted(c)
 	var assign func(j int) (bool, error)
 	assign = func(j int) (bool, error) {
 		if err := s.tick(); err != nil {
@@ -362,7 +382,7 @@ func (s *searcher) claim(ci int) (bool, error) {
 			saveMatch, saveRestrict := s.matchVal, s.restrict
 			ok, err := s.claim(ci + 1)
 			s.matchVal, s.restrict = saveMatch, saveRestrict
-			s.restrictOf[ci] = nil
+			s.restrictOf[ci] = candidates{}
 			return ok, err
 		}
 		ki := matchIdx[j]
@@ -466,7 +486,7 @@ func (s *searcher) values(ci, ki int) []int32 {
 			if !k.covers(&c.requests[ri].alts[ai]) {
 				continue
 			}
-			for _, d := range s.restrict[ri][ai] {
+			for _, d := range s.restrict.of(ri, ai) {
 				v := val[d]
 				if v != 0 && s.vstamp[v] != s.vmark {
 					s.vstamp[v] = s.vmark
@@ -480,14 +500,14 @@ func (s *searcher) values(ci, ki int) []int32 {
 
 // restrictBy filters the candidates of claim ci's alternatives covered by
 // constraint ki to value v (0: none of them), from prev.
-func (s *searcher) restrictBy(ci, ki int, v int32, prev [][][]int) [][][]int {
+func (s *searcher) restrictBy(ci, ki int, v int32, prev candidates) candidates {
 	c := &s.p.claims[ci]
 	k := &c.constraints[ki]
 	val := s.val[ci][ki]
-	out := make([][][]int, len(prev))
-	for ri := range prev {
-		out[ri] = make([][]int, len(prev[ri]))
-		for ai, cands := range prev[ri] {
+	out := make([][][]int, len(prev.byRequest))
+	for ri, alts := range prev.byRequest {
+		out[ri] = make([][]int, len(alts))
+		for ai, cands := range alts {
 			if !k.covers(&c.requests[ri].alts[ai]) {
 				out[ri][ai] = cands
 				continue
@@ -503,7 +523,7 @@ func (s *searcher) restrictBy(ci, ki int, v int32, prev [][][]int) [][][]int {
 			out[ri][ai] = f
 		}
 	}
-	return out
+	return candidates{byRequest: out}
 }
 
 func (s *searcher) request(ci, ri int) (bool, error) {
@@ -532,10 +552,11 @@ func (s *searcher) request(ci, ri int) (bool, error) {
 		}
 		var ok bool
 		var err error
+		at := altAt{claim: ci, request: ri, alt: ai}
 		if a.all {
-			ok, err = s.allDevices(ci, ri, ai, a)
+			ok, err = s.allDevices(at, a)
 		} else {
-			ok, err = s.devicesFrom(ci, ri, ai, a, 0, a.count)
+			ok, err = s.devicesFrom(at, a, 0, a.count)
 		}
 		if errors.Is(err, errLimit) {
 			continue
@@ -569,14 +590,14 @@ func (s *searcher) claimDevices(ci int) int {
 // devicesFrom picks need more devices for alt a from restricted candidates
 // at position start on. Of devices in one class, free ones, a failed one is
 // not followed by another at this position (they are interchangeable).
-func (s *searcher) devicesFrom(ci, ri, ai int, a *alt, start, need int) (bool, error) {
+func (s *searcher) devicesFrom(at altAt, a *alt, start, need int) (bool, error) {
 	if need == 0 {
-		return s.request(ci, ri+1)
+		return s.request(at.claim, at.request+1)
 	}
 	if err := s.tick(); err != nil {
 		return false, err
 	}
-	cands := s.restrict[ri][ai]
+	cands := s.restrict.of(at.request, at.alt)
 	var failedCls [8]int32
 	nf := 0
 	for i := start; i <= len(cands)-need; i++ {
@@ -585,14 +606,14 @@ func (s *searcher) devicesFrom(ci, ri, ai int, a *alt, start, need int) (bool, e
 		if free && slices.Contains(failedCls[:nf], s.classOf[d]) {
 			continue
 		}
-		if !s.take(ci, ri, ai, a, d) {
+		if !s.take(at, a, d) {
 			continue
 		}
-		ok, err := s.devicesFrom(ci, ri, ai, a, i+1, need-1)
+		ok, err := s.devicesFrom(at, a, i+1, need-1)
 		if ok {
 			return ok, err
 		}
-		s.untake(ci, ri, ai, a, d)
+		s.untake(at, a, d)
 		if err != nil {
 			return false, err
 		}
@@ -609,7 +630,7 @@ func (s *searcher) devicesFrom(ci, ri, ai int, a *alt, start, need int) (bool, e
 }
 
 // allDevices takes every candidate of an All request (any failure fails it).
-func (s *searcher) allDevices(ci, ri, ai int, a *alt) (bool, error) {
+func (s *searcher) allDevices(at altAt, a *alt) (bool, error) {
 	if len(a.cands) == 0 || a.allBlocked || a.tainted > 0 {
 		return false, nil
 	}
@@ -617,7 +638,7 @@ func (s *searcher) allDevices(ci, ri, ai int, a *alt) (bool, error) {
 	ok := true
 	for _, d := range a.cands {
 		s.constraintFail = false
-		if !s.take(ci, ri, ai, a, d) {
+		if !s.take(at, a, d) {
 			if s.constraintFail {
 				// The allocator stops with an error here ("cannot add
 				// device ... because a claim constraint would not be
@@ -632,21 +653,20 @@ func (s *searcher) allDevices(ci, ri, ai int, a *alt) (bool, error) {
 	var err error
 	if ok {
 		var r bool
-		r, err = s.request(ci, ri+1)
+		r, err = s.request(at.claim, at.request+1)
 		if r {
 			return r, err
 		}
 	}
 	for i := taken - 1; i >= 0; i-- {
-		s.untake(ci, ri, ai, a, a.cands[i])
+		s.untake(at, a, a.cands[i])
 	}
 	return false, err
 }
 
-// take checks and records device d for alt a (request ri, alternative ai)
-// of claim ci.
-func (s *searcher) take(ci, ri, ai int, a *alt, d int) bool {
-	p := s.p
+// take checks and records device d for alternative a, at at.
+func (s *searcher) take(at altAt, a *alt, d int) bool {
+	p, ci := s.p, at.claim
 	dev := &p.devices[d]
 	if a.admin {
 		if s.claimOf[d] == ci {
@@ -703,16 +723,16 @@ func (s *searcher) take(ci, ri, ai int, a *alt, d int) bool {
 		s.usedH = s.usedH.xor(hashOf(2, uint64(d), 0, 0))
 	}
 	s.used[d] = true
-	s.pickH = s.pickH.xor(hashOf(3, uint64(d), uint64(ri), uint64(ai)))
+	s.pickH = s.pickH.xor(hashOf(3, uint64(d), uint64(at.request), uint64(at.alt)))
 	s.picks = append(s.picks, pick{claim: ci, alt: a, device: d})
 	return true
 }
 
-func (s *searcher) untake(ci, ri, ai int, a *alt, d int) {
-	p := s.p
+func (s *searcher) untake(at altAt, a *alt, d int) {
+	p, ci := s.p, at.claim
 	dev := &p.devices[d]
 	s.picks = s.picks[:len(s.picks)-1]
-	s.pickH = s.pickH.xor(hashOf(3, uint64(d), uint64(ri), uint64(ai)))
+	s.pickH = s.pickH.xor(hashOf(3, uint64(d), uint64(at.request), uint64(at.alt)))
 	c := &p.claims[ci]
 	for i := range c.constraints {
 		k := &c.constraints[i]

@@ -8,8 +8,8 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/gpunode/gpunode/internal/hostfs"
 	"github.com/gpunode/gpunode/internal/k8s/topology"
+	"github.com/gpunode/gpunode/internal/sysfmt"
 
 	"github.com/gpunode/gpunode/internal/userfile"
 	"github.com/gpunode/gpunode/internal/yamlpos"
@@ -78,6 +78,9 @@ func Parse(b []byte, name string) (*Config, error) {
 // parse decodes and checks b; errors start with the field they are about.
 func parse(b []byte) (KubeletConfiguration, error) {
 	var kc KubeletConfiguration
+	if err := yamlpos.WrongKind(b, Kind, APIVersion+" "+Kind); err != nil {
+		return kc, err
+	}
 	if err := yaml.UnmarshalStrict(b, &kc); err != nil {
 		return kc, err
 	}
@@ -91,7 +94,7 @@ func parse(b []byte) (KubeletConfiguration, error) {
 	}
 	// kubelet's cpuset.Parse allocates per id: refuse an absurd list here,
 	// before lint or admit parse it (a syntax error is lint's to report).
-	if err := hostfs.CheckCPUList(kc.ReservedSystemCPUs); errors.Is(err, hostfs.ErrCPUListBound) {
+	if err := sysfmt.CheckCPUList(kc.ReservedSystemCPUs); errors.Is(err, sysfmt.ErrCPUListBound) {
 		return kc, fmt.Errorf("reservedSystemCPUs: %w", err)
 	}
 	return kc, nil

@@ -10,8 +10,8 @@ func TestParseErrors(t *testing.T) {
 		{"empty", "", "empty KubeletConfiguration"},
 		{"no apiVersion", "kind: KubeletConfiguration\n", "apiVersion: required"},
 		{"wrong apiVersion", "apiVersion: kubelet.config.k8s.io/v1\nkind: KubeletConfiguration\n", `kc.yaml:1: apiVersion: "kubelet.config.k8s.io/v1" is not supported`},
-		{"wrong kind", "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: Pod\n", `kc.yaml:2: kind: "Pod", want KubeletConfiguration`},
-		{"unknown field", "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\ncpuManagerPolicyy: static\n", `kc.yaml:3: error unmarshaling JSON: while decoding JSON: json: unknown field "cpuManagerPolicyy"`},
+		{"wrong kind", "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: Pod\n", `kc.yaml:2: kind: this is a kubelet.config.k8s.io/v1beta1 Pod, not a kubelet.config.k8s.io/v1beta1 KubeletConfiguration`},
+		{"unknown field", "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\ncpuManagerPolicyy: static\n", `kc.yaml:3: unknown field "cpuManagerPolicyy"`},
 		{"wrong type", "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nreservedMemory: {numaNode: 0}\n", "reservedMemory"},
 		{"bad quantity", "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nreservedMemory: [{numaNode: 0, limits: {memory: 1Gx}}]\n", "quantities must match"},
 	}

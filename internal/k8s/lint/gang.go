@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -127,15 +128,6 @@ func (c *Context) topologyLevels(name string, kai bool) (*Object, []string) {
 	return nil, nil
 }
 
-func indexOf(l []string, s string) int {
-	for i, v := range l {
-		if v == s {
-			return i
-		}
-	}
-	return -1
-}
-
 func checkKAILevels(c *Context, emit Emit) {
 	done := map[*Object]bool{}
 	for _, p := range c.Pods {
@@ -157,12 +149,12 @@ func checkKAILevels(c *Context, emit Emit) {
 			continue
 		}
 		for _, a := range []struct{ key, val string }{{place.AnnotationKAIRequired, req}, {place.AnnotationKAIPreferred, pref}} {
-			if a.val != "" && indexOf(levels, a.val) < 0 {
+			if a.val != "" && slices.Index(levels, a.val) < 0 {
 				emit(p.Obj, "metadata.annotations["+a.key+"]", fmt.Sprintf("%s is not a level of KAI Topology %s (levels %s)", a.val, to.Name, strings.Join(levels, ", ")),
 					"use one of the Topology's nodeLabel values")
 			}
 		}
-		ri, pi := indexOf(levels, req), indexOf(levels, pref)
+		ri, pi := slices.Index(levels, req), slices.Index(levels, pref)
 		if ri >= 0 && pi >= 0 && pi <= ri {
 			emit(p.Obj, field, fmt.Sprintf("the preferred level %s (level %d of %s, outermost first) is not below the required level %s (level %d): the preference is wider than the requirement and never tightens placement",
 				pref, pi, to.Name, req, ri), fmt.Sprintf("prefer a level after %s in the Topology's list (%s)", req, strings.Join(levels[ri+1:], ", ")))

@@ -61,6 +61,8 @@ func (o *Object) ID() string {
 type Input struct {
 	Objects []*Object
 	Skipped int
+	// SkippedFiles are the walked files that hold no objects (SourcesSkipping).
+	SkippedFiles []SkippedFile
 
 	// Nodes (--nodes): v1 Nodes whose labels some rules read.
 	Nodes []*v1.Node

@@ -71,6 +71,16 @@ type Report struct {
 	// Skipped counts the documents of kinds it does not know.
 	Objects int `json:"objects"`
 	Skipped int `json:"skipped"`
+	// SkippedFiles are the files of walked directories that hold no
+	// Kubernetes objects (Helm charts), one line each in the table.
+	SkippedFiles []SkippedFile `json:"skippedFiles,omitempty"`
+}
+
+// writeSkippedFiles is the table's one line per skipped file.
+func (r *Report) writeSkippedFiles(b *strings.Builder) {
+	for _, f := range r.SkippedFiles {
+		fmt.Fprintf(b, "skipped %s: %s\n", f.File, f.Reason)
+	}
 }
 
 // AtLeast counts the findings at or above s.
@@ -87,6 +97,7 @@ func (r *Report) AtLeast(s Severity) int {
 // WriteTable writes the findings grouped by object.
 func (r *Report) WriteTable(w io.Writer, _ output.Options) error {
 	var b strings.Builder
+	r.writeSkippedFiles(&b)
 	if len(r.Findings) == 0 {
 		fmt.Fprintf(&b, "no findings (%d objects checked, %d skipped)\n", r.Objects, r.Skipped)
 		_, err := io.WriteString(w, b.String())
@@ -197,7 +208,7 @@ func (l *RuleList) WriteTable(w io.Writer, _ output.Options) error {
 // sorted by object (input order), then field, then rule.
 func Run(in *Input) *Report {
 	c := newContext(in)
-	rep := &Report{SchemaVersion: SchemaVersion, Findings: []Finding{}, Objects: len(in.Objects), Skipped: in.Skipped}
+	rep := &Report{SchemaVersion: SchemaVersion, Findings: []Finding{}, Objects: len(in.Objects), Skipped: in.Skipped, SkippedFiles: in.SkippedFiles}
 	seen := map[string]bool{}
 	for _, r := range Rules() {
 		r := r

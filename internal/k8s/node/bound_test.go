@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpunode/gpunode/internal/hostfs"
+	"github.com/gpunode/gpunode/internal/sysfmt"
 )
 
 // A node file naming absurd CPU ranges is refused, naming the field, before
@@ -29,7 +29,7 @@ func TestBuildBoundsCPUListsBeforeAllocating(t *testing.T) {
 		runtime.ReadMemStats(&before)
 		_, err = Parse(doc)
 		runtime.ReadMemStats(&after)
-		if !errors.Is(err, hostfs.ErrCPUListBound) || !strings.Contains(err.Error(), tc.field) {
+		if !errors.Is(err, sysfmt.ErrCPUListBound) || !strings.Contains(err.Error(), tc.field) {
 			t.Errorf("%s: %v; want a bound error naming %s", tc.name, err, tc.field)
 		}
 		if got := after.TotalAlloc - before.TotalAlloc; got > 4<<20 {

@@ -11,7 +11,7 @@ import (
 	"k8s.io/utils/cpuset"
 	"sigs.k8s.io/yaml"
 
-	"github.com/gpunode/gpunode/internal/hostfs"
+	"github.com/gpunode/gpunode/internal/sysfmt"
 
 	"github.com/gpunode/gpunode/internal/userfile"
 	"github.com/gpunode/gpunode/internal/yamlpos"
@@ -67,10 +67,10 @@ type DeviceSpec struct {
 }
 
 // parseCPUs parses a node file's CPU list with kubelet's cpuset.Parse after
-// hostfs.CheckCPUList has bounded it (ids and count at most hostfs.MaxCPUID):
+// sysfmt.CheckCPUList has bounded it (ids and count at most sysfmt.MaxCPUID):
 // cpuset.Parse allocates per id, so "0-999999999" would cost gigabytes.
 func parseCPUs(s string) (cpuset.CPUSet, error) {
-	if err := hostfs.CheckCPUList(s); errors.Is(err, hostfs.ErrCPUListBound) {
+	if err := sysfmt.CheckCPUList(s); errors.Is(err, sysfmt.ErrCPUListBound) {
 		return cpuset.CPUSet{}, err
 	}
 	return cpuset.Parse(s)
@@ -92,6 +92,9 @@ func Load(path string, max int64) (*Node, error) {
 
 // Parse decodes and validates a node file. Unknown fields are errors.
 func Parse(b []byte) (*Node, error) {
+	if err := yamlpos.WrongKind(b, FileKind, FileAPIVersion+" Node (a node file: numaNodes, cpus, memory, devices)"); err != nil {
+		return nil, err
+	}
 	var f File
 	if err := yaml.UnmarshalStrict(b, &f); err != nil {
 		return nil, fmt.Errorf("decode: %w", err)

@@ -99,9 +99,9 @@ func TestBadInputCorpus(t *testing.T) {
 		{"binary", append([]byte("apiVersion: v1\n"), bytes.Repeat([]byte{0, 1, 2, 0xff}, scale(1<<20, 50<<20))...), "binary data", true},
 		{"bare scalar", []byte("hello\n"), "does not start a mapping", true},
 		{"a list document", []byte(pod(1) + "---\n- a\n- b\n"), "document 2", true},
-		{"one YAML scalar", []byte("apiVersion: v1\nkind: Pod\nmetadata: {name: " + strings.Repeat("x", scalar) + "}\n"), yamlScalarWant, scalar > MaxLineBytes},
-		{"one multi-line YAML block scalar", []byte("apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  annotations:\n    a: |\n" + strings.Repeat("      "+strings.Repeat("y", 57)+"\n", scalar/64) + "spec: {containers: [{name: c}]}\n"), blockScalarWant, scalar > MaxLineBytes},
-		{"one JSON scalar", []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","annotations":{"a":"` + strings.Repeat("x", scalar) + `"}},"spec":{"containers":[{"name":"c"}]}}`), "LOADED 1 pods", false},
+		{"one YAML scalar", []byte("apiVersion: v1\nkind: Pod\nmetadata: {name: p, uid: " + strings.Repeat("x", scalar) + "}\n"), yamlScalarWant, scalar > MaxLineBytes},
+		{"one multi-line YAML block scalar", []byte("apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  uid: |\n" + strings.Repeat("    "+strings.Repeat("y", 59)+"\n", scalar/64) + "spec: {containers: [{name: c}]}\n"), blockScalarWant, scalar > MaxLineBytes},
+		{"one JSON scalar", []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","uid":"` + strings.Repeat("x", scalar) + `"},"spec":{"containers":[{"name":"c"}]}}`), "LOADED 1 pods", false},
 		{"pods", []byte(pods.String()), fmt.Sprintf("LOADED %d pods", scale(5000, 100000)), false},
 	} {
 		// The scalars run with the bound raised (--max-input-bytes 1Gi), so

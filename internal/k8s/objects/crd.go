@@ -20,6 +20,9 @@ const (
 	GroupVersionVolcanoBatch   = "batch.volcano.sh/v1alpha1"
 	GroupVersionPodGroupAlpha2 = "scheduling.k8s.io/v1alpha2"
 	GroupVersionPodGroupAlpha3 = "scheduling.k8s.io/v1alpha3"
+	// GroupVersionPodGroupBeta1 is the version kube-scheduler v1.37 watches
+	// (GenericWorkload beta); its PodGroup has v1alpha3's fields.
+	GroupVersionPodGroupBeta1 = "scheduling.k8s.io/v1beta1"
 )
 
 // TopologyLevels is the spec of a KAI or Kueue Topology: node label keys from

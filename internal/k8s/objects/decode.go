@@ -148,7 +148,11 @@ type TypeMeta struct {
 func Peek(d Document) (TypeMeta, error) {
 	var m TypeMeta
 	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(d.JSON, &m); err != nil {
-		return m, d.errorf(-1, "", "", "%s", cleanJSONError(err))
+		msg := cleanJSONError(err)
+		if f, r, ok := splitGoFieldError(msg); ok {
+			return m, d.errorf(-1, "", f, "%s", r)
+		}
+		return m, d.errorf(-1, "", "", "%s", msg)
 	}
 	return m, nil
 }

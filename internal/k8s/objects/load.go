@@ -152,6 +152,9 @@ func LoadNodes(file string, data []byte) (_ []*v1.Node, retErr error) {
 	for _, d := range docs {
 		var nd nodeDoc
 		if err := decodeView(d.JSON, nodeDocView(), &nd); err != nil {
+			if wk := wrongKind(d, "Node", "v1 Node (or a List of Nodes)"); wk != nil {
+				return nil, wk
+			}
 			return nil, viewDocError(d, "Node", err)
 		}
 		switch {
@@ -166,6 +169,9 @@ func LoadNodes(file string, data []byte) (_ []*v1.Node, retErr error) {
 				if err := checkItem(d, i, n.Kind, n.APIVersion, "Node", n.Name); err != nil {
 					return nil, err
 				}
+				if err := validNode(d, i, n); err != nil {
+					return nil, err
+				}
 				out = append(out, n)
 			}
 		case nd.Kind == "Node":
@@ -173,8 +179,14 @@ func LoadNodes(file string, data []byte) (_ []*v1.Node, retErr error) {
 			if err := checkObject(d, nd.TypeMeta, nd.Items != nil, "Node", n.Name); err != nil {
 				return nil, err
 			}
+			if err := validNode(d, -1, n); err != nil {
+				return nil, err
+			}
 			out = append(out, n)
 		default:
+			if wk := wrongKind(d, "Node", "v1 Node (or a List of Nodes)"); wk != nil {
+				return nil, wk
+			}
 			return nil, d.errorf(-1, "", "kind", "Unsupported value: %q: supported values: \"Node\", \"List\", \"NodeList\"", nd.Kind)
 		}
 	}
@@ -196,6 +208,9 @@ func LoadPods(file string, data []byte) (_ []*v1.Pod, retErr error) {
 	for _, d := range docs {
 		var pd podDoc
 		if err := decodeView(d.JSON, podDocView(), &pd); err != nil {
+			if wk := wrongKind(d, "Pod", "v1 Pod (or a List of Pods)"); wk != nil {
+				return nil, wk
+			}
 			return nil, viewDocError(d, "Pod", err)
 		}
 		switch {
@@ -210,6 +225,9 @@ func LoadPods(file string, data []byte) (_ []*v1.Pod, retErr error) {
 				if err := checkItem(d, i, p.Kind, p.APIVersion, "Pod", p.Name); err != nil {
 					return nil, err
 				}
+				if err := validPod(d, i, p); err != nil {
+					return nil, err
+				}
 				out = append(out, p)
 			}
 		case pd.Kind == "Pod":
@@ -217,8 +235,14 @@ func LoadPods(file string, data []byte) (_ []*v1.Pod, retErr error) {
 			if err := checkObject(d, pd.TypeMeta, pd.Items != nil, "Pod", p.Name); err != nil {
 				return nil, err
 			}
+			if err := validPod(d, -1, p); err != nil {
+				return nil, err
+			}
 			out = append(out, p)
 		default:
+			if wk := wrongKind(d, "Pod", "v1 Pod (or a List of Pods)"); wk != nil {
+				return nil, wk
+			}
 			return nil, d.errorf(-1, "", "kind", "Unsupported value: %q: supported values: \"Pod\", \"List\", \"PodList\"", pd.Kind)
 		}
 	}
@@ -400,7 +424,7 @@ func LoadWorkload(file string, data []byte) (_ *Workload, retErr error) {
 	w := &Workload{}
 	for _, o := range objs {
 		switch {
-		case o.Kind == "PodGroup" && (o.APIVersion == GroupVersionPodGroupAlpha2 || o.APIVersion == GroupVersionPodGroupAlpha3):
+		case o.Kind == "PodGroup" && (o.APIVersion == GroupVersionPodGroupAlpha2 || o.APIVersion == GroupVersionPodGroupAlpha3 || o.APIVersion == GroupVersionPodGroupBeta1):
 			pg := &schedv1alpha3.PodGroup{}
 			if err := o.Decode(pg); err != nil {
 				return nil, err
@@ -411,16 +435,22 @@ func LoadWorkload(file string, data []byte) (_ *Workload, retErr error) {
 			if err := o.Decode(j); err != nil {
 				return nil, err
 			}
+			if err := validJob(o, j); err != nil {
+				return nil, err
+			}
 			w.Jobs = append(w.Jobs, Job{o.Source, j})
 		case o.Kind == "Job" && o.APIVersion == GroupVersionVolcanoBatch:
 			j := &VolcanoJob{}
 			if err := o.Decode(j); err != nil {
 				return nil, err
 			}
+			if err := validVolcanoJob(o, j); err != nil {
+				return nil, err
+			}
 			w.VolcanoJobs = append(w.VolcanoJobs, VolcanoJobObject{o.Source, j})
 		default:
-			return nil, o.Errorf(o.Label(), "kind", "Unsupported value: %q (apiVersion %q): supported: PodGroup (%s, %s), Job (batch/v1, %s)",
-				o.Kind, o.APIVersion, GroupVersionPodGroupAlpha2, GroupVersionPodGroupAlpha3, GroupVersionVolcanoBatch)
+			return nil, o.Errorf(o.Label(), "kind", "Unsupported value: %q (apiVersion %q): supported: PodGroup (%s, %s, %s), Job (batch/v1, %s)",
+				o.Kind, o.APIVersion, GroupVersionPodGroupBeta1, GroupVersionPodGroupAlpha2, GroupVersionPodGroupAlpha3, GroupVersionVolcanoBatch)
 		}
 	}
 	return w, nil

@@ -59,7 +59,7 @@ func TestBadInputNamesFileDocumentField(t *testing.T) {
 			`f.json:10: document 2: Node "b": status.allocatable[nvidia.com/gpu]: Invalid value: "lots"`},
 		{"wrong type", nodes, "apiVersion: v1\nkind: Node\nmetadata: {name: b}\nspec: {unschedulable: maybe}\n",
 			`f.json:4: document 1: Node "b": spec.unschedulable: Invalid value: string (want bool)`},
-		{"wrong kind", nodes, "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n", `f.json:2: document 1: kind: Unsupported value: "Pod"`},
+		{"wrong kind", nodes, "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n", `f.json:2: document 1: kind: this is a v1 Pod "p", not a v1 Node (or a List of Nodes)`},
 		{"wrong item kind", nodes, `{"apiVersion":"v1","kind":"List","items":[{"apiVersion":"v1","kind":"Service","metadata":{"name":"s"}}]}`, `items[0]: Node "s": kind: Unsupported value: "Service"`},
 		{"no name", nodes, "apiVersion: v1\nkind: Node\nmetadata: {}\n", `document 1: Node "": metadata.name: Required value`},
 		{"duplicate node", nodes, goodNode + "---\n" + goodNode, `Node "a": metadata.name: Duplicate value`},
@@ -133,5 +133,25 @@ status: {nodeCount: 2}
 	}
 	if len(tp.HyperNodes) != 1 || tp.HyperNodes[0].Spec.TierName != "leaf" || tp.HyperNodes[0].Spec.Members[0].Selector.LabelMatch == nil {
 		t.Errorf("topology %+v", tp)
+	}
+}
+
+// TestWorkloadPodGroupVersions: kube-scheduler v1.37 watches
+// scheduling.k8s.io/v1beta1 PodGroups (GenericWorkload beta); v1alpha2 and
+// v1alpha3 read the same; another version is refused naming the supported ones.
+func TestWorkloadPodGroupVersions(t *testing.T) {
+	for _, v := range []string{"scheduling.k8s.io/v1beta1", "scheduling.k8s.io/v1alpha3", "scheduling.k8s.io/v1alpha2"} {
+		doc := "apiVersion: " + v + "\nkind: PodGroup\nmetadata: {name: g}\nspec: {schedulingPolicy: {gang: {minCount: 3}}, schedulingConstraints: {topology: [{key: topology.kubernetes.io/rack}]}}\n"
+		w, err := LoadWorkload("w.yaml", []byte(doc))
+		if err != nil {
+			t.Fatalf("%s: %v", v, err)
+		}
+		if len(w.PodGroups) != 1 || w.PodGroups[0].Spec.SchedulingPolicy.Gang.MinCount != 3 || w.PodGroups[0].Spec.SchedulingConstraints.Topology[0].Key != "topology.kubernetes.io/rack" {
+			t.Errorf("%s: decoded %+v", v, w.PodGroups)
+		}
+	}
+	_, err := LoadWorkload("w.yaml", []byte("apiVersion: scheduling.k8s.io/v2\nkind: PodGroup\nmetadata: {name: g}\n"))
+	if err == nil || !strings.Contains(err.Error(), "supported: PodGroup (scheduling.k8s.io/v1beta1, scheduling.k8s.io/v1alpha2, scheduling.k8s.io/v1alpha3)") {
+		t.Errorf("unknown version: %v", err)
 	}
 }

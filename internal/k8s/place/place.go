@@ -167,16 +167,30 @@ func (e *engine) levelStats(level int) []domainStats {
 	return out
 }
 
-// assign returns a placement of the gang on s's nodes, or nil when none
-// exists. For one task the capacity test is exact; for several tasks it runs
-// the exact search.
-func (e *engine) assign(s domainStats) ([][2]int, bool) {
+// nodeCount is count pods of the gang's one task on node (an index into
+// the cluster's nodes).
+type nodeCount struct{ node, count int }
+
+// nodeTask is one pod of task (an index into the gang's tasks) on node.
+type nodeTask struct{ node, task int }
+
+// assignment is a placement of the gang: for one task, counts per node;
+// for several, one entry per pod.
+type assignment struct {
+	counts []nodeCount
+	pods   []nodeTask
+}
+
+// assign returns a placement of the gang on s's nodes, or an empty one and
+// false when none exists. For one task the capacity test is exact; for
+// several tasks it runs the exact search.
+func (e *engine) assign(s domainStats) (assignment, bool) {
 	if !s.maybeOK {
-		return nil, false
+		return assignment{}, false
 	}
 	order := e.fillOrder(s.nodes)
 	if len(e.g.Tasks) == 1 {
-		var out [][2]int // (node, count)
+		var out []nodeCount
 		left := e.g.Tasks[0].Count
 		for _, ni := range order {
 			if left == 0 {
@@ -187,11 +201,11 @@ func (e *engine) assign(s domainStats) ([][2]int, bool) {
 				k = left
 			}
 			if k > 0 {
-				out = append(out, [2]int{ni, k})
+				out = append(out, nodeCount{node: ni, count: k})
 				left -= k
 			}
 		}
-		return out, left == 0
+		return assignment{counts: out}, left == 0
 	}
 	undec := e.undec
 	a, ok := e.search(order)
@@ -201,20 +215,20 @@ func (e *engine) assign(s domainStats) ([][2]int, bool) {
 			e.undec = undec
 		}
 	}
-	return a, ok
+	return assignment{pods: a}, ok
 }
 
 // greedy fills the nodes in order, each with as many pods of each task (in
 // task order) as it still holds. It proves a fit when it places every pod,
 // and proves nothing when it does not.
-func (e *engine) greedy(order []int) ([][2]int, bool) {
+func (e *engine) greedy(order []int) ([]nodeTask, bool) {
 	rem := make([]int, len(e.g.Tasks))
 	left := 0
 	for ti, t := range e.g.Tasks {
 		rem[ti] = t.Count
 		left += t.Count
 	}
-	var out [][2]int
+	var out []nodeTask
 	for _, ni := range order {
 		if left == 0 {
 			break
@@ -229,7 +243,7 @@ func (e *engine) greedy(order []int) ([][2]int, bool) {
 			rem[ti] -= k
 			left -= k
 			for ; k > 0; k-- {
-				out = append(out, [2]int{ni, ti})
+				out = append(out, nodeTask{node: ni, task: ti})
 			}
 		}
 	}
@@ -350,20 +364,16 @@ func (e *engine) place(ctx context.Context) (*Result, error) {
 	return r, nil
 }
 
-// expand turns an assignment into per-task node lists. For one task a is
-// (node, count) pairs; for several it is (node, task) pairs, one per pod.
-func (e *engine) expand(a [][2]int) [][]int {
+// expand turns an assignment into per-task node lists.
+func (e *engine) expand(a assignment) [][]int {
 	out := make([][]int, len(e.g.Tasks))
-	if len(e.g.Tasks) == 1 {
-		for _, p := range a {
-			for k := 0; k < p[1]; k++ {
-				out[0] = append(out[0], p[0])
-			}
+	for _, p := range a.counts {
+		for k := 0; k < p.count; k++ {
+			out[0] = append(out[0], p.node)
 		}
-		return out
 	}
-	for _, p := range a {
-		out[p[1]] = append(out[p[1]], p[0])
+	for _, p := range a.pods {
+		out[p.task] = append(out[p.task], p.node)
 	}
 	return out
 }
@@ -388,7 +398,7 @@ const maxParetoStates = 2048
 // Every state made, and every comparison, is a step; past e.maxSteps
 // steps, MaxSearchStates states or an incomplete count enumeration the
 // domain is undecided (e.undec), never "does not fit".
-func (e *engine) search(order []int) ([][2]int, bool) {
+func (e *engine) search(order []int) ([]nodeTask, bool) {
 	e.steps = 0 // the bound is per domain
 	T := len(e.g.Tasks)
 	demand := make([]int, T)
@@ -401,14 +411,14 @@ func (e *engine) search(order []int) ([][2]int, bool) {
 		take   []int
 	}
 	layers := [][]state{{{rem: demand, parent: -1}}}
-	finish := func(li, si int) [][2]int {
-		var out [][2]int
+	finish := func(li, si int) []nodeTask {
+		var out []nodeTask
 		for l := li; l > 0; l-- {
 			st := layers[l][si]
 			ni := order[l-1]
 			for ti, k := range st.take {
 				for j := 0; j < k; j++ {
-					out = append(out, [2]int{ni, ti})
+					out = append(out, nodeTask{node: ni, task: ti})
 				}
 			}
 			si = st.parent

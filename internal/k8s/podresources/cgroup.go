@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/gpunode/gpunode/internal/hostfs"
+	"github.com/gpunode/gpunode/internal/sysfmt"
 )
 
 // The PodResources API names pods and containers but carries neither the
@@ -290,7 +291,7 @@ func readList(host *hostfs.FS, p string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	set, err := hostfs.ParseCPUList(s)
+	set, err := sysfmt.ParseCPUList(s)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", p, err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/gpunode/gpunode/internal/hostfs"
 	"github.com/gpunode/gpunode/internal/k8s/kubeletcfg"
 	"github.com/gpunode/gpunode/internal/k8s/node"
+	"github.com/gpunode/gpunode/internal/sysfmt"
 	"github.com/gpunode/gpunode/internal/topo"
 )
 
@@ -377,7 +378,7 @@ func (a *analyzer) container(p *api.PodResources, c *api.ContainerResources, exc
 		}
 	}
 	if ctr.CPUs != "" {
-		if set, err := hostfs.ParseCPUList(ctr.CPUs); err == nil {
+		if set, err := sysfmt.ParseCPUList(ctr.CPUs); err == nil {
 			var ns []int
 			for _, id := range set.List() {
 				if n, ok := a.cpuNode[id]; ok {
@@ -549,7 +550,7 @@ func orUnknown(s string) string {
 func topoNodes(t *api.TopologyInfo) []int {
 	var ns []int
 	for _, n := range t.GetNodes() {
-		if id := n.GetID(); id >= 0 && id < hostfs.MaxCPUID {
+		if id := n.GetID(); id >= 0 && id < sysfmt.MaxCPUID {
 			ns = append(ns, int(id))
 		}
 	}
@@ -569,7 +570,7 @@ func memNodes(ms []*api.ContainerMemory) []int {
 func cpuList(ids []int64) string {
 	v := make([]int, 0, len(ids))
 	for _, id := range ids {
-		if id >= 0 && id < hostfs.MaxCPUID {
+		if id >= 0 && id < sysfmt.MaxCPUID {
 			v = append(v, int(id))
 		}
 	}
@@ -577,7 +578,7 @@ func cpuList(ids []int64) string {
 }
 
 func listNodes(s string) ([]int, error) {
-	set, err := hostfs.ParseCPUList(s)
+	set, err := sysfmt.ParseCPUList(s)
 	if err != nil {
 		return nil, err
 	}
