@@ -67,7 +67,8 @@ func TestMaxInputBytesEveryUserFile(t *testing.T) {
 		})
 	}
 	// container check reads its user files as host paths under --root,
-	// under the same bound; a refused one is the check's error (exit 1).
+	// under the same bound; a refused one is a usage error (exit 2), and
+	// nothing is checked.
 	for _, flag := range []string{"--image-config", "--container-spec"} {
 		file := map[string]string{"--image-config": "/root/image-pytorch.json", "--container-spec": "/root/inspect-train.json"}[flag]
 		fi, err := os.Stat(host + file)
@@ -77,8 +78,8 @@ func TestMaxInputBytesEveryUserFile(t *testing.T) {
 		n := fi.Size()
 		code, out, stderr := run(t, "--root", host, "--max-input-bytes", strconv.FormatInt(n-1, 10), "container", "check", flag, file, "-o", "json")
 		want := file + ": input too large: " + strconv.FormatInt(n, 10) + " bytes, the limit is " + strconv.FormatInt(n-1, 10) + " bytes"
-		if code != cli.ExitFindings || !strings.Contains(out, want) {
-			t.Errorf("container check %s, bound %d: exit %d, want 1 with %q\n%.2000s%s", flag, n-1, code, want, out, stderr)
+		if code != cli.ExitUsage || !strings.Contains(stderr, want) || out != "" {
+			t.Errorf("container check %s, bound %d: exit %d, want 2 with %q and no output\n%.2000s%s", flag, n-1, code, want, out, stderr)
 		}
 		_, out, _ = run(t, "--root", host, "--max-input-bytes", strconv.FormatInt(n, 10), "container", "check", flag, file, "-o", "json")
 		if strings.Contains(out, "input too large") {
