@@ -18,8 +18,12 @@ type Report struct {
 	SchemaVersion string      `json:"schemaVersion"`
 	Node          NodeSummary `json:"node"`
 	Settings      Settings    `json:"settings"`
-	Pods          []PodResult `json:"pods"`
-	Admitted      int         `json:"admitted"`
+	// BoundPods are the pods already bound to a live node (k8s admit
+	// --node NAME), admitted first as the node's state; they do not count
+	// in Admitted or Rejected.
+	BoundPods []PodResult `json:"boundPods,omitempty"`
+	Pods      []PodResult `json:"pods"`
+	Admitted  int         `json:"admitted"`
 	Rejected      int         `json:"rejected"`
 }
 
@@ -27,6 +31,12 @@ type Report struct {
 type NodeSummary struct {
 	Name      string        `json:"name,omitempty"`
 	NUMANodes []NUMASummary `json:"numaNodes"`
+	// NUMASource says where a live node's NUMA layout came from:
+	// "agent-topo" (the gpunode agent's /topo on that node) or "nfd-labels"
+	// (the agent's NFD labels, split evenly); empty for a node file or --live.
+	NUMASource string `json:"numaSource,omitempty"`
+	// Allocatable is the live Node's status.allocatable.
+	Allocatable map[string]string `json:"allocatable,omitempty"`
 }
 
 // NUMASummary is one NUMA node of the node summary.
@@ -175,6 +185,23 @@ func (r *Report) WriteTable(w io.Writer, o output.Options) error {
 		fmt.Fprintf(w, " reservedCPUs=%s", r.Settings.ReservedCPUs)
 	}
 	fmt.Fprintln(w)
+	if r.Node.NUMASource != "" {
+		fmt.Fprintf(w, "NUMA layout: %s (numaSource)\n", r.Node.NUMASource)
+	}
+	if len(r.BoundPods) > 0 {
+		held := 0
+		for _, p := range r.BoundPods {
+			if p.Admitted {
+				held++
+			}
+		}
+		fmt.Fprintf(w, "Bound pods: %d, %d of them holding resources in the simulation\n", len(r.BoundPods), held)
+		for _, p := range r.BoundPods {
+			if !p.Admitted {
+				fmt.Fprintf(w, "  bound pod %s/%s does not fit the simulated node (%s: %s); it holds nothing\n", p.Namespace, p.Name, p.Reason, p.Message)
+			}
+		}
+	}
 	for _, p := range r.Pods {
 		status := o.Paint("green", "ADMITTED")
 		if !p.Admitted {

@@ -493,6 +493,23 @@ func (s *Simulator) Run(pods []*v1.Pod) *Report {
 	return r
 }
 
+// RunBound admits the bound pods first, as the node's state (a pod that
+// fails validation is reported rejected with the reason "InvalidPod" and
+// holds nothing), then pods as Run does.
+func (s *Simulator) RunBound(bound, pods []*v1.Pod) *Report {
+	var state []PodResult
+	for _, p := range bound {
+		if err := validatePod(p); err != nil {
+			state = append(state, PodResult{Name: p.Name, Namespace: p.Namespace, Reason: "InvalidPod", Message: err.Error()})
+			continue
+		}
+		state = append(state, s.Admit(p))
+	}
+	r := s.Run(pods)
+	r.BoundPods = state
+	return r
+}
+
 func (s *Simulator) summary() NodeSummary {
 	ns := NodeSummary{Name: s.Node.Name}
 	for _, nn := range s.Node.NUMANodes {

@@ -89,7 +89,7 @@ func Resources() map[string][]string {
 	for _, k := range lintKinds {
 		add(k.res)
 	}
-	for _, r := range []Resource{ResPodGroupsA2, ResKueueTopoB1, ResFlavorsB1, ResLocalQueuesB1, ResClusterQB1, {Version: "v1", Name: "pods/proxy"}} {
+	for _, r := range []Resource{ResPodGroupsA2, ResKueueTopoB1, ResFlavorsB1, ResLocalQueuesB1, ResClusterQB1, ResPodsProxy} {
 		add(r)
 	}
 	for g := range m {
