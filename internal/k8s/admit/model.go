@@ -24,7 +24,7 @@ type Report struct {
 	BoundPods []PodResult `json:"boundPods,omitempty"`
 	Pods      []PodResult `json:"pods"`
 	Admitted  int         `json:"admitted"`
-	Rejected      int         `json:"rejected"`
+	Rejected  int         `json:"rejected"`
 }
 
 // NodeSummary describes the simulated node.
