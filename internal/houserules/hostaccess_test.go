@@ -87,6 +87,10 @@ var hostAccessAllowed = map[string]struct {
 	// files a killed write of its own left there.
 	"internal/agent/nfd.go": {[]string{"os.Remove", "filepath.Glob"}, "stale temporary files of the NFD feature file in --nfd-features-dir"},
 
+	// k8s admit --node takes a node file or a Node name: a stat tells which
+	// (the file itself is read by internal/userfile).
+	"internal/cli/companion/k8s_admit_live.go": {[]string{"os.Stat"}, "is k8s admit --node's value a user-named node file or a Node name"},
+
 	// bind's exec runs the command on this machine (execve does not know
 	// --root), so its PATH lookup stats this machine's files, like execvp.
 	"internal/bind/exec.go": {[]string{"os.Stat"}, "PATH lookup for the command bind executes"},
