@@ -328,9 +328,12 @@ func TestSourcesSkipsFIFO(t *testing.T) {
 	if err := syscallMkfifo(filepath.Join(dir, "b.yaml")); err != nil {
 		t.Skipf("mkfifo: %v", err)
 	}
-	got, err := Sources([]string{dir, "-"})
+	got, skipped, err := SourcesSkipping([]string{dir, "-"})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(skipped) != 0 {
+		t.Errorf("skipped %v in a directory with no chart", skipped)
 	}
 	if len(got) != 2 || got[0] != filepath.Join(dir, "a.yaml") || got[1] != "-" {
 		t.Errorf("sources %v", got)

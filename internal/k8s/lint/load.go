@@ -4,10 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -168,55 +165,6 @@ func kinds() []kindSpec {
 		{"MPIJob", []string{GroupVersionMPIJobV2beta1}, true, false, strictInto[MPIJob]()},
 		{"PyTorchJob", []string{GroupVersionKubeflowV1}, true, false, strictInto[PyTorchJob]()},
 	}
-}
-
-// Sources expands paths (files, directories walked recursively for .yaml,
-// .yml and .json files, "-" for stdin) into file names, in order. A file
-// named explicitly may be a pipe (-f <(helm template ...)); in directories
-// only regular files are read.
-func Sources(paths []string) ([]string, error) {
-	var out []string
-	for _, p := range paths {
-		if p == "-" {
-			out = append(out, "-")
-			continue
-		}
-		st, err := os.Stat(p)
-		if err != nil {
-			return nil, err
-		}
-		if !st.IsDir() {
-			out = append(out, p)
-			continue
-		}
-		var found []string
-		err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if len(found)+len(out) > MaxFiles {
-				return fmt.Errorf("%s: more than %d files", p, MaxFiles)
-			}
-			if d.IsDir() {
-				return nil
-			}
-			switch strings.ToLower(filepath.Ext(path)) {
-			case ".yaml", ".yml", ".json":
-				// only regular files (or links to them): a FIFO named
-				// x.yaml in a directory would block the read
-				if st, err := os.Stat(path); err == nil && st.Mode().IsRegular() {
-					found = append(found, path)
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
-		sort.Strings(found)
-		out = append(out, found...)
-	}
-	return out, nil
 }
 
 // Loader accumulates objects from several files and checks duplicates.

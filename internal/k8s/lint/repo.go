@@ -69,9 +69,12 @@ func chartSkips(dir string) ([]SkippedFile, error) {
 	return out, err
 }
 
-// SourcesSkipping is Sources that also returns the files of walked
-// directories that hold no Kubernetes objects (Helm charts found inside a
-// directory), skipped with one line each. A chart directory named
+// SourcesSkipping expands paths (files, directories walked recursively for
+// .yaml, .yml and .json files, "-" for stdin) into file names, in order. A
+// file named explicitly may be a pipe (-f <(helm template ...)); in
+// directories only regular files are read. It also returns the files of
+// walked directories that hold no Kubernetes objects (Helm charts found
+// inside a directory), skipped with one line each; a chart directory named
 // explicitly is skipped the same way.
 func SourcesSkipping(paths []string) ([]string, []SkippedFile, error) {
 	var out []string
