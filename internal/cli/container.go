@@ -82,7 +82,7 @@ Exit status: 0 nothing drifts, 1 drift or error, 2 usage, 3 failure.`,
 			// or parsed is a usage error (exit 2), not a finding. They are
 			// read under --max-input-bytes, as the check reads them.
 			if f.imageConfig != "" {
-				data, err := readUserInput(host, f.imageConfig, a.MaxInputBytes)
+				data, err := userfile.ReadUnder(host, f.imageConfig, a.MaxInputBytes)
 				if err == nil {
 					_, err = container.ImageCUDA(f.imageConfig, data)
 				}
@@ -91,7 +91,7 @@ Exit status: 0 nothing drifts, 1 drift or error, 2 usage, 3 failure.`,
 				}
 			}
 			if f.spec != "" {
-				data, err := readUserInput(host, f.spec, a.MaxInputBytes)
+				data, err := userfile.ReadUnder(host, f.spec, a.MaxInputBytes)
 				if err == nil {
 					_, err = container.ParseContainerSpec(f.spec, data)
 				}
@@ -313,15 +313,4 @@ func sortedKeys(m map[string]string) []string {
 	}
 	sort.Strings(keys)
 	return keys
-}
-
-// readUserInput reads a file the user named on the command line, a host
-// path under --root, through internal/userfile's bound.
-func readUserInput(host *hostfs.FS, p string, max int64) ([]byte, error) {
-	f, err := host.OpenUser(p)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return userfile.ReadOpen(f, p, max)
 }

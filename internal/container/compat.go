@@ -11,6 +11,7 @@ import (
 
 	"github.com/gpunode/gpunode/internal/check"
 	"github.com/gpunode/gpunode/internal/gpu"
+	"github.com/gpunode/gpunode/internal/userfile"
 )
 
 // DriverVersionFile is the kernel module's version line.
@@ -108,7 +109,7 @@ func compatCheck(h *host, o Options) check.Check {
 	cuda, from := o.CUDA, "--cuda"
 	if cuda == "" && o.ImageConfig != "" {
 		from = o.ImageConfig
-		data, err := readUserFile(h, o.ImageConfig, o.MaxInputBytes)
+		data, err := userfile.ReadUnder(h.fs, o.ImageConfig, o.MaxInputBytes)
 		if err != nil {
 			return errorCheck(CheckCUDACompat, "4.1", o.ImageConfig, err)
 		}

@@ -12,6 +12,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/gpunode/gpunode/internal/check"
+	"github.com/gpunode/gpunode/internal/userfile"
 )
 
 // MountInfo is the mount table gpunode reads.
@@ -268,7 +269,7 @@ func overlayChecks(h *host, o Options) []check.Check {
 		}
 		return out
 	}
-	raw, err := readUserFile(h, o.ContainerSpec, o.MaxInputBytes)
+	raw, err := userfile.ReadUnder(h.fs, o.ContainerSpec, o.MaxInputBytes)
 	if err != nil {
 		return []check.Check{errorCheck(CheckOverlay, "4.2", o.ContainerSpec, err)}
 	}

@@ -8,7 +8,6 @@ import (
 	"github.com/gpunode/gpunode/internal/gpu"
 	"github.com/gpunode/gpunode/internal/hostfs"
 	"github.com/gpunode/gpunode/internal/topo"
-	"github.com/gpunode/gpunode/internal/userfile"
 )
 
 // Layer is the audit layer of every check here.
@@ -43,17 +42,6 @@ type Options struct {
 	// MaxInputBytes bounds ImageConfig and ContainerSpec
 	// (--max-input-bytes; <= 0: userfile.DefaultMaxBytes).
 	MaxInputBytes int64
-}
-
-// readUserFile reads a file the user named (ImageConfig, ContainerSpec):
-// a host path under the root, read through internal/userfile's bound.
-func readUserFile(h *host, p string, max int64) ([]byte, error) {
-	f, err := h.fs.OpenUser(p)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return userfile.ReadOpen(f, p, max)
 }
 
 // Source is the container layer's check.Source. It reads, never writes.

@@ -68,6 +68,17 @@ func ReadOpen(f *os.File, name string, max int64) ([]byte, error) {
 	return read(f, name, max, 0, nil)
 }
 
+// ReadUnder reads a file the user named as a host path under fs's root
+// (container check's --image-config): opened by hostfs, read under max.
+func ReadUnder(fs *hostfs.FS, p string, max int64) ([]byte, error) {
+	f, err := fs.OpenUser(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return ReadOpen(f, p, max)
+}
+
 // ErrNotFile is wrapped by the refusal of a device named as an input.
 var ErrNotFile = errors.New("not a regular file or a pipe")
 
