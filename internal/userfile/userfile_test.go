@@ -89,24 +89,29 @@ func TestReadNeverBlocksOrFillsFromDevices(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("Read of a FIFO without a writer blocked")
 	}
-	// A writer of 100 bytes against a bound of 10: refused after 11.
-	go func() {
-		w, err := os.OpenFile(fifo, os.O_WRONLY, 0)
-		if err == nil {
-			w.Write(bytes.Repeat([]byte("y"), 100))
-			w.Close()
+	// A writer of 100 bytes against a bound of 10: refused after 11. The
+	// writer is in place before Read opens the FIFO (O_RDWR does not wait
+	// for a reader on Linux, and 100 bytes fit in the pipe's buffer), so
+	// Read sees a writer and the bytes: no race with a writer that opens
+	// between Read's open and its first read, which then reads as empty
+	// and leaves the writer's 100 bytes to EPIPE.
+	w, err := os.OpenFile(fifo, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if _, err := w.Write(bytes.Repeat([]byte("y"), 100)); err != nil {
+		t.Fatal(err)
+	}
+	done = make(chan error, 1)
+	go func() { _, err := Read(fifo, 10); done <- err }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "more than 10 bytes") {
+			t.Errorf("FIFO with a writer, bound 10: %v, want input too large", err)
 		}
-	}()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		_, err := Read(fifo, 10)
-		if errors.Is(err, ErrTooLarge) {
-			break
-		}
-		if err != nil || time.Now().After(deadline) {
-			t.Fatalf("FIFO with a writer, bound 10: %v", err)
-		}
-		time.Sleep(time.Millisecond) // the writer has not opened it yet
+	case <-time.After(5 * time.Second):
+		t.Fatal("Read of a FIFO holding 100 bytes, bound 10, did not return")
 	}
 	if _, err := Read("/dev/zero", 0); !errors.Is(err, ErrNotFile) {
 		t.Errorf("/dev/zero: %v, want a refusal", err)
