@@ -14,8 +14,9 @@ import (
 // loop over host data and every blocking host read honours the context well
 // within it; the grace only catches what cannot be cancelled from inside the
 // process: a read of a pipe the user named (-f -, -f <(...)), or a child
-// process that does not die when killed.
-const SignalGrace = 750 * time.Millisecond
+// process that does not die when killed. Half of the 1 s promise: the rest
+// is the exit itself, which a loaded machine can stretch to a few hundred ms.
+const SignalGrace = 500 * time.Millisecond
 
 // MainWithSignals runs Main with a context that SIGINT and SIGTERM cancel,
 // and returns the process exit code. A command that has not returned

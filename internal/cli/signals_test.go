@@ -40,56 +40,80 @@ func TestSignalStopsBlockedCommand(t *testing.T) {
 		sig  syscall.Signal
 		code int
 	}{{syscall.SIGINT, 130}, {syscall.SIGTERM, 143}} {
-		stdinR, stdinW, err := os.Pipe()
-		if err != nil {
-			t.Fatal(err)
+		// The exit code and the message must be right every time. The 1 s
+		// is wall time, which a loaded machine stretches (CI's 2 cores at a
+		// load of 25 took 1.22 s once): up to 3 tries, each a fresh process,
+		// and one within 1 s passes. A command that ignores the signal, or
+		// a grace of 1 s or more, fails all three.
+		var took []time.Duration
+		for try := 0; try < 3; try++ {
+			d := signalOnce(t, tc.sig, tc.code)
+			took = append(took, d)
+			if d <= time.Second {
+				break
+			}
 		}
-		cmd := exec.Command(os.Args[0], "-test.run=^TestSignalHelperProcess$")
-		cmd.Env = append(os.Environ(), "GPUNODE_SIGNAL_HELPER=1", "GPUNODE_SIGNAL_ARGS="+strings.Join([]string{"mig", "validate", "-f", "-"}, "\x1f"))
-		cmd.Stdin = stdinR
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
+		if took[len(took)-1] > time.Second {
+			t.Errorf("%v: exits took %v; want one within 1 s", tc.sig, took)
 		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		stdinR.Close()
-		line, err := bufio.NewReader(stdout).ReadString('\n')
-		if err != nil || line != "ready\n" {
-			t.Fatalf("helper: %q, %v; stderr %s", line, err, stderr.String())
-		}
-		// Give the helper time to get from "ready" into the blocked read
-		// (sequencing only: the measured time starts at the signal).
-		time.Sleep(300 * time.Millisecond)
-		exited := make(chan error, 1)
-		go func() { exited <- cmd.Wait() }()
-		start := time.Now()
-		if err := cmd.Process.Signal(tc.sig); err != nil {
-			t.Fatal(err)
-		}
-		var werr error
-		select {
-		case werr = <-exited:
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-			<-exited
-			t.Fatalf("%v: still running 10 s after the signal", tc.sig)
-		}
-		took := time.Since(start)
-		stdinW.Close()
-		var ee *exec.ExitError
-		code := 0
-		if errors.As(werr, &ee) {
-			code = ee.ExitCode()
-		}
-		if took > time.Second || code != tc.code || !strings.Contains(stderr.String(), "stopped by") {
-			t.Errorf("%v: exit %d after %v, stderr %q; want exit %d within 1 s saying it was stopped", tc.sig, code, took, stderr.String(), tc.code)
-		}
-		t.Logf("%v: exit %d after %v", tc.sig, code, took.Round(time.Millisecond))
+		t.Logf("%v: exit %d after %v", tc.sig, tc.code, took)
 	}
+}
+
+// signalOnce starts the helper process blocked on a stdin pipe, sends sig,
+// checks its exit code and message, and returns the time from the signal
+// to its exit.
+func signalOnce(t *testing.T, sig syscall.Signal, want int) time.Duration {
+	t.Helper()
+	stdinR, stdinW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdinW.Close()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestSignalHelperProcess$")
+	cmd.Env = append(os.Environ(), "GPUNODE_SIGNAL_HELPER=1", "GPUNODE_SIGNAL_ARGS="+strings.Join([]string{"mig", "validate", "-f", "-"}, "\x1f"))
+	cmd.Stdin = stdinR
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stdinR.Close()
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || line != "ready\n" {
+		t.Fatalf("helper: %q, %v; stderr %s", line, err, stderr.String())
+	}
+	// Give the helper time to get from "ready" into the blocked read
+	// (sequencing only: the measured time starts at the signal).
+	time.Sleep(300 * time.Millisecond)
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	start := time.Now()
+	if err := cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+	var werr error
+	select {
+	case werr = <-exited:
+	case <-time.After(10 * time.Second):
+		cmd.Process.Kill()
+		<-exited
+		t.Fatalf("%v: still running 10 s after the signal", sig)
+	}
+	took := time.Since(start)
+	var ee *exec.ExitError
+	code := 0
+	if errors.As(werr, &ee) {
+		code = ee.ExitCode()
+	}
+	if code != want || !strings.Contains(stderr.String(), "stopped by") {
+		t.Errorf("%v: exit %d after %v, stderr %q; want exit %d saying it was stopped", sig, code, took, stderr.String(), want)
+	}
+	return took
 }
 
 // bind, version and gpunode's stand-ins of the forwarded commands keep the
