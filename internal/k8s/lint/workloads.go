@@ -197,9 +197,9 @@ func ncclSignal(ct *v1.Container) string {
 }
 
 func checkShm(c *Context, emit Emit) {
-	min := c.In.ShmMin
-	if min.IsZero() {
-		min = resource.MustParse("1Gi")
+	shmMin := c.In.ShmMin
+	if shmMin.IsZero() {
+		shmMin = resource.MustParse("1Gi")
 	}
 	for _, p := range c.Pods {
 		vols := map[string]*v1.Volume{}
@@ -221,7 +221,7 @@ func checkShm(c *Context, emit Emit) {
 			}
 			if mount == nil {
 				emit(p.Obj, ct.Path+".volumeMounts", fmt.Sprintf("container %s looks like an NCCL/DataLoader workload (%s) but mounts nothing at /dev/shm: it gets the runtime's 64Mi default, too small for DataLoader workers and NCCL's shared-memory transport (bus errors, NCCL falls back to slower paths)",
-					ct.C.Name, sig), fmt.Sprintf("add a volume {name: dshm, emptyDir: {medium: Memory, sizeLimit: %s}} and mount it at /dev/shm", min.String()))
+					ct.C.Name, sig), fmt.Sprintf("add a volume {name: dshm, emptyDir: {medium: Memory, sizeLimit: %s}} and mount it at /dev/shm", shmMin.String()))
 				continue
 			}
 			v := vols[mount.Name]
@@ -234,9 +234,9 @@ func checkShm(c *Context, emit Emit) {
 					"set emptyDir.medium: Memory")
 				continue
 			}
-			if sl := v.EmptyDir.SizeLimit; sl != nil && sl.Cmp(min) < 0 {
-				emit(p.Obj, vf+".sizeLimit", fmt.Sprintf("container %s mounts a %s /dev/shm (emptyDir %s), smaller than %s", ct.C.Name, sl.String(), mount.Name, min.String()),
-					fmt.Sprintf("raise sizeLimit to at least %s (it counts against the container's memory limit)", min.String()))
+			if sl := v.EmptyDir.SizeLimit; sl != nil && sl.Cmp(shmMin) < 0 {
+				emit(p.Obj, vf+".sizeLimit", fmt.Sprintf("container %s mounts a %s /dev/shm (emptyDir %s), smaller than %s", ct.C.Name, sl.String(), mount.Name, shmMin.String()),
+					fmt.Sprintf("raise sizeLimit to at least %s (it counts against the container's memory limit)", shmMin.String()))
 			}
 		}
 	}
