@@ -12,6 +12,7 @@ import (
 	"github.com/gpunode/gpunode/internal/k8s/admit"
 	"github.com/gpunode/gpunode/internal/k8s/admit/podres"
 	"github.com/gpunode/gpunode/internal/k8s/kubeletcfg"
+	"github.com/gpunode/gpunode/internal/k8s/objects"
 )
 
 func workloadRules() []Rule {
@@ -260,7 +261,7 @@ const AnnotationMultus = "k8s.v1.cni.cncf.io/networks"
 func (c *Context) channelTemplates() map[string]bool {
 	out := map[string]bool{}
 	for _, o := range c.Kind("ComputeDomain") {
-		cd := o.V.(*ComputeDomain)
+		cd := o.V.(*objects.ComputeDomain)
 		if cd.Spec.Channel != nil {
 			out[o.Namespace+"/"+cd.Spec.Channel.ResourceClaimTemplate.Name] = true
 		}
