@@ -113,6 +113,12 @@ func allowance(rel string) (key string, calls []string, ok bool) {
 // to the repository root), leaving out nested modules (conformance/).
 func productGoFiles(t *testing.T) []string {
 	t.Helper()
+	return moduleGoFiles(t, false)
+}
+
+// moduleGoFiles returns the module's Go files, its tests too when withTests.
+func moduleGoFiles(t *testing.T, withTests bool) []string {
+	t.Helper()
 	var out []string
 	err := filepath.WalkDir(repoRoot, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -130,7 +136,7 @@ func productGoFiles(t *testing.T) []string {
 			}
 			return nil
 		}
-		if strings.HasSuffix(rel, ".go") && !strings.HasSuffix(rel, "_test.go") {
+		if strings.HasSuffix(rel, ".go") && (withTests || !strings.HasSuffix(rel, "_test.go")) {
 			out = append(out, rel)
 		}
 		return nil

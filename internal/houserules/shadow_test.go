@@ -131,7 +131,7 @@ func TestNoShadowedNames(t *testing.T) {
 	fset := token.NewFileSet()
 	var bad []string
 	pending := maps.Clone(shadowAllowed)
-	for _, rel := range moduleGoFiles(t) {
+	for _, rel := range moduleGoFiles(t, true) {
 		src, err := os.ReadFile(filepath.Join(repoRoot, rel))
 		if err != nil {
 			t.Fatal(err)
@@ -163,37 +163,6 @@ func TestNoShadowedNames(t *testing.T) {
 	if len(bad) > 0 {
 		t.Logf("%d shadowing declarations", len(bad))
 	}
-}
-
-// moduleGoFiles is productGoFiles plus the module's test files.
-func moduleGoFiles(t *testing.T) []string {
-	t.Helper()
-	var out []string
-	err := filepath.WalkDir(repoRoot, func(path string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(repoRoot, path)
-		rel = filepath.ToSlash(rel)
-		if d.IsDir() {
-			switch d.Name() {
-			case ".git", "vendor", "node_modules", "testdata":
-				return filepath.SkipDir
-			}
-			if rel != "." && fileExists(filepath.Join(path, "go.mod")) {
-				return filepath.SkipDir // another module
-			}
-			return nil
-		}
-		if strings.HasSuffix(rel, ".go") {
-			out = append(out, rel)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 func TestShadowDetector(t *testing.T) {
