@@ -3,7 +3,7 @@ package kubelet
 // podresources_test.go: kubelet's own PodResources v1 server
 // (k8s.io/kubernetes/pkg/kubelet/apis/podresources, NewV1PodResourcesServer)
 // fed by fake providers serves on a unix socket under a test root, and
-// gpunode's reader (internal/k8s/podresources) reads it: what gpunode
+// gpunode's reader (internal/podresources) reads it: what gpunode
 // decodes is exactly what kubelet's server answers in process, and the
 // verdicts are gpunode's on that answer.
 
@@ -23,8 +23,8 @@ import (
 	"github.com/gpunode/gpunode/internal/check"
 	"github.com/gpunode/gpunode/internal/gpu"
 	"github.com/gpunode/gpunode/internal/hostfs"
-	"github.com/gpunode/gpunode/internal/k8s/podresources"
-	"github.com/gpunode/gpunode/internal/k8s/podresources/podresourcestest"
+	"github.com/gpunode/gpunode/internal/podresources"
+	"github.com/gpunode/gpunode/internal/podresources/podresourcestest"
 	"github.com/gpunode/gpunode/internal/topo"
 )
 

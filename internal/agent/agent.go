@@ -16,7 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/gpunode/gpunode/internal/irq"
-	"github.com/gpunode/gpunode/internal/k8s/podresources"
+	"github.com/gpunode/gpunode/internal/podresources"
 	"github.com/gpunode/gpunode/internal/topo"
 	"github.com/gpunode/gpunode/internal/tune"
 )

@@ -29,7 +29,7 @@ import (
 
 	"github.com/gpunode/gpunode/internal/check"
 	"github.com/gpunode/gpunode/internal/irq"
-	"github.com/gpunode/gpunode/internal/k8s/podresources"
+	"github.com/gpunode/gpunode/internal/podresources"
 	"github.com/gpunode/gpunode/internal/topo"
 	"github.com/gpunode/gpunode/internal/tune"
 )

@@ -9,8 +9,8 @@ import (
 
 	"github.com/gpunode/gpunode/internal/gpu"
 	"github.com/gpunode/gpunode/internal/hostfs"
-	"github.com/gpunode/gpunode/internal/k8s/podresources"
-	"github.com/gpunode/gpunode/internal/k8s/podresources/podresourcestest"
+	"github.com/gpunode/gpunode/internal/podresources"
+	"github.com/gpunode/gpunode/internal/podresources/podresourcestest"
 	"github.com/gpunode/gpunode/internal/testhost"
 )
 

@@ -174,12 +174,12 @@ func parseStatus(b []byte) map[string]string {
 // (nice is field 19, processor 39, rt_priority 40, policy 41).
 func ParseTaskStat(b []byte) (Thread, error) {
 	s := strings.TrimSpace(string(b))
-	open, close := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
-	if open < 0 || close < open {
+	open, closing := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+	if open < 0 || closing < open {
 		return Thread{}, fmt.Errorf("no (comm) in %q", short(s))
 	}
-	th := Thread{Comm: s[open+1 : close]}
-	f := strings.Fields(s[close+1:])
+	th := Thread{Comm: s[open+1 : closing]}
+	f := strings.Fields(s[closing+1:])
 	// f[0] is field 3 (state).
 	get := func(field int) (int, error) {
 		i := field - 3

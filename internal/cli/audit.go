@@ -24,7 +24,7 @@ func (a *App) newAuditCommand() *cobra.Command {
 	var (
 		profile     string
 		pid         int
-		gf          gpuFlags
+		gf          GPUFlags
 		listChecks  bool
 		cudaRuntime string
 		sample      time.Duration
@@ -87,20 +87,20 @@ is an error, 2 usage, 3 failure.`,
 				}
 			}
 			ctx := cmd.Context()
-			fs, cat, p, err := a.loadProfile(profile)
+			fs, cat, p, err := a.LoadProfile(profile)
 			if err != nil {
 				return err
 			}
 			h := tune.NewHost(ctx, fs)
-			opt := tune.Options{PID: pid, Sources: a.auditSources(ctx, h, gf.backend, cudaRuntime, sample)}
+			opt := tune.Options{PID: pid, Sources: a.AuditSources(ctx, h, gf.backend, cudaRuntime, sample)}
 			r, err := tune.Audit(ctx, h, cat, p, opt)
 			if err != nil {
 				if errors.Is(err, tune.ErrNoProcess) {
-					return wrapUsage(err)
+					return WrapUsage(err)
 				}
 				return err
 			}
-			return a.renderFindings(r, r.Drifted())
+			return a.RenderFindings(r, r.Drifted())
 		},
 	}
 	f := cmd.Flags()
@@ -109,12 +109,12 @@ is an error, 2 usage, 3 failure.`,
 	f.BoolVar(&listChecks, "list-checks", false, "print every check id (layer, subject, seed section, title) and exit")
 	f.StringVar(&cudaRuntime, "cuda-runtime", "", "CUDA runtime version in use, major.minor (default: detect from /usr/local/cuda)")
 	f.DurationVar(&sample, "sample", 0, "also count IRQs served off-node during this window (e.g. 2s); 0 judges by routing only")
-	gf.register(cmd, false)
+	gf.Register(cmd, false)
 	_ = cmd.RegisterFlagCompletionFunc("profile", a.completeProfiles)
 	return cmd
 }
 
-// auditSources are the layers 'gpunode audit' and 'tune status' compose
+// AuditSources are the layers 'gpunode audit' and 'tune status' compose
 // with the catalogue: the IRQ layer (on h's topology) and the GPU layer.
 // Opening the GPU backend never fails here: a node without a driver (or a
 // bad --gpu-backend) gets a source whose gpu.driver check says so.
@@ -122,7 +122,7 @@ is an error, 2 usage, 3 failure.`,
 // The backend's status is read once for the run: the GPU layer's checks
 // and pcie.link (h.GPULoad: a busy GPU's link speed is its speed under
 // load) share that one reading.
-func (a *App) auditSources(ctx context.Context, h *tune.Host, backend, cudaRuntime string, sample time.Duration) []check.Source {
+func (a *App) AuditSources(ctx context.Context, h *tune.Host, backend, cudaRuntime string, sample time.Duration) []check.Source {
 	g := a.gpuAuditSource(ctx, h.FS, backend, cudaRuntime)
 	once := &statusOnce{Backend: g.Backend}
 	g.Backend = once
@@ -176,9 +176,9 @@ func orDashStr(s string) string {
 	return s
 }
 
-// loadProfile opens the host and resolves --profile (name) against the
+// LoadProfile opens the host and resolves --profile (name) against the
 // built-in catalogue; a bad profile is a usage error.
-func (a *App) loadProfile(name string) (*hostfs.FS, *tune.Catalogue, *tune.Profile, error) {
+func (a *App) LoadProfile(name string) (*hostfs.FS, *tune.Catalogue, *tune.Profile, error) {
 	fs, err := a.Host()
 	if err != nil {
 		return nil, nil, nil, err
@@ -189,7 +189,7 @@ func (a *App) loadProfile(name string) (*hostfs.FS, *tune.Catalogue, *tune.Profi
 	cat := tune.NewCatalogue()
 	p, err := (&tune.Loader{Cat: cat, Host: fs, Checks: sourceChecks(), MaxInputBytes: a.MaxInputBytes}).Load(name)
 	if err != nil {
-		return nil, nil, nil, wrapUsage(err)
+		return nil, nil, nil, WrapUsage(err)
 	}
 	return fs, cat, p, nil
 }

@@ -116,7 +116,8 @@ func (a *App) getenv(key string) string {
 	return a.Getenv(key)
 }
 
-func (a *App) environ() []string {
+// EnvironList is the process environment (nil in tests without one).
+func (a *App) EnvironList() []string {
 	if a.Environ == nil {
 		return nil
 	}
@@ -146,7 +147,7 @@ func (a *App) runBind(cmd *cobra.Command, f *bindFlags, args []string) error {
 		if v, ok := a.lookupEnv(bind.EnvRank); ok && v != "" {
 			r, err := bind.ParseRank(bind.EnvRank, v)
 			if err != nil {
-				return wrapUsage(err)
+				return WrapUsage(err)
 			}
 			req.LocalRank = &r
 		}
@@ -160,7 +161,7 @@ func (a *App) runBind(cmd *cobra.Command, f *bindFlags, args []string) error {
 	default:
 		if v, ok := a.lookupEnv(bind.EnvWorld); ok && v != "" {
 			if req.LocalWorldSize, err = bind.ParseRank(bind.EnvWorld, v); err != nil {
-				return wrapUsage(err)
+				return WrapUsage(err)
 			}
 		}
 	}
@@ -168,13 +169,13 @@ func (a *App) runBind(cmd *cobra.Command, f *bindFlags, args []string) error {
 		req.CUDAVisibleDevices = &v
 	}
 	if req.ExcludeCPUs, err = bind.ParseCPUs("--exclude-cpus", f.exclude); err != nil {
-		return wrapUsage(err)
+		return WrapUsage(err)
 	}
 	if req.Sched, err = bind.ParseSched(f.sched); err != nil {
-		return wrapUsage(err)
+		return WrapUsage(err)
 	}
 	if _, err := bind.ParseMem(f.mem); err != nil {
-		return wrapUsage(err)
+		return WrapUsage(err)
 	}
 	switch kind := strings.ToLower(strings.TrimSpace(f.backend)); {
 	case kind == gpu.KindNVIDIASMI:
@@ -199,7 +200,7 @@ func (a *App) runBind(cmd *cobra.Command, f *bindFlags, args []string) error {
 		src.Policy = bind.LivePolicy{}
 	}
 	if req.Node == nil && req.NIC == "" {
-		src.GPUs = &gpuSource{a: a, kind: f.backend}
+		src.GPUs = a.BindGPUSource(f.backend)
 		// An explicitly chosen backend is always asked; auto only when
 		// sysfs cannot answer (NVML start-up is slow).
 		src.GPUsAlways = fl.Changed("gpu-backend") && f.backend != gpu.KindAuto
@@ -207,7 +208,7 @@ func (a *App) runBind(cmd *cobra.Command, f *bindFlags, args []string) error {
 	plan, err := bind.Resolve(ctx, t, req, src)
 	if err != nil {
 		if errors.Is(err, bind.ErrInput) {
-			return wrapUsage(err)
+			return WrapUsage(err)
 		}
 		return err
 	}
@@ -226,14 +227,14 @@ func (a *App) runBind(cmd *cobra.Command, f *bindFlags, args []string) error {
 	if exe == nil {
 		exe = execve
 	}
-	err = bind.Exec(plan, bind.Runtime{FS: host, Environ: a.environ(), Exec: func(argv0 string, argv, envv []string) error {
+	err = bind.Exec(plan, bind.Runtime{FS: host, Environ: a.EnvironList(), Exec: func(argv0 string, argv, envv []string) error {
 		if !f.quiet {
 			fmt.Fprintln(a.Stderr, plan.Line)
 		}
 		return exe(argv0, argv, envv)
 	}})
 	if errors.Is(err, bind.ErrInput) {
-		return wrapUsage(err)
+		return WrapUsage(err)
 	}
 	if err != nil {
 		return fmt.Errorf("bind: %w (nothing was run)", err)
@@ -271,6 +272,10 @@ func (a *App) runBindShow(ctx context.Context, args []string) error {
 	}
 	return a.Render(s)
 }
+
+// BindGPUSource is the GPU layer as bind sees it (NVML or the fake file,
+// never nvidia-smi).
+func (a *App) BindGPUSource(kind string) bind.GPUSource { return &gpuSource{a: a, kind: kind} }
 
 // gpuSource adapts the GPU layer to bind.GPUSource. It never runs
 // nvidia-smi (seconds per call): on a live host it uses NVML or nothing;

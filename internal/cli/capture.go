@@ -41,7 +41,7 @@ func (a *App) captureReads(ctx context.Context, fs *hostfs.FS, backend string) (
 	gpu.Annotate(fs, &st)
 	// The same sources as 'gpunode audit' (a layer added there is
 	// captured too).
-	opt := tune.Options{Sources: a.auditSources(ctx, h, backend, "", 0)}
+	opt := tune.Options{Sources: a.AuditSources(ctx, h, backend, "", 0)}
 	loader := &tune.Loader{Cat: cat, Host: fs, Checks: sourceChecks()}
 	every := &tune.Profile{Name: "capture", Settings: map[string]string{}, Origin: map[string]string{}}
 	for _, s := range cat.Settings() {

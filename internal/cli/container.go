@@ -38,7 +38,7 @@ with them.`,
 type containerCheckFlags struct {
 	cuda, imageConfig, spec string
 	data                    []string
-	gf                      gpuFlags
+	gf                      GPUFlags
 }
 
 func (a *App) newContainerCheckCommand() *cobra.Command {
@@ -112,7 +112,7 @@ Exit status: 0 nothing drifts, 1 drift or error, 2 usage, 3 failure.`,
 			if err != nil {
 				return err
 			}
-			return a.renderFindings(r, r.Failing())
+			return a.RenderFindings(r, r.Failing())
 		},
 	}
 	fl := cmd.Flags()
@@ -120,7 +120,7 @@ Exit status: 0 nothing drifts, 1 drift or error, 2 usage, 3 failure.`,
 	fl.StringVar(&f.imageConfig, "image-config", "", "image config JSON ('docker image inspect' or OCI config) to read CUDA_VERSION / NVIDIA_REQUIRE_CUDA from")
 	fl.StringSliceVar(&f.data, "data", nil, "data or checkpoint path to check for overlayfs (repeatable)")
 	fl.StringVar(&f.spec, "container-spec", "", "'docker inspect' JSON or a Pod (YAML/JSON) whose mounts are checked")
-	f.gf.register(cmd, false)
+	f.gf.Register(cmd, false)
 	return cmd
 }
 
@@ -236,12 +236,12 @@ func (a *App) containerFlags(cmd *cobra.Command, f *containerFlagsFlags) (*conta
 		src.Policy = bind.LivePolicy{}
 	}
 	if req.Node == nil {
-		src.GPUs = &gpuSource{a: a, kind: f.back}
+		src.GPUs = a.BindGPUSource(f.back)
 		src.GPUsAlways = cmd.Flags().Changed("gpu-backend") && f.back != gpu.KindAuto
 	}
 	fl, err := container.ComputeFlags(ctx, host, t, req, src)
 	if errors.Is(err, container.ErrInput) {
-		return nil, wrapUsage(err)
+		return nil, WrapUsage(err)
 	}
 	return fl, err
 }
@@ -289,7 +289,7 @@ func (a *App) execContainer(fl *container.Flags, args []string, quiet bool) erro
 	if err != nil {
 		return fmt.Errorf("container run: %w (nothing was run)", err)
 	}
-	env := a.environ()
+	env := a.EnvironList()
 	for _, k := range sortedKeys(fl.Env) {
 		env = append(env, k+"="+fl.Env[k])
 	}

@@ -36,7 +36,9 @@ func (u usageErr) Error() string   { return u.err.Error() }
 func (u usageErr) Unwrap() []error { return []error{ErrUsage, u.err} }
 func isUsage(err error) bool       { return errors.Is(err, ErrUsage) }
 func isFindings(err error) bool    { return errors.Is(err, ErrFindings) }
-func wrapUsage(err error) error {
+
+// WrapUsage marks err as a usage error (exit 2).
+func WrapUsage(err error) error {
 	if err == nil || isUsage(err) {
 		return err
 	}

@@ -100,7 +100,7 @@ func (a *App) forward(name string) error {
 	if errors.Is(err, ErrNoCompanion) && a.getenv(EnvCompanion) == "" && a.Exec != nil {
 		// From a checkout, without an installed companion: go run it.
 		if goPath, argv, ok := a.goRunCompanion(); ok {
-			if err := a.Exec(goPath, argv, a.environ()); err != nil {
+			if err := a.Exec(goPath, argv, a.EnvironList()); err != nil {
 				return fmt.Errorf("run %s: %w", strings.Join(argv[:3], " "), err)
 			}
 			return nil
@@ -116,7 +116,7 @@ func (a *App) forward(name string) error {
 	if a.Exec == nil {
 		return fmt.Errorf("run %s: no exec in this environment", path)
 	}
-	if err := a.Exec(path, append([]string{path}, a.Args...), a.environ()); err != nil {
+	if err := a.Exec(path, append([]string{path}, a.Args...), a.EnvironList()); err != nil {
 		return fmt.Errorf("run %s: %w", path, err)
 	}
 	return nil

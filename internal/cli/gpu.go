@@ -17,13 +17,15 @@ import (
 	"github.com/gpunode/gpunode/internal/mps"
 )
 
-// gpuFlags are the flags shared by commands that talk to GPUs.
-type gpuFlags struct {
+// GPUFlags are the --gpu-backend flags shared by commands that talk to
+// GPUs.
+type GPUFlags struct {
 	backend string
 	gpus    []string
 }
 
-func (f *gpuFlags) register(cmd *cobra.Command, persistent bool) {
+// Register adds the flags to cmd (persistent: to its subcommands too).
+func (f *GPUFlags) Register(cmd *cobra.Command, persistent bool) {
 	fs := cmd.Flags()
 	if persistent {
 		fs = cmd.PersistentFlags()
@@ -34,6 +36,9 @@ func (f *gpuFlags) register(cmd *cobra.Command, persistent bool) {
 		return gpu.Kinds, cobra.ShellCompDirectiveNoFileComp
 	})
 }
+
+// Backend is the --gpu-backend value.
+func (f *GPUFlags) Backend() string { return f.backend }
 
 // openGPU opens the GPU backend selected by --gpu-backend and --root. A bad
 // backend name or a malformed fake file is a usage error.
@@ -47,7 +52,7 @@ func (a *App) openGPU(ctx context.Context, kind string) (gpu.Backend, error) {
 		if a.LiveRoot && errors.Is(err, gpu.ErrNVMLLibraryNotFound) {
 			err = fmt.Errorf("%w: not found in this container: %s; %s", err, gpu.FixRuntimeClass, gpu.FixVisibleEnv)
 		}
-		return nil, wrapUsage(err)
+		return nil, WrapUsage(err)
 	}
 	return b, nil
 }
@@ -67,9 +72,9 @@ func (a *App) openGPUStatus(ctx context.Context, kind string) (gpu.Backend, gpu.
 	return b, st, nil
 }
 
-// gpuStatus reads the status of the GPU backend selected by kind, with NUMA
+// GPUStatus reads the status of the GPU backend selected by kind, with NUMA
 // nodes filled from sysfs and MIG devices named from the catalogue.
-func (a *App) gpuStatus(ctx context.Context, kind string) (gpu.Status, error) {
+func (a *App) GPUStatus(ctx context.Context, kind string) (gpu.Status, error) {
 	b, st, err := a.openGPUStatus(ctx, kind)
 	if err != nil {
 		return gpu.Status{}, err
@@ -82,12 +87,12 @@ func (a *App) gpuStatus(ctx context.Context, kind string) (gpu.Status, error) {
 	for _, w := range gpu.Annotate(host, &st) {
 		a.Warnf("%v", w)
 	}
-	miglive.NameInstances(&st, a.migCatalogue())
+	miglive.NameInstances(&st, a.MIGCatalogue())
 	return st, nil
 }
 
 func (a *App) newGPUCommand() *cobra.Command {
-	var f gpuFlags
+	var f GPUFlags
 	cmd := &cobra.Command{
 		Use:   "gpu",
 		Short: "Show and set GPU driver state: persistence, clocks, ECC, MIG mode (nvidia-smi -q)",
@@ -103,13 +108,13 @@ but no driver answers (missing or broken driver), 'gpu status' and
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	f.register(cmd, true)
+	f.Register(cmd, true)
 	cmd.AddCommand(a.newGPUStatusCommand(&f), a.newGPUPersistenceCommand(&f), a.newGPUClocksCommand(&f),
 		a.newGPUAuditCommand(&f), a.newGPURollbackCommand(&f))
 	return cmd
 }
 
-func (a *App) newGPUStatusCommand(f *gpuFlags) *cobra.Command {
+func (a *App) newGPUStatusCommand(f *GPUFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Per GPU: identity, NUMA node, persistence/compute/MIG modes, clocks and clock events, ECC, power, PCIe, NVLink",
@@ -119,14 +124,14 @@ func (a *App) newGPUStatusCommand(f *gpuFlags) *cobra.Command {
   gpunode gpu status --root ./testdata/hosts/h100x8   # fake backend`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			st, err := a.gpuStatus(cmd.Context(), f.backend)
+			st, err := a.GPUStatus(cmd.Context(), f.backend)
 			if err != nil {
 				return err
 			}
 			if len(f.gpus) > 0 {
 				sel, err := gpu.SelectGPUs(st, f.gpus)
 				if err != nil {
-					return wrapUsage(err)
+					return WrapUsage(err)
 				}
 				st.GPUs = sel
 			}
@@ -143,7 +148,7 @@ func (a *App) newGPUStatusCommand(f *gpuFlags) *cobra.Command {
 					}
 				}
 			}
-			return a.renderFindings(st, broken)
+			return a.RenderFindings(st, broken)
 		},
 	}
 	cmd.Flags().StringSliceVar(&f.gpus, "gpu", nil, "GPUs to show: index, UUID (prefix) or PCI address, comma-separated (default all)")
@@ -165,7 +170,7 @@ func (m *mutateFlags) register(cmd *cobra.Command) {
 
 // runGPUPlan opens the backend, selects GPUs, builds a plan with mk and
 // applies it unless --dry-run.
-func (a *App) runGPUPlan(cmd *cobra.Command, f *gpuFlags, m *mutateFlags, mk func(be string, gpus []gpu.GPU) (gpu.Plan, error)) error {
+func (a *App) runGPUPlan(cmd *cobra.Command, f *GPUFlags, m *mutateFlags, mk func(be string, gpus []gpu.GPU) (gpu.Plan, error)) error {
 	ctx := cmd.Context()
 	b, st, err := a.openGPUStatus(ctx, f.backend)
 	if err != nil {
@@ -177,24 +182,24 @@ func (a *App) runGPUPlan(cmd *cobra.Command, f *gpuFlags, m *mutateFlags, mk fun
 	}
 	sel, err := gpu.SelectGPUs(st, m.gpus)
 	if err != nil {
-		return wrapUsage(err)
+		return WrapUsage(err)
 	}
 	plan, err := mk(b.Name(), sel)
 	if err != nil {
-		return wrapUsage(err)
+		return WrapUsage(err)
 	}
 	host, err := a.Host()
 	if err != nil {
 		return err
 	}
-	plan, err = gpu.Apply(ctx, b, host, m.journalDir, plan, a.commandLine(), m.dryRun)
+	plan, err = gpu.Apply(ctx, b, host, m.journalDir, plan, a.CommandLine(), m.dryRun)
 	if rerr := a.Render(plan); rerr != nil && err == nil {
 		err = rerr
 	}
 	return err
 }
 
-func (a *App) newGPUPersistenceCommand(f *gpuFlags) *cobra.Command {
+func (a *App) newGPUPersistenceCommand(f *GPUFlags) *cobra.Command {
 	var m mutateFlags
 	cmd := &cobra.Command{
 		Use:   "persistence on|off",
@@ -225,7 +230,7 @@ NVIDIA calls the legacy mode near end of life: prefer
 	return cmd
 }
 
-func (a *App) newGPUClocksCommand(f *gpuFlags) *cobra.Command {
+func (a *App) newGPUClocksCommand(f *GPUFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "clocks",
 		Short: "Lock or reset the graphics clock (nvidia-smi -lgc / -rgc), journaled",
@@ -280,7 +285,7 @@ reset' or a rollback undoes the lock.`,
 	return cmd
 }
 
-func (a *App) newGPUAuditCommand(f *gpuFlags) *cobra.Command {
+func (a *App) newGPUAuditCommand(f *GPUFlags) *cobra.Command {
 	var runtime string
 	cmd := &cobra.Command{
 		Use:   "audit",
@@ -308,9 +313,9 @@ that did not answer within --gpu-timeout.`,
 					return Usagef("--cuda-runtime: %v", err)
 				}
 			}
-			st, err := a.gpuStatus(cmd.Context(), f.backend)
+			st, err := a.GPUStatus(cmd.Context(), f.backend)
 			if c, ok := gpu.CallCheck(err); ok {
-				return a.renderFindings(gpu.NewAuditReport(f.backend, []check.Check{c}), true)
+				return a.RenderFindings(gpu.NewAuditReport(f.backend, []check.Check{c}), true)
 			}
 			if err != nil {
 				return err
@@ -321,11 +326,11 @@ that did not answer within --gpu-timeout.`,
 			}
 			o, err := gpu.Source{FS: host, CUDARuntime: runtime}.Options()
 			if err != nil {
-				return wrapUsage(err)
+				return WrapUsage(err)
 			}
 			cs := append(gpu.Audit(st, o), gpu.HealthChecks(st, gpu.HealthOptions{Host: host})...)
 			rep := gpu.NewAuditReport(st.Backend, cs)
-			return a.renderFindings(rep, rep.Summary.Failing())
+			return a.RenderFindings(rep, rep.Summary.Failing())
 		},
 	}
 	cmd.Flags().StringVar(&runtime, "cuda-runtime", "", "CUDA runtime version in use, major.minor (default: detect from /usr/local/cuda)")
@@ -361,7 +366,7 @@ func (a *App) gpuJournalKinds(ctx context.Context, b gpu.Backend, m *mps.Manager
 	lookup := func(uuid string) (miglive.Device, error) {
 		if devs == nil {
 			var err error
-			if devs, err = miglive.Devices(ctx, b, a.migCatalogue()); err != nil {
+			if devs, err = miglive.Devices(ctx, b, a.MIGCatalogue()); err != nil {
 				return nil, err
 			}
 		}
@@ -378,7 +383,7 @@ func (a *App) gpuJournalKinds(ctx context.Context, b gpu.Backend, m *mps.Manager
 	return kinds, nil
 }
 
-func (a *App) newGPURollbackCommand(f *gpuFlags) *cobra.Command {
+func (a *App) newGPURollbackCommand(f *GPUFlags) *cobra.Command {
 	var dryRun bool
 	var journalDir, stateDir, control string
 	var owners, skip []string

@@ -54,7 +54,7 @@ the originals. When irqbalance runs, the output says how to keep it away.`,
 			if err != nil {
 				return err
 			}
-			return a.renderFindings(rep, f.exitCode && (rep.Summary.OffNode > 0 || rep.Summary.Changes > 0))
+			return a.RenderFindings(rep, f.exitCode && (rep.Summary.OffNode > 0 || rep.Summary.Changes > 0))
 		},
 	}
 	plan.Flags().BoolVar(&f.exitCode, "exit-code", false, "exit 1 when IRQs are served off-node or the plan changes something (like 'git diff --exit-code')")
@@ -71,7 +71,7 @@ the originals. When irqbalance runs, the output says how to keep it away.`,
 				// The plan is what apply would write; nothing changes.
 				return a.Render(rep)
 			}
-			res, err := irq.Apply(cmd.Context(), fs, rep, irq.ApplyOptions{JournalDir: f.journalDir, Command: a.commandLine()})
+			res, err := irq.Apply(cmd.Context(), fs, rep, irq.ApplyOptions{JournalDir: f.journalDir, Command: a.CommandLine()})
 			if res != nil {
 				if rerr := a.Render(res); rerr != nil && err == nil {
 					err = rerr
@@ -108,14 +108,14 @@ the originals. When irqbalance runs, the output says how to keep it away.`,
 func (a *App) irqReport(cmd *cobra.Command, f *irqFlags) (*irq.Report, *hostfs.FS, error) {
 	kinds, err := irq.ParseKinds(f.devices)
 	if err != nil {
-		return nil, nil, wrapUsage(err)
+		return nil, nil, WrapUsage(err)
 	}
 	var avoid, ranks cpuset.CPUSet
 	if avoid, err = bind.ParseCPUs("--avoid", f.avoid); err != nil {
-		return nil, nil, wrapUsage(err)
+		return nil, nil, WrapUsage(err)
 	}
 	if ranks, err = bind.ParseCPUs("--rank-cpus", f.rankCPUs); err != nil {
-		return nil, nil, wrapUsage(err)
+		return nil, nil, WrapUsage(err)
 	}
 	if f.sample < 0 || f.sample > irq.MaxSample {
 		return nil, nil, Usagef("--sample %s: want a duration from 0 to %s", f.sample, irq.MaxSample)
@@ -137,7 +137,7 @@ func (a *App) irqReport(cmd *cobra.Command, f *irqFlags) (*irq.Report, *hostfs.F
 		rank := r
 		p, err := bind.Resolve(cmd.Context(), t, bind.Request{LocalRank: &rank, LocalWorldSize: f.ranks, CPUsPerRank: f.cpusPerRank}, bind.Sources{})
 		if err != nil {
-			return nil, nil, wrapUsage(fmt.Errorf("--ranks: rank %d: %w", r, err))
+			return nil, nil, WrapUsage(fmt.Errorf("--ranks: rank %d: %w", r, err))
 		}
 		ranks = ranks.Union(p.CPUs.CPUSet)
 	}

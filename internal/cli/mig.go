@@ -38,10 +38,10 @@ H200-141GB, GH200-96GB, GH200-144GB, B200-180GB) or a PCI device id (0x2330).`,
 	return cmd
 }
 
-// migCatalogue returns the MIG catalogue commands plan against: the
+// MIGCatalogue returns the MIG catalogue commands plan against: the
 // built-in one. A live backend overrides products with NVML data via
 // Catalogue.With.
-func (a *App) migCatalogue() *mig.Catalogue { return mig.Builtin() }
+func (a *App) MIGCatalogue() *mig.Catalogue { return mig.Builtin() }
 
 // planOnLiveGPU plans wants for GPUs of the model of the node's GPU sel,
 // with the profiles and placements the GPU itself reports overriding the
@@ -75,7 +75,7 @@ func (a *App) planOnLiveGPU(ctx context.Context, backend, sel string, wants []mi
 		if err != nil {
 			return migUsage(err)
 		}
-		return a.renderFindings(plan, !plan.Feasible)
+		return a.RenderFindings(plan, !plan.Feasible)
 	})
 }
 
@@ -83,7 +83,7 @@ func (a *App) planOnLiveGPU(ctx context.Context, backend, sel string, wants []mi
 func migUsage(err error) error {
 	if errors.Is(err, mig.ErrBadDemand) || errors.Is(err, mig.ErrUnknownModel) ||
 		errors.Is(err, mig.ErrNotMIGCapable) || errors.Is(err, mig.ErrNoSuchConfig) {
-		return wrapUsage(err)
+		return WrapUsage(err)
 	}
 	return err
 }
@@ -91,7 +91,7 @@ func migUsage(err error) error {
 func lookupModel(c *mig.Catalogue, model string) (*mig.Product, error) {
 	p, err := c.Lookup(model)
 	if err != nil {
-		return nil, wrapUsage(fmt.Errorf("--model: %w", err))
+		return nil, WrapUsage(fmt.Errorf("--model: %w", err))
 	}
 	return p, nil
 }
@@ -100,7 +100,7 @@ func (a *App) newMIGPlanCommand() *cobra.Command {
 	var model, want, gpuSel string
 	var gpus int
 	var withCI bool
-	var gf gpuFlags
+	var gf GPUFlags
 	cmd := &cobra.Command{
 		Use:   "plan --model MODEL --want PROFILE=N[,PROFILE=N...] [--gpus N]",
 		Short: "Lay a demand of MIG instances out on N GPUs, or say why it does not fit",
@@ -132,13 +132,13 @@ Exit codes: 0 feasible, 1 infeasible, 2 bad input.`,
 			}
 			wants, err := mig.ParseWant(want)
 			if err != nil {
-				return wrapUsage(err)
+				return WrapUsage(err)
 			}
 			opts := mig.PlanOptions{GPUs: gpus, ComputeInstances: withCI}
 			if gpuSel != "" {
 				return a.planOnLiveGPU(cmd.Context(), gf.backend, gpuSel, wants, opts)
 			}
-			c := a.migCatalogue()
+			c := a.MIGCatalogue()
 			p, err := lookupModel(c, model)
 			if err != nil {
 				return err
@@ -147,10 +147,10 @@ Exit codes: 0 feasible, 1 infeasible, 2 bad input.`,
 			if err != nil {
 				return migUsage(err)
 			}
-			return a.renderFindings(plan, !plan.Feasible)
+			return a.RenderFindings(plan, !plan.Feasible)
 		},
 	}
-	gf.register(cmd, false)
+	gf.Register(cmd, false)
 	f := cmd.Flags()
 	f.StringVar(&gpuSel, "gpu", "", "plan for this node's GPU (index or UUID) with its live profile data (NVML, or the fake backend under --root) instead of --model")
 	f.StringVar(&model, "model", "", "GPU model: nvidia-smi name, short form (H100-80GB) or PCI device id (0x2330)")
@@ -192,7 +192,7 @@ Exit codes: 0 every entry fits, 1 an entry does not fit, 2 malformed file or fla
 			if err != nil {
 				return err
 			}
-			c := a.migCatalogue()
+			c := a.MIGCatalogue()
 			var node []mig.GPU
 			switch {
 			case len(deviceIDs) > 0:
@@ -201,7 +201,7 @@ Exit codes: 0 every entry fits, 1 an entry does not fit, 2 malformed file or fla
 					for _, s := range strings.Split(item, ",") {
 						id, err := mig.ParseDeviceID(s)
 						if err != nil {
-							return wrapUsage(fmt.Errorf("--device-id: %w", err))
+							return WrapUsage(fmt.Errorf("--device-id: %w", err))
 						}
 						ids = append(ids, id)
 					}
@@ -231,7 +231,7 @@ Exit codes: 0 every entry fits, 1 an entry does not fit, 2 malformed file or fla
 			if err != nil {
 				return migUsage(err)
 			}
-			return a.renderFindings(v, !v.OK)
+			return a.RenderFindings(v, !v.OK)
 		},
 	}
 	f := cmd.Flags()
@@ -265,10 +265,10 @@ func (a *App) readMIGFile(name string) ([]byte, error) {
 		data, err = userfile.Read(name, a.MaxInputBytes)
 	}
 	if errors.Is(err, userfile.ErrTooLarge) {
-		return nil, wrapUsage(err)
+		return nil, WrapUsage(err)
 	}
 	if err != nil {
-		return nil, wrapUsage(fmt.Errorf("%s: error parsing config file: read error: %w", name, err))
+		return nil, WrapUsage(fmt.Errorf("%s: error parsing config file: read error: %w", name, err))
 	}
 	return data, nil
 }
@@ -280,7 +280,7 @@ func (a *App) newMIGProfilesCommand() *cobra.Command {
 		Short: "List the MIG profiles, placements and compute-instance options of a GPU model",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c := a.migCatalogue()
+			c := a.MIGCatalogue()
 			if model == "" {
 				return a.Render(mig.ProfilesOf(c.Products()...))
 			}

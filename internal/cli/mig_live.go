@@ -19,7 +19,7 @@ import (
 
 // liveMIGFlags are shared by apply/assert/export.
 type liveMIGFlags struct {
-	gpuFlags
+	GPUFlags
 	file, label string
 }
 
@@ -33,7 +33,7 @@ func (a *App) readMIGSpec(name string) (*mig.MigPartedSpec, error) {
 	}
 	spec, err := mig.ParseMigPartedFile(name, data)
 	if err != nil {
-		return nil, wrapUsage(err)
+		return nil, WrapUsage(err)
 	}
 	return spec, nil
 }
@@ -55,7 +55,7 @@ func (a *App) withMIGDevices(ctx context.Context, kind string, fn func(cat *mig.
 		return err
 	}
 	defer b.Close()
-	cat := a.migCatalogue()
+	cat := a.MIGCatalogue()
 	devs, err := miglive.Devices(ctx, b, cat)
 	if err != nil {
 		return err
@@ -65,7 +65,7 @@ func (a *App) withMIGDevices(ctx context.Context, kind string, fn func(cat *mig.
 
 func liveMIGErr(err error) error {
 	if errors.Is(err, miglive.ErrInfeasible) {
-		return wrapUsage(err)
+		return WrapUsage(err)
 	}
 	return migUsage(err)
 }
@@ -102,15 +102,15 @@ not touched.`,
 					return err
 				}
 				res, err := miglive.Apply(ctx, cat, devs, spec, miglive.Options{File: f.file, Label: f.label, DryRun: dryRun,
-					Host: host, JournalDir: journalDir, Command: a.commandLine()})
+					Host: host, JournalDir: journalDir, Command: a.CommandLine()})
 				if err != nil {
 					return liveMIGErr(err)
 				}
-				return a.renderFindings(res, res.ResetRequired())
+				return a.RenderFindings(res, res.ResetRequired())
 			})
 		},
 	}
-	f.register(cmd, false)
+	f.Register(cmd, false)
 	cmd.Flags().StringVarP(&f.file, "file", "f", "", "mig-parted config file (- for stdin)")
 	cmd.Flags().StringVarP(&f.label, "config", "c", "", "mig-config label to apply")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print what would be done and change nothing")
@@ -139,11 +139,11 @@ does. Exit 0 when applied, 1 when not.`,
 				if err != nil {
 					return liveMIGErr(err)
 				}
-				return a.renderFindings(res, !res.Applied)
+				return a.RenderFindings(res, !res.Applied)
 			})
 		},
 	}
-	f.register(cmd, false)
+	f.Register(cmd, false)
 	cmd.Flags().StringVarP(&f.file, "file", "f", "", "mig-parted config file (- for stdin)")
 	cmd.Flags().StringVarP(&f.label, "config", "c", "", "mig-config label to check")
 	return cmd
@@ -185,13 +185,13 @@ func (a *App) newMIGExportCommand() *cobra.Command {
 			})
 		},
 	}
-	f.register(cmd, false)
+	f.Register(cmd, false)
 	cmd.Flags().StringVarP(&f.label, "config", "c", "current", "label of the exported mig-config")
 	return cmd
 }
 
 func (a *App) newMIGLiveProfilesCommand() *cobra.Command {
-	var f gpuFlags
+	var f GPUFlags
 	cmd := &cobra.Command{
 		Use:   "live-profiles",
 		Short: "List MIG profiles and placements as this node's GPUs report them through NVML",
@@ -226,6 +226,6 @@ the built-in catalogue to confirm it on new hardware.`,
 			})
 		},
 	}
-	f.register(cmd, false)
+	f.Register(cmd, false)
 	return cmd
 }

@@ -16,7 +16,7 @@ import (
 
 // mpsFlags are shared by the mps subcommands.
 type mpsFlags struct {
-	gpuFlags
+	GPUFlags
 	mig      []string
 	stateDir string
 	control  string
@@ -46,7 +46,7 @@ func (a *App) mpsTargets(ctx context.Context, m *mps.Manager, f *mpsFlags, disco
 	}
 	ds, err := m.Targets(st, f.gpus, f.mig)
 	if err != nil {
-		return nil, wrapUsage(err)
+		return nil, WrapUsage(err)
 	}
 	return ds, nil
 }
@@ -89,7 +89,7 @@ down every client of the same server.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	f.gpuFlags.register(cmd, true)
+	f.GPUFlags.Register(cmd, true)
 	pf := cmd.PersistentFlags()
 	pf.StringSliceVar(&f.gpus, "gpu", nil, "GPUs: index, UUID (prefix) or PCI address, comma-separated (default all non-MIG GPUs)")
 	pf.StringSliceVar(&f.mig, "mig", nil, "MIG device UUIDs, or all (one daemon per MIG device)")
@@ -127,7 +127,7 @@ func (a *App) newMPSStartCommand(f *mpsFlags) *cobra.Command {
 			if err := mps.RegisterJournalKinds(kinds, m); err != nil {
 				return err
 			}
-			res, err := journal.Run(ctx, m.Host, journalDir, journal.Meta{Owner: mps.JournalOwner, Command: a.commandLine()}, func(context.Context, *journal.Tx) ([]journal.Action, error) {
+			res, err := journal.Run(ctx, m.Host, journalDir, journal.Meta{Owner: mps.JournalOwner, Command: a.CommandLine()}, func(context.Context, *journal.Tx) ([]journal.Action, error) {
 				var acts []journal.Action
 				for _, d := range ds {
 					act, ok := m.StartAction(d, smPart)
@@ -244,7 +244,7 @@ func (a *App) newMPSPartitionCommand(f *mpsFlags) *cobra.Command {
 			ctx := cmd.Context()
 			req, err := mps.ParseRequests(want)
 			if err != nil {
-				return wrapUsage(fmt.Errorf("--chunks: %w", err))
+				return WrapUsage(fmt.Errorf("--chunks: %w", err))
 			}
 			switch {
 			case smCount < 0:
@@ -276,7 +276,7 @@ func (a *App) newMPSPartitionCommand(f *mpsFlags) *cobra.Command {
 				defer b.Close()
 				g, err := gpu.FindGPU(st, f.gpus[0])
 				if err != nil {
-					return wrapUsage(err)
+					return WrapUsage(err)
 				}
 				if g.SMCount == 0 {
 					return fmt.Errorf("GPU %d: SM count unknown to the %s backend; pass --sm-count", g.Index, b.Name())
@@ -293,7 +293,7 @@ func (a *App) newMPSPartitionCommand(f *mpsFlags) *cobra.Command {
 				}
 				p = mps.PlanPartitions(g.Index, g.UUID, g.SMCount, mps.ChunkSMs(g.Architecture, g.ComputeCapability), total, req)
 			}
-			return a.renderFindings(p, !p.Feasible)
+			return a.RenderFindings(p, !p.Feasible)
 		},
 	}
 	plan.Flags().StringVar(&want, "chunks", "", "partitions: chunk counts (5,3,2) or SM counts (40sm,24sm)")

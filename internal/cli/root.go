@@ -141,7 +141,7 @@ Exit codes:
 			}
 			f, err := output.ParseFormat(a.Output)
 			if err != nil {
-				return wrapUsage(err)
+				return WrapUsage(err)
 			}
 			a.format = f
 			if a.GPUTimeout <= 0 || a.GPUTimeout > maxGPUTimeout {
@@ -150,7 +150,7 @@ Exit codes:
 			return nil
 		},
 	}
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return commandLine(wrapUsage(err)) })
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return commandLine(WrapUsage(err)) })
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.Root, "root", "/", "host filesystem root to read (and write) instead of /")
 	pf.StringVarP(&a.Output, "output", "o", "table", output.FormatHelp())
@@ -221,7 +221,7 @@ func markUsageErrors(cmd *cobra.Command) {
 		} else if c.HasSubCommands() && len(args) > 0 {
 			err = fmt.Errorf("unknown command %q for %q", args[0], c.CommandPath())
 		}
-		return commandLine(wrapUsage(err))
+		return commandLine(WrapUsage(err))
 	}
 	for _, sub := range cmd.Commands() {
 		markUsageErrors(sub)
@@ -236,7 +236,7 @@ func (a *App) Host() (*hostfs.FS, error) {
 	}
 	fs, err := hostfs.New(a.Root)
 	if err != nil {
-		return nil, wrapUsage(fmt.Errorf("--root: %w", err))
+		return nil, WrapUsage(fmt.Errorf("--root: %w", err))
 	}
 	a.host = fs
 	return fs, nil
@@ -255,9 +255,13 @@ func (a *App) Render(v any) error {
 	return output.Write(a.Stdout, a.Format(), v, output.Options{Color: a.IsTerminal && !a.NoColor, NoHeaders: a.NoHeaders})
 }
 
-// renderFindings renders v and returns ErrFindings (exit 1) when findings
+// SetFormat overrides the parsed -o format, for commands with formats of
+// their own (k8s lint's sarif renders as JSON).
+func (a *App) SetFormat(f output.Format) { a.format = f }
+
+// RenderFindings renders v and returns ErrFindings (exit 1) when findings
 // is set: the ending of every command that checks something.
-func (a *App) renderFindings(v any, findings bool) error {
+func (a *App) RenderFindings(v any, findings bool) error {
 	if err := a.Render(v); err != nil {
 		return err
 	}
@@ -267,8 +271,8 @@ func (a *App) renderFindings(v any, findings bool) error {
 	return nil
 }
 
-// commandLine is this invocation as journals record it ("gpunode ARGS...").
-func (a *App) commandLine() string {
+// CommandLine is this invocation as journals record it ("gpunode ARGS...").
+func (a *App) CommandLine() string {
 	return "gpunode " + strings.Join(a.Args, " ")
 }
 

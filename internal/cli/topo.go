@@ -15,7 +15,7 @@ import (
 )
 
 func (a *App) newTopoCommand() *cobra.Command {
-	var gf gpuFlags
+	var gf GPUFlags
 	cmd := &cobra.Command{
 		Use:   "topo",
 		Short: "Show CPU, NUMA, memory and GPU/NIC PCIe topology (numactl -H + lscpu + nvidia-smi topo -m)",
@@ -48,7 +48,7 @@ Use --root to read a captured tree (see 'gpunode topo capture').`,
 			return a.Render(t)
 		},
 	}
-	gf.register(cmd, false)
+	gf.Register(cmd, false)
 	cmd.AddCommand(a.newTopoCaptureCommand())
 	return cmd
 }
@@ -80,6 +80,9 @@ func (a *App) addNVLinks(ctx context.Context, backend string, t *topo.Topology) 
 		}
 	}
 }
+
+// SchemaCapture is the schema version of CaptureResult.
+const SchemaCapture = "gpunode.capture/v1"
 
 // CaptureResult is the model printed by 'gpunode topo capture'.
 type CaptureResult struct {
@@ -131,7 +134,7 @@ replaced, never written through, so a capture into a shared directory such as
 			}
 			if err := fs.CopyRecordedWith(out, hostfs.CopyOptions{Force: force}); err != nil {
 				if errors.Is(err, hostfs.ErrOutputDir) {
-					return wrapUsage(fmt.Errorf("topo capture: --out %w", err))
+					return WrapUsage(fmt.Errorf("topo capture: --out %w", err))
 				}
 				return fmt.Errorf("topo capture: %w", err)
 			}
@@ -140,7 +143,7 @@ replaced, never written through, so a capture into a shared directory such as
 					return fmt.Errorf("topo capture: GPU answers: %w", err)
 				}
 			}
-			return a.Render(CaptureResult{SchemaVersion: "gpunode.capture/v1", Out: out, Files: len(fs.Recorded()), Warnings: len(t.Warnings)})
+			return a.Render(CaptureResult{SchemaVersion: SchemaCapture, Out: out, Files: len(fs.Recorded()), Warnings: len(t.Warnings)})
 		},
 	}
 	cmd.Flags().StringVar(&out, "out", "", "directory to write the capture to (created if missing; must be empty unless --force)")

@@ -67,7 +67,7 @@ func (a *App) newTuneProfilesCommand() *cobra.Command {
 				broken = broken || p.Error != ""
 			}
 			// A profile that does not load is a finding: exit 1.
-			return a.renderFindings(&tune.ProfileList{SchemaVersion: tune.SchemaProfiles, Profiles: list}, broken)
+			return a.RenderFindings(&tune.ProfileList{SchemaVersion: tune.SchemaProfiles, Profiles: list}, broken)
 		},
 	}
 }
@@ -84,7 +84,7 @@ func (a *App) newTuneShowCommand() *cobra.Command {
 		},
 		ValidArgsFunction: a.completeProfiles,
 		RunE: func(_ *cobra.Command, args []string) error {
-			_, cat, p, err := a.loadProfile(args[0])
+			_, cat, p, err := a.LoadProfile(args[0])
 			if err != nil {
 				return err
 			}
@@ -114,12 +114,12 @@ func (a *App) newTunePlanCommand(stateDir *string, apply bool) *cobra.Command {
 				return Usagef("tune %s: --profile is required (try 'gpunode tune profiles')", use)
 			}
 			ctx := cmd.Context()
-			fs, cat, p, err := a.loadProfile(profile)
+			fs, cat, p, err := a.LoadProfile(profile)
 			if err != nil {
 				return err
 			}
 			req := tune.ApplyRequest{Profile: p, StateDir: *stateDir, DryRun: dryRun, Bootloader: bootloader,
-				Command: a.commandLine()}
+				Command: a.CommandLine()}
 			h := tune.NewHost(ctx, fs)
 			var rep *tune.PlanReport
 			if apply {
@@ -195,7 +195,7 @@ overwritten unless --force (the edited version is kept in the journal first).`,
 }
 
 func (a *App) newTuneStatusCommand(stateDir *string) *cobra.Command {
-	var gf gpuFlags
+	var gf GPUFlags
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show the applied profile and any drift since it was applied (exit 1 on drift)",
@@ -207,14 +207,14 @@ func (a *App) newTuneStatusCommand(stateDir *string) *cobra.Command {
 				return err
 			}
 			h := tune.NewHost(ctx, fs)
-			opt := tune.Options{Sources: a.auditSources(ctx, h, gf.backend, "", 0)}
+			opt := tune.Options{Sources: a.AuditSources(ctx, h, gf.backend, "", 0)}
 			st, err := tune.GetStatus(ctx, h, tune.NewCatalogue(), *stateDir, opt)
 			if err != nil {
 				return err
 			}
-			return a.renderFindings(st, st.Drifted())
+			return a.RenderFindings(st, st.Drifted())
 		},
 	}
-	gf.register(cmd, false)
+	gf.Register(cmd, false)
 	return cmd
 }

@@ -11,6 +11,9 @@ import (
 	"github.com/gpunode/gpunode/internal/output"
 )
 
+// SchemaVersionInfo is the schema version of VersionInfo.
+const SchemaVersionInfo = "gpunode.version/v1"
+
 // VersionInfo is the model printed by 'gpunode version'.
 type VersionInfo struct {
 	SchemaVersion string `json:"schemaVersion"`
@@ -32,8 +35,9 @@ func (v VersionInfo) WriteTable(w io.Writer, _ output.Options) error {
 	return err
 }
 
-func buildVersion() VersionInfo {
-	v := VersionInfo{SchemaVersion: "gpunode.version/v1", Version: "(devel)", GoVersion: runtime.Version(),
+// BuildVersion is what 'gpunode version' prints.
+func BuildVersion() VersionInfo {
+	v := VersionInfo{SchemaVersion: SchemaVersionInfo, Version: "(devel)", GoVersion: runtime.Version(),
 		Platform: runtime.GOOS + "/" + runtime.GOARCH}
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		if bi.Main.Version != "" {
@@ -54,7 +58,7 @@ func (a *App) newVersionCommand() *cobra.Command {
 		Short: "Print gpunode's version",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			return a.Render(buildVersion())
+			return a.Render(BuildVersion())
 		},
 	}
 }

@@ -54,9 +54,9 @@ func FirstDiff(want, got string) string {
 
 // clip keeps failure messages readable for big outputs.
 func clip(b []byte) string {
-	const max = 4000
-	if len(b) <= max {
+	const clipAt = 4000
+	if len(b) <= clipAt {
 		return string(b)
 	}
-	return string(b[:max]) + fmt.Sprintf("\n... (%d more bytes)", len(b)-max)
+	return string(b[:clipAt]) + fmt.Sprintf("\n... (%d more bytes)", len(b)-clipAt)
 }

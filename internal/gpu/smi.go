@@ -384,14 +384,14 @@ type smiECCCounts struct {
 func (c smiECCCounts) counts() ECCCounts {
 	sum := func(vals ...string) *uint64 {
 		var total uint64
-		any := false
+		seen := false
 		for _, v := range vals {
 			if n, ok := parseUint(v); ok {
 				total += n
-				any = true
+				seen = true
 			}
 		}
-		if !any {
+		if !seen {
 			return nil
 		}
 		return &total

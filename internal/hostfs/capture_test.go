@@ -152,9 +152,9 @@ func TestCopyRecordedDoesNotWriteThroughHardLink(t *testing.T) {
 
 func TestCopyRecordedRefusesLinkAsOutputDir(t *testing.T) {
 	src := recordedSource(t)
-	real := t.TempDir()
+	realDir := t.TempDir()
 	link := filepath.Join(t.TempDir(), "out")
-	if err := os.Symlink(real, link); err != nil {
+	if err := os.Symlink(realDir, link); err != nil {
 		t.Fatal(err)
 	}
 	for _, force := range []bool{false, true} {
@@ -163,7 +163,7 @@ func TestCopyRecordedRefusesLinkAsOutputDir(t *testing.T) {
 			t.Errorf("force=%v: capture into a symlinked --out: %v; want a refusal", force, err)
 		}
 	}
-	if ents, _ := os.ReadDir(real); len(ents) != 0 {
+	if ents, _ := os.ReadDir(realDir); len(ents) != 0 {
 		t.Errorf("the link's target received %d entries", len(ents))
 	}
 }

@@ -40,8 +40,8 @@ func TestDirReadsLikeTheFS(t *testing.T) {
 	const dir = "/sys/bus/pci/devices/0000:00:01.0"
 	d := f.Dir(dir)
 	defer d.Close()
-	if real, err := d.Real(); err != nil || real != "/sys/devices/pci0000:00/0000:00:01.0" {
-		t.Errorf("Real() = %q, %v", real, err)
+	if resolved, err := d.Real(); err != nil || resolved != "/sys/devices/pci0000:00/0000:00:01.0" {
+		t.Errorf("Real() = %q, %v", resolved, err)
 	}
 	for _, name := range []string{"numa_node", "bad", "big", "abs", "up", "fifo", "missing"} {
 		want, werr := f.ReadFile(dir + "/" + name)

@@ -521,9 +521,9 @@ func (f *FS) Resolve(p string) (string, error) {
 		// result back from /proc/self/fd. Recording needs the slow path, which
 		// sees (and records) every link on the way.
 		if fd, err := f.openFD(p, unix.O_PATH); err == nil {
-			real, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
+			resolved, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
 			unix.Close(fd)
-			if rel, ok := strings.CutPrefix(real, f.root); err == nil && ok && (rel == "" || rel[0] == '/') {
+			if rel, ok := strings.CutPrefix(resolved, f.root); err == nil && ok && (rel == "" || rel[0] == '/') {
 				return clean(rel), nil
 			}
 		}

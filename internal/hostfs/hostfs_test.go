@@ -69,9 +69,9 @@ func TestReadsResolveInsideRoot(t *testing.T) {
 			t.Errorf("ReadInt(%q) = %d, %v; want 1", p, n, err)
 		}
 	}
-	real, err := f.Resolve("/etc/abs")
-	if err != nil || real != "/sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0" {
-		t.Errorf("Resolve = %q, %v", real, err)
+	resolved, err := f.Resolve("/etc/abs")
+	if err != nil || resolved != "/sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0" {
+		t.Errorf("Resolve = %q, %v", resolved, err)
 	}
 	names, err := f.ReadDirNames("/sys/bus/pci/devices/0000:01:00.0/msi_irqs")
 	if err != nil || strings.Join(names, ",") != "40,41" {

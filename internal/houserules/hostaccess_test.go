@@ -62,14 +62,14 @@ var hostAccessAllowed = map[string]struct {
 	// Test-support packages, imported only by _test.go files (a key ending in
 	// "/" covers a directory): they build, copy and compare fixture trees in
 	// testdata/ and t.TempDir(), never a host.
-	"internal/goldenfile/":                        {nil, "golden files under testdata/"},
-	"internal/testhost/":                          {nil, "writes, copies and snapshots fixture trees"},
-	"internal/tune/tunetest/":                     {nil, "overlays a tuning fixture on a test tree"},
-	"internal/journal/journaltest/":               {nil, "snapshots and compares test trees byte for byte"},
-	"internal/bind/testdata/":                     {nil, "test program exec'd by bind tests"},
-	"internal/k8s/podresources/podresourcestest/": {nil, "serves a fake kubelet pod-resources socket in a test tree"},
-	"internal/k8s/cluster/clustertest/":           {nil, "a fake API server and a kubeconfig for it in t.TempDir()"},
-	"scripts/":                                    {nil, "benchmark drivers, not shipped"},
+	"internal/goldenfile/":                    {nil, "golden files under testdata/"},
+	"internal/testhost/":                      {nil, "writes, copies and snapshots fixture trees"},
+	"internal/tune/tunetest/":                 {nil, "overlays a tuning fixture on a test tree"},
+	"internal/journal/journaltest/":           {nil, "snapshots and compares test trees byte for byte"},
+	"internal/bind/testdata/":                 {nil, "test program exec'd by bind tests"},
+	"internal/podresources/podresourcestest/": {nil, "serves a fake kubelet pod-resources socket in a test tree"},
+	"internal/k8s/cluster/clustertest/":       {nil, "a fake API server and a kubeconfig for it in t.TempDir()"},
+	"scripts/":                                {nil, "benchmark drivers, not shipped"},
 
 	// User input files named on the command line (-f, --node,
 	// --kubelet-config, --profile FILE, ...) are read by internal/userfile
@@ -113,6 +113,12 @@ func allowance(rel string) (key string, calls []string, ok bool) {
 // to the repository root), leaving out nested modules (conformance/).
 func productGoFiles(t *testing.T) []string {
 	t.Helper()
+	return moduleGoFiles(t, false)
+}
+
+// moduleGoFiles returns the module's Go files, its tests too when withTests.
+func moduleGoFiles(t *testing.T, withTests bool) []string {
+	t.Helper()
 	var out []string
 	err := filepath.WalkDir(repoRoot, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -130,7 +136,7 @@ func productGoFiles(t *testing.T) []string {
 			}
 			return nil
 		}
-		if strings.HasSuffix(rel, ".go") && !strings.HasSuffix(rel, "_test.go") {
+		if strings.HasSuffix(rel, ".go") && (withTests || !strings.HasSuffix(rel, "_test.go")) {
 			out = append(out, rel)
 		}
 		return nil

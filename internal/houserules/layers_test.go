@@ -12,15 +12,6 @@ import (
 
 const modulePath = "github.com/gpunode/gpunode/"
 
-// k8sHostfsAllowed lists the packages under internal/k8s that may import
-// internal/hostfs, with the reason. The simulators (node, topology, the
-// three managers, admit, place, dra, lint, objects, kubeletcfg) never touch
-// the host: they parse what they are given (the kernel text formats through
-// internal/sysfmt) and run on models.
-var k8sHostfsAllowed = map[string]string{
-	"internal/k8s/podresources/": "the kubelet PodResources client: dials the host's kubelet socket and reads the host's cgroups, both through hostfs",
-}
-
 // fileImports returns the import paths of one Go file.
 func fileImports(t *testing.T, fset *token.FileSet, path string) []string {
 	t.Helper()
@@ -38,22 +29,13 @@ func fileImports(t *testing.T, fset *token.FileSet, path string) []string {
 
 // hostfsImporters returns "file: import" for each product file below dir
 // (a slash path relative to the repository root, ending in "/") that
-// imports internal/hostfs and is not below an allowed prefix.
-func hostfsImporters(t *testing.T, files []string, dir string, allowed map[string]string) []string {
+// imports internal/hostfs.
+func hostfsImporters(t *testing.T, files []string, dir string) []string {
 	t.Helper()
 	fset := token.NewFileSet()
 	var out []string
 	for _, rel := range files {
 		if !strings.HasPrefix(rel, dir) {
-			continue
-		}
-		skip := false
-		for prefix := range allowed {
-			if strings.HasPrefix(rel, prefix) {
-				skip = true
-			}
-		}
-		if skip {
 			continue
 		}
 		for _, ip := range fileImports(t, fset, filepath.Join(repoRoot, filepath.FromSlash(rel))) {
@@ -66,7 +48,12 @@ func hostfsImporters(t *testing.T, files []string, dir string, allowed map[strin
 }
 
 // TestK8sSimulatorsDoNotImportHostfs: no package under internal/k8s imports
-// the door to the host, except the allow-listed host clients.
+// the door to the host. The simulators (node, topology, the three managers,
+// admit, place, dra, lint, objects, kubeletcfg) never touch the host: they
+// parse what they are given (the kernel text formats through internal/sysfmt)
+// and run on models. The live readers live outside internal/k8s (the kubelet
+// PodResources client and its cgroup reads in internal/podresources; the API
+// server client in internal/k8s/cluster uses the network, not hostfs).
 func TestK8sSimulatorsDoNotImportHostfs(t *testing.T) {
 	files := productGoFiles(t)
 	n := 0
@@ -78,18 +65,13 @@ func TestK8sSimulatorsDoNotImportHostfs(t *testing.T) {
 	if n < 50 {
 		t.Fatalf("only %d product files under internal/k8s; is repoRoot right?", n)
 	}
-	for _, v := range hostfsImporters(t, files, "internal/k8s/", k8sHostfsAllowed) {
+	for _, v := range hostfsImporters(t, files, "internal/k8s/") {
 		t.Error(v + " (a simulator never touches the host: parse kernel formats with internal/sysfmt, take a model or bytes from the caller)")
-	}
-	for prefix := range k8sHostfsAllowed {
-		if len(hostfsImporters(t, files, prefix, nil)) == 0 {
-			t.Errorf("k8sHostfsAllowed: %s no longer imports hostfs; drop the entry", prefix)
-		}
 	}
 }
 
 // The detector finds an import of hostfs in a file under the watched
-// directory and none in an allowed one.
+// directory and none outside it.
 func TestHostfsImportDetector(t *testing.T) {
 	dir := t.TempDir()
 	write := func(rel, src string) {
@@ -107,12 +89,12 @@ func TestHostfsImportDetector(t *testing.T) {
 		t.Fatalf("fileImports = %v", got)
 	}
 	// hostfsImporters reads below repoRoot: give it a list of real files.
-	files := []string{"internal/k8s/podresources/client.go", "internal/k8s/node/file.go"}
-	if got := hostfsImporters(t, files, "internal/k8s/", map[string]string{"internal/k8s/node/": "x", "internal/k8s/podresources/": "y"}); len(got) != 0 {
-		t.Errorf("allowed prefixes still reported: %v", got)
+	files := []string{"internal/podresources/client.go", "internal/k8s/node/file.go"}
+	if got := hostfsImporters(t, files, "internal/k8s/"); len(got) != 0 {
+		t.Errorf("files outside the watched directory reported: %v", got)
 	}
-	if got := hostfsImporters(t, files, "internal/k8s/", nil); len(got) != 1 || !strings.HasPrefix(got[0], "internal/k8s/podresources/client.go") {
-		t.Errorf("without allowances want podresources/client.go only, got %v", got)
+	if got := hostfsImporters(t, files, "internal/"); len(got) != 1 || !strings.HasPrefix(got[0], "internal/podresources/client.go") {
+		t.Errorf("want podresources/client.go only, got %v", got)
 	}
 }
 

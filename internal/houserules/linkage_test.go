@@ -110,7 +110,7 @@ func TestAgentBinaryLinksNoHeavyLibraries(t *testing.T) {
 	}
 	// The agent's own libraries are there (else this is not the agent).
 	for _, p := range []string{"github.com/gpunode/gpunode/internal/agent", "github.com/prometheus/client_golang/prometheus",
-		"github.com/prometheus/exporter-toolkit/web", "github.com/gpunode/gpunode/internal/k8s/podresources"} {
+		"github.com/prometheus/exporter-toolkit/web", "github.com/gpunode/gpunode/internal/podresources"} {
 		if !has[p] {
 			t.Errorf("cmd/gpunode-agent does not link %s", p)
 		}

@@ -394,9 +394,9 @@ func (c *Catalogue) ProfileOwners(name string, except *Product) []string {
 }
 
 // closest returns the candidate nearest to s by edit distance (ties: first),
-// or "" when none is within max edits.
-func closest(s string, cands []string, max int) string {
-	best, bestD := "", max+1
+// or "" when none is within maxDist edits.
+func closest(s string, cands []string, maxDist int) string {
+	best, bestD := "", maxDist+1
 	for _, c := range cands {
 		d := levenshtein(strings.ToLower(s), strings.ToLower(c))
 		if d < bestD {

@@ -168,13 +168,13 @@ func ParseCPUMask(s string) (cpuset.CPUSet, error) {
 // FormatCPUMask renders set in the kernel's hex mask format, padded to cover
 // at least ncpus CPUs.
 func FormatCPUMask(set cpuset.CPUSet, ncpus int) string {
-	max := ncpus
+	width := ncpus
 	for _, c := range set.UnsortedList() {
-		if c+1 > max {
-			max = c + 1
+		if c+1 > width {
+			width = c + 1
 		}
 	}
-	nwords := (max + 31) / 32
+	nwords := (width + 31) / 32
 	if nwords == 0 {
 		nwords = 1
 	}

@@ -330,11 +330,11 @@ func (d *discoverer) device(bdf, kind string, ids PCIIDs) PCIDevice {
 	if drv, err := a.Readlink("driver"); err == nil {
 		dev.Driver = path.Base(drv)
 	}
-	if real, err := a.Real(); err != nil {
+	if resolved, err := a.Real(); err != nil {
 		d.warnErr(dir, err, false)
 	} else {
-		dev.SysfsPath = real
-		dev.PCIePath = pciePath(real)
+		dev.SysfsPath = resolved
+		dev.PCIePath = pciePath(resolved)
 	}
 	s, err := a.ReadString("local_cpulist")
 	local, ok := d.parsedList(dir+"/local_cpulist", s, err, true)
@@ -435,9 +435,9 @@ func (d *discoverer) inferNode(local cpuset.CPUSet) (int, string) {
 
 // pciePath returns the root complex and the PCI addresses from a resolved
 // device path ("/sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0").
-func pciePath(real string) []string {
+func pciePath(resolved string) []string {
 	var out []string
-	for _, part := range strings.Split(real, "/") {
+	for _, part := range strings.Split(resolved, "/") {
 		switch {
 		case strings.HasPrefix(part, "pci") && len(part) > 3 && strings.Contains(part, ":"):
 			out = []string{part}

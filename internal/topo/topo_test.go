@@ -214,8 +214,8 @@ func TestMalformedFilesBecomeWarnings(t *testing.T) {
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			p := filepath.Join(root, tc.file)
-			if real, err := filepath.EvalSymlinks(filepath.Dir(p)); err == nil {
-				p = filepath.Join(real, filepath.Base(p))
+			if resolved, err := filepath.EvalSymlinks(filepath.Dir(p)); err == nil {
+				p = filepath.Join(resolved, filepath.Base(p))
 			}
 			orig, err := os.ReadFile(p)
 			if err != nil {

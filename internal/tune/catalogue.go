@@ -164,7 +164,7 @@ func NewCatalogue() *Catalogue {
 		}
 		return m
 	}
-	intSpec := func(min, max int64) spec { return spec{kind: "int", min: min, max: max} }
+	intSpec := func(lo, hi int64) spec { return spec{kind: "int", min: lo, max: hi} }
 	ss := []*Setting{
 		// ---- CPU ----
 		{ID: "cpu.epp", Layer: LayerCPU, Title: "energy-performance preference (intel_pstate/amd-pstate)",

@@ -128,9 +128,9 @@ func overrideEdits(h *Host, all persist) (ops []fileOp, notes []string) {
 	}
 	limitsWant := map[string]string{}
 	for _, l := range all.limits {
-		if fs := strings.Fields(l); len(fs) == 4 {
-			if _, _, ok := h.limitsOverride(fs[2], fs[3]); ok {
-				limitsWant[fs[2]] = fs[3]
+		if fields := strings.Fields(l); len(fields) == 4 {
+			if _, _, ok := h.limitsOverride(fields[2], fields[3]); ok {
+				limitsWant[fields[2]] = fields[3]
 			}
 		}
 	}

@@ -24,6 +24,9 @@ var ErrProfile = errors.New("bad profile")
 // path under --root).
 const ProfileDir = "/etc/gpunode/profiles"
 
+// ProfileAPIVersion is the apiVersion a profile file declares.
+const ProfileAPIVersion = "gpunode.tune/v1"
+
 // Profile is a resolved profile: every setting it manages, includes and
 // overrides applied.
 type Profile struct {
@@ -288,8 +291,8 @@ func parseProfile(file string, b []byte, cat *Catalogue, known []check.Descripti
 		seen[k.Value] = true
 		switch k.Value {
 		case "apiVersion":
-			if v.Value != "gpunode.tune/v1" {
-				return nil, errAt(v, k.Value, "%q is not gpunode.tune/v1", v.Value)
+			if v.Value != ProfileAPIVersion {
+				return nil, errAt(v, k.Value, "%q is not %s", v.Value, ProfileAPIVersion)
 			}
 		case "name":
 			if v.Kind != yaml.ScalarNode || !profileNameRE(v.Value) {

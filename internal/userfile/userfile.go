@@ -33,56 +33,57 @@ const FlagName = "max-input-bytes"
 // ErrTooLarge is wrapped by the error of an input over the bound.
 var ErrTooLarge = errors.New("input too large")
 
-func tooLarge(name string, size, max int64) error {
-	what := "more than " + strconv.FormatInt(max, 10) + " bytes"
+func tooLarge(name string, size, limit int64) error {
+	what := "more than " + strconv.FormatInt(limit, 10) + " bytes"
 	if size > 0 {
 		what = strconv.FormatInt(size, 10) + " bytes"
 	}
-	return fmt.Errorf("%s: %w: %s, the limit is %d bytes (%s); raise it with --%s", name, ErrTooLarge, what, max, FormatBytes(max), FlagName)
+	return fmt.Errorf("%s: %w: %s, the limit is %d bytes (%s); raise it with --%s", name, ErrTooLarge, what, limit, FormatBytes(limit), FlagName)
 }
 
-// Read reads the file at path, at most max bytes (max <= 0: DefaultMaxBytes).
-func Read(path string, max int64) ([]byte, error) { return ReadChecked(path, max, 0, nil) }
+// Read reads the file at path, at most limit bytes (limit <= 0:
+// DefaultMaxBytes).
+func Read(path string, limit int64) ([]byte, error) { return ReadChecked(path, limit, 0, nil) }
 
 // ReadChecked is Read that first reads at most head bytes of a regular
 // file and passes them to check: an input the start of which already
 // shows it is bad is refused without reading the rest.
-func ReadChecked(path string, max int64, head int, check func(head []byte) error) ([]byte, error) {
-	if max <= 0 {
-		max = DefaultMaxBytes
+func ReadChecked(path string, limit int64, head int, check func(head []byte) error) ([]byte, error) {
+	if limit <= 0 {
+		limit = DefaultMaxBytes
 	}
 	f, err := hostfs.OpenLocal(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return read(f, path, max, head, check)
+	return read(f, path, limit, head, check)
 }
 
 // ReadOpen is Read of a file opened elsewhere (a host path that hostfs
 // opened under --root); name labels errors. It does not close f.
-func ReadOpen(f *os.File, name string, max int64) ([]byte, error) {
-	if max <= 0 {
-		max = DefaultMaxBytes
+func ReadOpen(f *os.File, name string, limit int64) ([]byte, error) {
+	if limit <= 0 {
+		limit = DefaultMaxBytes
 	}
-	return read(f, name, max, 0, nil)
+	return read(f, name, limit, 0, nil)
 }
 
 // ReadUnder reads a file the user named as a host path under fs's root
-// (container check's --image-config): opened by hostfs, read under max.
-func ReadUnder(fs *hostfs.FS, p string, max int64) ([]byte, error) {
+// (container check's --image-config): opened by hostfs, read under limit.
+func ReadUnder(fs *hostfs.FS, p string, limit int64) ([]byte, error) {
 	f, err := fs.OpenUser(p)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return ReadOpen(f, p, max)
+	return ReadOpen(f, p, limit)
 }
 
 // ErrNotFile is wrapped by the refusal of a device named as an input.
 var ErrNotFile = errors.New("not a regular file or a pipe")
 
-func read(f *os.File, path string, max int64, head int, check func([]byte) error) ([]byte, error) {
+func read(f *os.File, path string, limit int64, head int, check func([]byte) error) ([]byte, error) {
 	st, err := f.Stat()
 	if err != nil {
 		return nil, err
@@ -95,10 +96,10 @@ func read(f *os.File, path string, max int64, head int, check func([]byte) error
 		return nil, fmt.Errorf("%s: %w (a device)", path, ErrNotFile)
 	}
 	if !st.Mode().IsRegular() {
-		return ReadAll(f, path, max)
+		return ReadAll(f, path, limit)
 	}
-	if st.Size() > max {
-		return nil, tooLarge(path, st.Size(), max)
+	if st.Size() > limit {
+		return nil, tooLarge(path, st.Size(), limit)
 	}
 	// One buffer of the stat'ed size (and one byte more, to see a file
 	// that grew since); no doubling copies of a large file.
@@ -116,15 +117,15 @@ func read(f *os.File, path string, max int64, head int, check func([]byte) error
 	n += h
 	switch {
 	case err == nil: // grew since the stat: read on through the bound
-		if int64(n) > max {
-			return nil, tooLarge(path, 0, max)
+		if int64(n) > limit {
+			return nil, tooLarge(path, 0, limit)
 		}
-		rest, err := io.ReadAll(io.LimitReader(f, max-int64(n)+1))
+		rest, err := io.ReadAll(io.LimitReader(f, limit-int64(n)+1))
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
-		if int64(n+len(rest)) > max {
-			return nil, tooLarge(path, 0, max)
+		if int64(n+len(rest)) > limit {
+			return nil, tooLarge(path, 0, limit)
 		}
 		return append(buf, rest...), nil
 	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
@@ -134,18 +135,18 @@ func read(f *os.File, path string, max int64, head int, check func([]byte) error
 	}
 }
 
-// ReadAll reads r to its end, at most max bytes (max <= 0:
+// ReadAll reads r to its end, at most limit bytes (limit <= 0:
 // DefaultMaxBytes); name labels errors ("stdin", a path).
-func ReadAll(r io.Reader, name string, max int64) ([]byte, error) {
-	if max <= 0 {
-		max = DefaultMaxBytes
+func ReadAll(r io.Reader, name string, limit int64) ([]byte, error) {
+	if limit <= 0 {
+		limit = DefaultMaxBytes
 	}
-	b, err := io.ReadAll(io.LimitReader(r, max+1))
+	b, err := io.ReadAll(io.LimitReader(r, limit+1))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	if int64(len(b)) > max {
-		return nil, tooLarge(name, 0, max)
+	if int64(len(b)) > limit {
+		return nil, tooLarge(name, 0, limit)
 	}
 	return b, nil
 }

@@ -22,7 +22,7 @@ import (
 	"github.com/gpunode/gpunode/internal/gpu"
 	"github.com/gpunode/gpunode/internal/irq"
 	"github.com/gpunode/gpunode/internal/journal"
-	"github.com/gpunode/gpunode/internal/k8s/podresources"
+	"github.com/gpunode/gpunode/internal/podresources"
 	"github.com/gpunode/gpunode/internal/tune"
 )
 

@@ -9,7 +9,7 @@ import (
 
 	"github.com/gpunode/gpunode/internal/cli"
 	"github.com/gpunode/gpunode/internal/gpu"
-	"github.com/gpunode/gpunode/internal/k8s/podresources"
+	"github.com/gpunode/gpunode/internal/podresources"
 	"github.com/gpunode/gpunode/internal/topo"
 )
 

@@ -105,9 +105,9 @@ func (a *app) k8sLiveNode(cmd *cobra.Command, name string) (*liveNode, error) {
 }
 
 // modelFromTopo decodes the agent's /topo (a topo.Topology).
-func modelFromTopo(b []byte, max int64) (*node.Node, error) {
-	if max > 0 && int64(len(b)) > max {
-		return nil, fmt.Errorf("%d bytes, over --max-input-bytes %d", len(b), max)
+func modelFromTopo(b []byte, limit int64) (*node.Node, error) {
+	if limit > 0 && int64(len(b)) > limit {
+		return nil, fmt.Errorf("%d bytes, over --max-input-bytes %d", len(b), limit)
 	}
 	var t topo.Topology
 	if err := json.Unmarshal(b, &t); err != nil {

@@ -8,7 +8,7 @@ import (
 	"github.com/gpunode/gpunode/internal/cli"
 	"github.com/gpunode/gpunode/internal/cli/agentcli"
 	"github.com/gpunode/gpunode/internal/gpu"
-	"github.com/gpunode/gpunode/internal/k8s/podresources"
+	"github.com/gpunode/gpunode/internal/podresources"
 )
 
 func (a *app) newK8sPodsCommand() *cobra.Command {

@@ -11,8 +11,8 @@ import (
 
 	"github.com/gpunode/gpunode/internal/cli"
 	"github.com/gpunode/gpunode/internal/goldenfile"
-	"github.com/gpunode/gpunode/internal/k8s/podresources"
-	"github.com/gpunode/gpunode/internal/k8s/podresources/podresourcestest"
+	"github.com/gpunode/gpunode/internal/podresources"
+	"github.com/gpunode/gpunode/internal/podresources/podresourcestest"
 	"github.com/gpunode/gpunode/internal/testhost"
 )
 

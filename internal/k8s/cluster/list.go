@@ -149,7 +149,7 @@ func withTypeMeta(b json.RawMessage, apiVersion, kind string) json.RawMessage {
 	}
 	var buf bytes.Buffer
 	fmt.Fprintf(&buf, `{"apiVersion":%q,"kind":%q`, apiVersion, kind)
-	if rest := bytes.TrimSpace(b[1:]); len(rest) > 0 && rest[0] != '}' {
+	if tail := bytes.TrimSpace(b[1:]); len(tail) > 0 && tail[0] != '}' {
 		buf.WriteByte(',')
 	}
 	buf.Write(b[1:])

@@ -52,10 +52,10 @@ type Config struct {
 	EvictionHardDefaulted bool
 }
 
-// Load reads and decodes a KubeletConfiguration file, at most max bytes
-// (--max-input-bytes; max <= 0: userfile.DefaultMaxBytes).
-func Load(path string, max int64) (*Config, error) {
-	b, err := userfile.Read(path, max)
+// Load reads and decodes a KubeletConfiguration file, at most limit bytes
+// (--max-input-bytes; limit <= 0: userfile.DefaultMaxBytes).
+func Load(path string, limit int64) (*Config, error) {
+	b, err := userfile.Read(path, limit)
 	if err != nil {
 		return nil, fmt.Errorf("kubelet config: %w", err)
 	}

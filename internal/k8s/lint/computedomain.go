@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+
+	"github.com/gpunode/gpunode/internal/k8s/objects"
 )
 
 // LabelClique is GFD's NVLink clique label (<ClusterUUID>.<CliqueID>).
@@ -27,7 +29,7 @@ func computeDomainRules() []Rule {
 
 func checkCDNumNodes(c *Context, emit Emit) {
 	for _, o := range c.Kind("ComputeDomain") {
-		cd := o.V.(*ComputeDomain)
+		cd := o.V.(*objects.ComputeDomain)
 		if cd.Spec.NumNodes != nil && *cd.Spec.NumNodes != 0 {
 			emit(o, "spec.numNodes", fmt.Sprintf("numNodes is %d: the field is deprecated; with IMEX daemons using DNS names (the default) it only drives the status, and with them off every pod waits until %d daemons joined",
 				*cd.Spec.NumNodes, *cd.Spec.NumNodes), "set numNodes: 0 and let the daemons follow the workers")
@@ -55,7 +57,7 @@ func (c *Context) channelPods(ns, tmpl string) []*PodRef {
 
 func checkCDChannel(c *Context, emit Emit) {
 	for _, o := range c.Kind("ComputeDomain") {
-		cd := o.V.(*ComputeDomain)
+		cd := o.V.(*objects.ComputeDomain)
 		if cd.Spec.Channel == nil || cd.Spec.Channel.ResourceClaimTemplate.Name == "" {
 			emit(o, "spec.channel.resourceClaimTemplate.name", "the ComputeDomain names no channel ResourceClaimTemplate: no pod can join it", "set spec.channel.resourceClaimTemplate.name")
 			continue
@@ -110,7 +112,7 @@ func checkCDClique(c *Context, emit Emit) {
 		return
 	}
 	for _, o := range c.Kind("ComputeDomain") {
-		cd := o.V.(*ComputeDomain)
+		cd := o.V.(*objects.ComputeDomain)
 		if cd.Spec.Channel == nil {
 			continue
 		}

@@ -74,8 +74,8 @@ type DPConfig struct {
 	Prefix string
 	Key    string
 	Raw    []byte
-	Cfg    *DevicePluginConfig // nil when it does not decode
-	Err    string              // why it does not decode (strictly)
+	Cfg    *objects.DevicePluginConfig // nil when it does not decode
+	Err    string                      // why it does not decode (strictly)
 	Field  string
 }
 
@@ -194,9 +194,9 @@ func podRefs(o *Object) []*PodRef {
 				Replicas: int(t.Replicas), Role: t.Name, Job: true})
 		}
 		return out
-	case *MPIJob:
+	case *objects.MPIJob:
 		return replicaRefs(o, "spec.mpiReplicaSpecs", v.Spec.MPIReplicaSpecs)
-	case *PyTorchJob:
+	case *objects.PyTorchJob:
 		return replicaRefs(o, "spec.pytorchReplicaSpecs", v.Spec.PyTorchReplicaSpecs)
 	}
 	return nil
@@ -274,7 +274,7 @@ type jobGroup struct {
 
 // replicaRefs lists the pod templates of a Kubeflow job's replica specs,
 // roles in name order.
-func replicaRefs(o *Object, path string, specs map[string]*MPIReplicaSpec) []*PodRef {
+func replicaRefs(o *Object, path string, specs map[string]*objects.MPIReplicaSpec) []*PodRef {
 	roles := make([]string, 0, len(specs))
 	for r := range specs {
 		roles = append(roles, r)

@@ -10,6 +10,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
+
+	"github.com/gpunode/gpunode/internal/k8s/objects"
 )
 
 func devicePluginRules() []Rule {
@@ -39,7 +41,7 @@ func devicePluginRules() []Rule {
 // for deviceplugin.config.
 func decodeDP(o *Object, prefix, key string, raw []byte) *DPConfig {
 	d := &DPConfig{Obj: o, Prefix: prefix, Key: key, Raw: raw}
-	cfg := &DevicePluginConfig{}
+	cfg := &objects.DevicePluginConfig{}
 	serrs, err := sigsjson.UnmarshalStrict(raw, cfg, sigsjson.DisallowDuplicateFields, sigsjson.DisallowUnknownFields)
 	if err != nil {
 		d.Err = strings.TrimPrefix(err.Error(), "json: ")
@@ -120,7 +122,7 @@ func checkDPConfig(c *Context, emit Emit) {
 		}
 		for _, m := range []struct {
 			name string
-			r    *DPReplicated
+			r    *objects.DPReplicated
 		}{{"timeSlicing", ts}, {"mps", mps}} {
 			if m.r == nil {
 				continue
@@ -305,7 +307,7 @@ func checkMIGStrategy(c *Context, emit Emit) {
 }
 
 // sharedName is the resource a replicated resource is advertised as.
-func sharedName(r DPResource, rename bool) string {
+func sharedName(r objects.DPResource, rename bool) string {
 	switch {
 	case r.Rename != "":
 		return r.Rename
@@ -328,7 +330,7 @@ func checkSharedRequests(c *Context, emit Emit, failing bool) {
 		}
 		for _, m := range []struct {
 			name string
-			r    *DPReplicated
+			r    *objects.DPReplicated
 			def  bool
 		}{{"timeSlicing", d.Cfg.Sharing.TimeSlicing, false}, {"mps", d.Cfg.Sharing.MPS, true}} {
 			if m.r == nil {
@@ -389,7 +391,7 @@ func checkRenamed(c *Context, emit Emit) {
 		}
 		n++
 		seen := map[string]bool{}
-		for _, r := range []*DPReplicated{d.Cfg.Sharing.TimeSlicing, d.Cfg.Sharing.MPS} {
+		for _, r := range []*objects.DPReplicated{d.Cfg.Sharing.TimeSlicing, d.Cfg.Sharing.MPS} {
 			if r == nil {
 				continue
 			}

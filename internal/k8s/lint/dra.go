@@ -12,6 +12,7 @@ import (
 	sigsjson "sigs.k8s.io/json"
 
 	"github.com/gpunode/gpunode/internal/k8s/dra"
+	"github.com/gpunode/gpunode/internal/k8s/objects"
 )
 
 // CEL goes through internal/k8s/dra's shared environment (dra.NewCELCache,
@@ -404,7 +405,7 @@ func parseGpuConfig(raw []byte) (string, string) {
 	default:
 		return fmt.Sprintf("kind %q: the driver knows GpuConfig, MigDeviceConfig, VfioDeviceConfig, ComputeDomainChannelConfig, ComputeDomainDaemonConfig", tm.Kind), "kind"
 	}
-	g := &GpuConfig{}
+	g := &objects.GpuConfig{}
 	serrs, err := sigsjson.UnmarshalStrict(raw, g, sigsjson.DisallowDuplicateFields, sigsjson.DisallowUnknownFields)
 	if err != nil {
 		return fmt.Sprintf("%s does not decode: %s", tm.Kind, strings.TrimPrefix(err.Error(), "json: ")), ""
@@ -527,7 +528,7 @@ func checkMPSDynamicMIG(c *Context, emit Emit) {
 		if oc.op.Driver != driverGPU {
 			continue
 		}
-		var g GpuConfig
+		var g objects.GpuConfig
 		if json.Unmarshal(oc.op.Parameters.Raw, &g) != nil || g.Sharing == nil || g.Sharing.Strategy != "MPS" {
 			continue
 		}

@@ -310,7 +310,7 @@ func TestUpstreamDecoded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cp := in.Objects[0].V.(*ClusterPolicy)
+	cp := in.Objects[0].V.(*objects.ClusterPolicy)
 	if cp.Spec.MIG.Strategy != "single" || !cp.Spec.Driver.On() || !cp.Spec.MIGManager.On() || cp.Spec.Operator.DefaultRuntime != "crio" {
 		t.Errorf("ClusterPolicy spec: %+v", cp.Spec)
 	}

@@ -125,7 +125,7 @@ func draDecode[T any](load func(string, []byte) ([]dra.Loaded[T], error)) func(o
 }
 
 func lenientClusterPolicy(o objects.Object) (any, error) {
-	cp := &ClusterPolicy{}
+	cp := &objects.ClusterPolicy{}
 	if err := json.Unmarshal(o.JSON, cp); err != nil {
 		return nil, o.Errorf(o.Label(), "", "%v", err)
 	}
@@ -160,10 +160,10 @@ func kinds() []kindSpec {
 		{"ResourceClaim", draVersions, true, true, draDecode(dra.LoadClaims)},
 		{"ResourceClaimTemplate", draVersions, true, true, draDecode(dra.LoadTemplates)},
 		{"ResourceSlice", draVersions, false, true, draDecode(dra.LoadSlices)},
-		{"ComputeDomain", []string{GroupVersionComputeDomain}, true, false, strictInto[ComputeDomain]()},
-		{"ClusterPolicy", []string{GroupVersionClusterPolicy}, false, false, lenientClusterPolicy},
-		{"MPIJob", []string{GroupVersionMPIJobV2beta1}, true, false, strictInto[MPIJob]()},
-		{"PyTorchJob", []string{GroupVersionKubeflowV1}, true, false, strictInto[PyTorchJob]()},
+		{"ComputeDomain", []string{objects.GroupVersionComputeDomain}, true, false, strictInto[objects.ComputeDomain]()},
+		{"ClusterPolicy", []string{objects.GroupVersionClusterPolicy}, false, false, lenientClusterPolicy},
+		{"MPIJob", []string{objects.GroupVersionMPIJobV2beta1}, true, false, strictInto[objects.MPIJob]()},
+		{"PyTorchJob", []string{objects.GroupVersionKubeflowV1}, true, false, strictInto[objects.PyTorchJob]()},
 	}
 }
 
@@ -311,7 +311,7 @@ func (l *Loader) addConfig(o objects.Object) error {
 	}
 	for _, k := range operatorKeys {
 		if _, ok := top[k]; ok {
-			spec := &OperatorSpec{}
+			spec := &objects.OperatorSpec{}
 			if err := json.Unmarshal(o.JSON, spec); err != nil {
 				return o.Errorf(KindOperatorValues+" "+name, "", "%v", err)
 			}

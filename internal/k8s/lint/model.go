@@ -13,6 +13,9 @@ import (
 // SchemaVersion of the lint report.
 const SchemaVersion = "gpunode.k8s.lint/v1"
 
+// SchemaRules is the schema version of the rule list (RuleList).
+const SchemaRules = "gpunode.k8s.lint.rules/v1"
+
 // Severity of a rule.
 type Severity string
 
@@ -182,7 +185,7 @@ type RuleInfo struct {
 
 // ListRules describes the registry.
 func ListRules() *RuleList {
-	l := &RuleList{SchemaVersion: "gpunode.k8s.lint.rules/v1"}
+	l := &RuleList{SchemaVersion: SchemaRules}
 	for _, r := range Rules() {
 		l.Rules = append(l.Rules, RuleInfo{r.ID, r.Severity, r.Section, r.Summary, r.Needs})
 	}

@@ -7,6 +7,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
+
+	"github.com/gpunode/gpunode/internal/k8s/objects"
 )
 
 // Node labels the GPU Operator and GFD read or write.
@@ -37,11 +39,11 @@ func operatorRules() []Rule {
 }
 
 // operatorSpec returns the spec of a ClusterPolicy or the chart values.
-func operatorSpec(o *Object) *OperatorSpec {
+func operatorSpec(o *Object) *objects.OperatorSpec {
 	switch v := o.V.(type) {
-	case *ClusterPolicy:
+	case *objects.ClusterPolicy:
 		return &v.Spec
-	case *OperatorSpec:
+	case *objects.OperatorSpec:
 		return v
 	}
 	return nil

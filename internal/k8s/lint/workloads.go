@@ -12,6 +12,7 @@ import (
 	"github.com/gpunode/gpunode/internal/k8s/admit"
 	"github.com/gpunode/gpunode/internal/k8s/admit/podres"
 	"github.com/gpunode/gpunode/internal/k8s/kubeletcfg"
+	"github.com/gpunode/gpunode/internal/k8s/objects"
 )
 
 func workloadRules() []Rule {
@@ -197,9 +198,9 @@ func ncclSignal(ct *v1.Container) string {
 }
 
 func checkShm(c *Context, emit Emit) {
-	min := c.In.ShmMin
-	if min.IsZero() {
-		min = resource.MustParse("1Gi")
+	shmMin := c.In.ShmMin
+	if shmMin.IsZero() {
+		shmMin = resource.MustParse("1Gi")
 	}
 	for _, p := range c.Pods {
 		vols := map[string]*v1.Volume{}
@@ -221,7 +222,7 @@ func checkShm(c *Context, emit Emit) {
 			}
 			if mount == nil {
 				emit(p.Obj, ct.Path+".volumeMounts", fmt.Sprintf("container %s looks like an NCCL/DataLoader workload (%s) but mounts nothing at /dev/shm: it gets the runtime's 64Mi default, too small for DataLoader workers and NCCL's shared-memory transport (bus errors, NCCL falls back to slower paths)",
-					ct.C.Name, sig), fmt.Sprintf("add a volume {name: dshm, emptyDir: {medium: Memory, sizeLimit: %s}} and mount it at /dev/shm", min.String()))
+					ct.C.Name, sig), fmt.Sprintf("add a volume {name: dshm, emptyDir: {medium: Memory, sizeLimit: %s}} and mount it at /dev/shm", shmMin.String()))
 				continue
 			}
 			v := vols[mount.Name]
@@ -234,9 +235,9 @@ func checkShm(c *Context, emit Emit) {
 					"set emptyDir.medium: Memory")
 				continue
 			}
-			if sl := v.EmptyDir.SizeLimit; sl != nil && sl.Cmp(min) < 0 {
-				emit(p.Obj, vf+".sizeLimit", fmt.Sprintf("container %s mounts a %s /dev/shm (emptyDir %s), smaller than %s", ct.C.Name, sl.String(), mount.Name, min.String()),
-					fmt.Sprintf("raise sizeLimit to at least %s (it counts against the container's memory limit)", min.String()))
+			if sl := v.EmptyDir.SizeLimit; sl != nil && sl.Cmp(shmMin) < 0 {
+				emit(p.Obj, vf+".sizeLimit", fmt.Sprintf("container %s mounts a %s /dev/shm (emptyDir %s), smaller than %s", ct.C.Name, sl.String(), mount.Name, shmMin.String()),
+					fmt.Sprintf("raise sizeLimit to at least %s (it counts against the container's memory limit)", shmMin.String()))
 			}
 		}
 	}
@@ -260,7 +261,7 @@ const AnnotationMultus = "k8s.v1.cni.cncf.io/networks"
 func (c *Context) channelTemplates() map[string]bool {
 	out := map[string]bool{}
 	for _, o := range c.Kind("ComputeDomain") {
-		cd := o.V.(*ComputeDomain)
+		cd := o.V.(*objects.ComputeDomain)
 		if cd.Spec.Channel != nil {
 			out[o.Namespace+"/"+cd.Spec.Channel.ResourceClaimTemplate.Name] = true
 		}

@@ -76,10 +76,10 @@ func parseCPUs(s string) (cpuset.CPUSet, error) {
 	return cpuset.Parse(s)
 }
 
-// Load reads and validates a node file, at most max bytes
-// (--max-input-bytes; max <= 0: userfile.DefaultMaxBytes).
-func Load(path string, max int64) (*Node, error) {
-	b, err := userfile.Read(path, max)
+// Load reads and validates a node file, at most limit bytes
+// (--max-input-bytes; limit <= 0: userfile.DefaultMaxBytes).
+func Load(path string, limit int64) (*Node, error) {
+	b, err := userfile.Read(path, limit)
 	if err != nil {
 		return nil, fmt.Errorf("node file: %w", err)
 	}

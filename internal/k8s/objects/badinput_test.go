@@ -36,8 +36,8 @@ func TestBadInputChild(t *testing.T) {
 			}
 		}
 	}()
-	max, _ := strconv.ParseInt(os.Getenv("GPUNODE_BADINPUT_MAX"), 10, 64)
-	data, err := ReadFile(path, max)
+	maxBytes, _ := strconv.ParseInt(os.Getenv("GPUNODE_BADINPUT_MAX"), 10, 64)
+	data, err := ReadFile(path, maxBytes)
 	if err == nil {
 		var pods int
 		p, e := LoadPods("in", data)

@@ -17,19 +17,19 @@ import (
 	"github.com/gpunode/gpunode/internal/userfile"
 )
 
-// ReadFile reads a whole input file ("-" is not special here), at most max
-// bytes (--max-input-bytes; max <= 0: userfile.DefaultMaxBytes): a larger
+// ReadFile reads a whole input file ("-" is not special here), at most limit
+// bytes (--max-input-bytes; limit <= 0: userfile.DefaultMaxBytes): a larger
 // regular file is refused from its size, before it is read.
 // Its first 16 MiB are sniffed first (sniffHead): junk, binary data and an
 // over-long first line are refused without reading the rest.
-func ReadFile(path string, max int64) ([]byte, error) {
-	return userfile.ReadChecked(path, max, 2*MaxLineBytes, func(head []byte) error { return sniffHead(path, head) })
+func ReadFile(path string, limit int64) ([]byte, error) {
+	return userfile.ReadChecked(path, limit, 2*MaxLineBytes, func(head []byte) error { return sniffHead(path, head) })
 }
 
 // ReadAll reads r (name labels errors: a file, "stdin") to its end, at
-// most max bytes.
-func ReadAll(r io.Reader, name string, max int64) ([]byte, error) {
-	return userfile.ReadAll(r, name, max)
+// most limit bytes.
+func ReadAll(r io.Reader, name string, limit int64) ([]byte, error) {
+	return userfile.ReadAll(r, name, limit)
 }
 
 // Source is where an object came from.

@@ -77,7 +77,7 @@ func (e *engine) evaluate(lo, hi int) {
 	c, g := e.c, e.g
 	for ni := lo; ni < hi; ni++ {
 		n := &c.Nodes[ni]
-		any := false
+		fitsSome := false
 		for ti, t := range g.Tasks {
 			k, why, det := t.fit(n)
 			if k > t.Count {
@@ -85,7 +85,7 @@ func (e *engine) evaluate(lo, hi int) {
 			}
 			e.fits[ti][ni] = int32(k)
 			if k > 0 {
-				any = true
+				fitsSome = true
 			} else if e.reason[ni] == "" {
 				e.reason[ni], e.detail[ni] = why, det
 				if why == ReasonTooFull {
@@ -93,7 +93,7 @@ func (e *engine) evaluate(lo, hi int) {
 				}
 			}
 		}
-		if any {
+		if fitsSome {
 			e.reason[ni], e.detail[ni] = "", ""
 		}
 	}

@@ -49,10 +49,10 @@ type rawHint struct {
 }
 
 // ReadMergeRequest reads and parses a merge request from r (stdin), at
-// most max bytes (--max-input-bytes; max <= 0: userfile.DefaultMaxBytes);
+// most limit bytes (--max-input-bytes; limit <= 0: userfile.DefaultMaxBytes);
 // name prefixes errors.
-func ReadMergeRequest(r io.Reader, name string, max int64) (*MergeRequest, error) {
-	b, err := userfile.ReadAll(r, name, max)
+func ReadMergeRequest(r io.Reader, name string, limit int64) (*MergeRequest, error) {
+	b, err := userfile.ReadAll(r, name, limit)
 	if err != nil {
 		return nil, err
 	}

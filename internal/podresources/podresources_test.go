@@ -18,11 +18,11 @@ import (
 	"github.com/gpunode/gpunode/internal/check"
 	"github.com/gpunode/gpunode/internal/gpu"
 	"github.com/gpunode/gpunode/internal/hostfs"
-	"github.com/gpunode/gpunode/internal/k8s/podresources/podresourcestest"
+	"github.com/gpunode/gpunode/internal/podresources/podresourcestest"
 	"github.com/gpunode/gpunode/internal/topo"
 )
 
-const fixture = "../../../testdata/hosts/dgx-h100"
+const fixture = "../../testdata/hosts/dgx-h100"
 
 // uuid is GPU i's UUID in the dgx-h100 fixture's fake GPU file.
 func uuid(i int) string { return "GPU-5b1a3c2e-7d4f-4e8a-9c1b-0000a0b1000" + strconv.Itoa(i) }
