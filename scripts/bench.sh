@@ -304,22 +304,35 @@ mbw_figures() {
     add "bench numa copy vs mbw -t1" "mbw not installed (apt-get install mbw)" "within 15%" "n/a"
     return
   fi
-  local m g r i gs=() ms=()
+  # Debian's mbw 1.2.2 -t1 runs glibc's memcpy (its lines say DUMB), -t0
+  # the element loop (its lines say MEMCPY): docs/BANDWIDTH.md. bench
+  # numa's memcpyMbwMiBps is the first, copyMbwMiBps the second.
+  local m g r i gs=() ms=() m0s=() c0s=() out
   # Interleaved, three rounds each, medians: the machine is shared.
   for i in 1 2 3; do
     ms+=("$(mbw -q -t1 -n 10 256 2>/dev/null | awk '/^AVG/ { for (i = 1; i <= NF; i++) if ($i == "Copy:") print $(i+1) }')")
-    gs+=("$("$work/gpunode-full" bench numa --threads 1 --array-mib 256 --duration 20s --no-progress -o json 2>/dev/null | sed -n 's/.*"copyMbwMiBps": *\([0-9.]*\).*/\1/p' | head -1)")
+    m0s+=("$(mbw -q -t0 -n 10 256 2>/dev/null | awk '/^AVG/ { for (i = 1; i <= NF; i++) if ($i == "Copy:") print $(i+1) }')")
+    out=$("$work/gpunode-full" bench numa --threads 1 --array-mib 256 --duration 6s --no-progress -o json 2>/dev/null || true)
+    gs+=("$(echo "$out" | sed -n 's/.*"memcpyMbwMiBps": *\([0-9.]*\).*/\1/p' | head -1)")
+    c0s+=("$(echo "$out" | sed -n 's/.*"copyMbwMiBps": *\([0-9.]*\).*/\1/p' | head -1)")
   done
-  m=$(printf '%s\n' "${ms[@]}" | sort -n | sed -n 2p); g=$(printf '%s\n' "${gs[@]}" | sort -n | sed -n 2p)
+  mid() { printf '%s\n' "$@" | sort -n | sed -n 2p; }
+  m=$(mid "${ms[@]}"); g=$(mid "${gs[@]}")
   r=n/a
   [[ "$m" =~ ^[0-9.]+$ && "$g" =~ ^[0-9.]+$ ]] && r=$(printf %.3f "$(echo "$g / $m" | bc -l)")
   local v=n/a
   [ "$r" != n/a ] && { if le 0.85 "$r" && le "$r" 1.15; then v=met; else v=MISSED; fi; }
-  add "bench numa copy as mbw counts / mbw -t1 256 (MiB/s, median of 3)" "$g / $m = ${r}" "0.85-1.15" "$v"
-  # The multi-threaded figure beside it (every CPU of node 0, as STREAM).
-  local mt
-  mt=$("$work/gpunode-full" bench numa --duration 5s --no-progress -o json 2>/dev/null | sed -n 's/.*"copyGBps": *\([0-9.]*\).*/\1/p' | head -1)
-  add "  bench numa copy, every CPU of node 0 (GB/s, read+written)" "${mt:-n/a}" "-" "-"
+  add "bench numa memcpy as mbw counts / mbw -t1 256 (MiB/s, median of 3)" "$g / $m = ${r}" "0.85-1.15" "$v"
+  local m0 c0
+  m0=$(mid "${m0s[@]}"); c0=$(mid "${c0s[@]}")
+  add "  for comparison: the element loop, bench numa copy / mbw -t0 (MiB/s)" "$c0 / $m0" "-" "-"
+  # The multi-threaded figure beside the single-thread one, per NUMA node
+  # (every CPU of the node, as STREAM; GB/s read+written).
+  local line
+  while read -r line; do
+    [ -n "$line" ] && add "  bench numa, node ${line%% *}: copy every CPU / one thread (GB/s)" "${line#* }" "-" "-"
+  done < <("$work/gpunode-full" bench numa --duration 10s --no-progress \
+    -o 'jsonpath={range .pairs[*]}{.cpuNode}/{.memNode} {.threads} threads {.copyGBps} / {.copyOneThreadGBps}{"\n"}{end}' 2>/dev/null | awk '{ split($1, n, "/"); if (n[1] == n[2]) print n[1], $0 }' | cut -d' ' -f1,3-)
 }
 # --- end of DRA, start-up ratio and mbw ---
 dra_figures
