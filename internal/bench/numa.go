@@ -66,8 +66,8 @@ type NUMAPair struct {
 	MemcpyGBps              float64 `json:"memcpyGBps"`
 	MemcpyMbwMiBps          float64 `json:"memcpyMbwMiBps"`
 	MemcpyOneThreadMbwMiBps float64 `json:"memcpyOneThreadMbwMiBps,omitempty"`
-	TriadGBps             float64 `json:"triadGBps"`
-	LatencyNs             float64 `json:"latencyNs"`
+	TriadGBps               float64 `json:"triadGBps"`
+	LatencyNs               float64 `json:"latencyNs"`
 	// The best samples (STREAM reports the best pass; the fastest chase
 	// sample is the closest to idle latency on a busy machine).
 	CopyBestGBps  float64 `json:"copyBestGBps"`
@@ -83,7 +83,7 @@ type NUMAPair struct {
 	PagesOnNode  int `json:"pagesOnNode"`
 	PagesSampled int `json:"pagesSampled"`
 	// Every sample (one per pass over the arrays; one per chase chunk).
-	CopySamplesGBps  []float64 `json:"copySamplesGBps"`
+	CopySamplesGBps   []float64 `json:"copySamplesGBps"`
 	TriadSamplesGBps  []float64 `json:"triadSamplesGBps"`
 	MemcpySamplesGBps []float64 `json:"memcpySamplesGBps"`
 	LatencySamplesNs  []float64 `json:"latencySamplesNs"`
