@@ -8,7 +8,8 @@
 //	CGO_ENABLED=0 go build -o /tmp/nvml-purego ./scripts/nvmlproto/purego
 //	GPUNODE_NVML_STUB=testdata/nvml-stub/dgx-h100.json LD_LIBRARY_PATH=/tmp/stub /tmp/nvml-purego
 //
-// scripts/bench.sh measures both (start-up, RSS, size).
+// scripts/nvmlproto/measure.sh measures both (start-up, RSS, size); main_test.go
+// runs this one against the stub, built without cgo.
 package main
 
 import (
