@@ -338,7 +338,7 @@ mbw_figures() {
   for i in 1 2 3; do
     ms+=("$(mbw -q -t1 -n 10 256 2>/dev/null | awk '/^AVG/ { for (i = 1; i <= NF; i++) if ($i == "Copy:") print $(i+1) }')")
     m0s+=("$(mbw -q -t0 -n 10 256 2>/dev/null | awk '/^AVG/ { for (i = 1; i <= NF; i++) if ($i == "Copy:") print $(i+1) }')")
-    out=$("$work/gpunode-full" bench numa --threads 1 --array-mib 256 --duration 6s --no-progress -o json 2>/dev/null || true)
+    out=$("$work/gpunode-full" bench numa --threads 1 --array-mib 256 --duration 8s --no-progress -o json 2>/dev/null || true)
     gs+=("$(echo "$out" | sed -n 's/.*"memcpyMbwMiBps": *\([0-9.]*\).*/\1/p' | head -1)")
     c0s+=("$(echo "$out" | sed -n 's/.*"copyMbwMiBps": *\([0-9.]*\).*/\1/p' | head -1)")
   done

@@ -436,7 +436,9 @@ func (liveNUMA) bandwidth(ctx context.Context, cpus []int, node int, arrayBytes 
 	if len(ops) == 0 {
 		return out, nil
 	}
-	d /= time.Duration(len(ops))
+	// d includes the mapping and first touch of the arrays: what they
+	// took is not measured (a loaded machine's page faults cost seconds).
+	began := time.Now()
 	workers := make([]streamWorker, n)
 	ready := make(chan error, n)
 	type probe struct{ on, sampled int }
@@ -526,6 +528,7 @@ func (liveNUMA) bandwidth(ctx context.Context, cpus []int, node int, arrayBytes 
 		}
 		return last.Sub(first)
 	}
+	d = max(d-time.Since(began), 0) / time.Duration(len(ops))
 	for _, op := range ops {
 		bytes, dst := 2*total, &out.copy
 		switch op {
@@ -587,6 +590,8 @@ func (liveNUMA) latency(ctx context.Context, cpu int, node int, bufBytes uint64,
 		err error
 	}
 	res := make(chan out, 1)
+	// d includes the mapping and the building of the chase.
+	deadline := time.Now().Add(d)
 	go func() {
 		// Locked and never unlocked: the thread is retired at the end.
 		if err := boundThread([]int{cpu}, node); err != nil {
@@ -604,7 +609,6 @@ func (liveNUMA) latency(ctx context.Context, cpu int, node int, bufBytes uint64,
 		var samples []float64
 		var p uint64
 		p = chase(words, p, chaseChunk) // warm-up, excluded
-		deadline := time.Now().Add(d)
 		for i := 0; i < maxSamples && (i == 0 || time.Now().Before(deadline)); i++ {
 			if ctx.Err() != nil {
 				res <- out{err: ctx.Err()}
