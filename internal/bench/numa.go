@@ -314,8 +314,9 @@ func RunNUMA(ctx context.Context, t *topo.Topology, o NUMAOptions) (*NUMAResult,
 	for _, pair := range p.pairs {
 		unitsLeft += unitsOf(pair)
 	}
-	// share is the measuring time of units kernels: their part of what is
-	// left, less a third kept for allocation, first touch and overshoot.
+	// share is the time of units kernels, their buffers' mapping and first
+	// touch included: their part of what is left, less a third kept for
+	// overshoot (a kernel's warm-up and last pass, unmapping).
 	share := func(units int) time.Duration {
 		d := max(time.Until(end)*2/3*time.Duration(units)/time.Duration(max(unitsLeft, 1)), time.Millisecond)
 		unitsLeft -= units
