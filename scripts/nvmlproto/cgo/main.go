@@ -1,3 +1,5 @@
+//go:build cgo
+
 // Command cgo is the cgo side of the NVML prototype (see
 // scripts/nvmlproto/purego): the same calls through go-nvml, which
 // gpunode's NVML backend uses. Build with CGO_ENABLED=1.
