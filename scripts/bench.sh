@@ -290,12 +290,38 @@ dra_figures() {
 
 startup_ratio() {
   # gpunode version over true against a static Go hello world over true,
-  # from the whole-process run above.
-  local vo ho r
+  # in CPU time (user+sys of the process, proctime -cpu: on a shared
+  # machine it moves far less than the wall time), with the floors of the
+  # NVML decision (docs/ARCHITECTURE.md, "NVML: cgo or purego"): a Go
+  # program that only execs true, static, with cgo, and linking purego.
+  echo "== start-up in CPU time (median of $runs round-robin runs, ms; proctime -cpu)"
+  CGO_ENABLED=0 go build -o "$work/hexec-purego-bin" ./scripts/nvmlproto/floor
+  local c=(true "$work/hello-bin" "$work/gpunode version" "$work/gpunode-static version" "$work/hexec-bin" "$work/hexec-purego-bin")
+  [ "$have_cgo_floor" = 1 ] && c+=("$work/hexec-cgo-bin")
+  go run ./scripts/proctime -cpu -n "$runs" "${c[@]}" | tee "$work/cpu.txt"
+  cpu() { awk -v c="$1" 'NR > 1 { line = $0; sub(/[ ]+[0-9.]+[ ]+[0-9.]+[ ]+[0-9]+[ ]+[0-9]+[ ]+[0-9.]+$/, "", line); if (line == c) print $NF }' "$work/cpu.txt"; }
+  local ct ch vo so ho r rs
+  ct=$(cpu true); ch=$(cpu "$work/hello-bin")
+  ho=$(echo "$ch - $ct" | bc -l)
+  vo=$(echo "$(cpu "$work/gpunode version") - $ct" | bc -l)
+  so=$(echo "$(cpu "$work/gpunode-static version") - $ct" | bc -l)
+  r=n/a; rs=n/a
+  if le 0.001 "$ho"; then
+    r=$(printf %.2f "$(echo "$vo / $ho" | bc -l)"); rs=$(printf %.2f "$(echo "$so / $ho" | bc -l)")
+  fi
+  add "gpunode version over true / hello world over true (CPU)" "${r}x ($(printf %.2f "$vo") vs $(printf %.2f "$ho") ms)" "<= 1.5x" "$(verdict "$r" 1.5)"
+  add "  the CGO_ENABLED=0 build (no NVML), same ratio (CPU)" "${rs}x ($(printf %.2f "$so") ms)" "-" "-"
+  local f
+  for f in "hexec-bin:static" "hexec-cgo-bin:cgo" "hexec-purego-bin:purego linked (CGO_ENABLED=0)"; do
+    local b=${f%%:*} v
+    v=$(cpu "$work/$b")
+    [ -n "$v" ] && add "  floor: a Go program that only execs true, $(echo "${f#*:}"), over true (CPU)" "$(printf %.2f "$(echo "$v - $ct" | bc -l)") ms" "-" "-"
+  done
+  # The wall-time ratio, from the whole-process run above.
   vo=$(echo "$t_ver - $t_true" | bc -l); ho=$(echo "$t_hello - $t_true" | bc -l)
   r=n/a
   le 0.001 "$ho" && r=$(printf %.2f "$(echo "$vo / $ho" | bc -l)")
-  add "gpunode version over true / hello world over true" "${r}x ($(printf %.2f "$vo") vs $(printf %.2f "$ho") ms)" "<= 1.5x" "$(verdict "$r" 1.5)"
+  add "  the same in wall time" "${r}x ($(printf %.2f "$vo") vs $(printf %.2f "$ho") ms)" "-" "-"
 }
 
 mbw_figures() {
@@ -304,22 +330,35 @@ mbw_figures() {
     add "bench numa copy vs mbw -t1" "mbw not installed (apt-get install mbw)" "within 15%" "n/a"
     return
   fi
-  local m g r i gs=() ms=()
+  # Debian's mbw 1.2.2 -t1 runs glibc's memcpy (its lines say DUMB), -t0
+  # the element loop (its lines say MEMCPY): docs/BANDWIDTH.md. bench
+  # numa's memcpyMbwMiBps is the first, copyMbwMiBps the second.
+  local m g r i gs=() ms=() m0s=() c0s=() out
   # Interleaved, three rounds each, medians: the machine is shared.
   for i in 1 2 3; do
     ms+=("$(mbw -q -t1 -n 10 256 2>/dev/null | awk '/^AVG/ { for (i = 1; i <= NF; i++) if ($i == "Copy:") print $(i+1) }')")
-    gs+=("$("$work/gpunode-full" bench numa --threads 1 --array-mib 256 --duration 20s --no-progress -o json 2>/dev/null | sed -n 's/.*"copyMbwMiBps": *\([0-9.]*\).*/\1/p' | head -1)")
+    m0s+=("$(mbw -q -t0 -n 10 256 2>/dev/null | awk '/^AVG/ { for (i = 1; i <= NF; i++) if ($i == "Copy:") print $(i+1) }')")
+    out=$("$work/gpunode-full" bench numa --threads 1 --array-mib 256 --duration 8s --no-progress -o json 2>/dev/null || true)
+    gs+=("$(echo "$out" | sed -n 's/.*"memcpyMbwMiBps": *\([0-9.]*\).*/\1/p' | head -1)")
+    c0s+=("$(echo "$out" | sed -n 's/.*"copyMbwMiBps": *\([0-9.]*\).*/\1/p' | head -1)")
   done
-  m=$(printf '%s\n' "${ms[@]}" | sort -n | sed -n 2p); g=$(printf '%s\n' "${gs[@]}" | sort -n | sed -n 2p)
+  mid() { printf '%s\n' "$@" | sort -n | sed -n 2p; }
+  m=$(mid "${ms[@]}"); g=$(mid "${gs[@]}")
   r=n/a
   [[ "$m" =~ ^[0-9.]+$ && "$g" =~ ^[0-9.]+$ ]] && r=$(printf %.3f "$(echo "$g / $m" | bc -l)")
   local v=n/a
   [ "$r" != n/a ] && { if le 0.85 "$r" && le "$r" 1.15; then v=met; else v=MISSED; fi; }
-  add "bench numa copy as mbw counts / mbw -t1 256 (MiB/s, median of 3)" "$g / $m = ${r}" "0.85-1.15" "$v"
-  # The multi-threaded figure beside it (every CPU of node 0, as STREAM).
-  local mt
-  mt=$("$work/gpunode-full" bench numa --duration 5s --no-progress -o json 2>/dev/null | sed -n 's/.*"copyGBps": *\([0-9.]*\).*/\1/p' | head -1)
-  add "  bench numa copy, every CPU of node 0 (GB/s, read+written)" "${mt:-n/a}" "-" "-"
+  add "bench numa memcpy as mbw counts / mbw -t1 256 (MiB/s, median of 3)" "$g / $m = ${r}" "0.85-1.15" "$v"
+  local m0 c0
+  m0=$(mid "${m0s[@]}"); c0=$(mid "${c0s[@]}")
+  add "  for comparison: the element loop, bench numa copy / mbw -t0 (MiB/s)" "$c0 / $m0" "-" "-"
+  # The multi-threaded figure beside the single-thread one, per NUMA node
+  # (every CPU of the node, as STREAM; GB/s read+written).
+  local line
+  while read -r line; do
+    [ -n "$line" ] && add "  bench numa, node ${line%% *}: copy every CPU / one thread (GB/s)" "${line#* }" "-" "-"
+  done < <("$work/gpunode-full" bench numa --duration 10s --no-progress \
+    -o 'jsonpath={range .pairs[*]}{.cpuNode}/{.memNode} {.threads} threads {.copyGBps} / {.copyOneThreadGBps}{"\n"}{end}' 2>/dev/null | awk '{ split($1, n, "/"); if (n[1] == n[2]) print n[1], $0 }' | cut -d' ' -f1,3-)
 }
 # --- end of DRA, start-up ratio and mbw ---
 dra_figures

@@ -60,17 +60,28 @@ type fakeNUMA struct {
 	node   func(cpu int) int
 }
 
-func (f *fakeNUMA) bandwidth(_ context.Context, cpus []int, node int, arrayBytes uint64, share time.Duration) ([]float64, []float64, int, int, error) {
+func (f *fakeNUMA) bandwidth(_ context.Context, cpus []int, node int, arrayBytes uint64, ops []streamOp, share time.Duration) (bwSamples, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.shares = append(f.shares, 2*share)
+	f.shares = append(f.shares, share)
 	if f.sleep {
-		time.Sleep(2 * share)
+		time.Sleep(share)
 	}
-	f.calls = append(f.calls, fmt.Sprintf("bw cpus=%d first=%d node=%d bytes=%d", len(cpus), cpus[0], node, arrayBytes))
+	f.calls = append(f.calls, fmt.Sprintf("bw cpus=%d first=%d node=%d bytes=%d ops=%d", len(cpus), cpus[0], node, arrayBytes, len(ops)))
 	d := float64(f.dist(f.node(cpus[0]), node))
 	base := 2000 / d
-	return []float64{base * 0.98, base, base * 1.01}, []float64{base * 1.1, base * 1.1, base * 1.12}, 64, 64, nil
+	s := bwSamples{on: 64, sampled: 64}
+	for _, op := range ops {
+		switch op {
+		case opCopy:
+			s.copy = []float64{base * 0.98, base, base * 1.01}
+		case opTriad:
+			s.triad = []float64{base * 1.1, base * 1.1, base * 1.12}
+		case opMemcpy:
+			s.memcpy = []float64{base * 1.5, base * 1.5}
+		}
+	}
+	return s, nil
 }
 
 func (f *fakeNUMA) latency(_ context.Context, cpu int, node int, bufBytes uint64, share time.Duration) ([]float64, error) {
@@ -114,18 +125,23 @@ func TestNUMAPipelineDGX(t *testing.T) {
 	}
 	wantCalls := []string{
 		// local pairs: one thread over the same arrays first
-		"bw cpus=1 first=0 node=0 bytes=880803840",
-		"bw cpus=112 first=0 node=0 bytes=880803840", "lat cpu=0 node=0 bytes=880803840",
-		"bw cpus=112 first=0 node=1 bytes=880803840", "lat cpu=0 node=1 bytes=880803840",
-		"bw cpus=112 first=56 node=0 bytes=880803840", "lat cpu=56 node=0 bytes=880803840",
-		"bw cpus=1 first=56 node=1 bytes=880803840",
-		"bw cpus=112 first=56 node=1 bytes=880803840", "lat cpu=56 node=1 bytes=880803840",
+		"bw cpus=1 first=0 node=0 bytes=880803840 ops=2",
+		"bw cpus=112 first=0 node=0 bytes=880803840 ops=3", "lat cpu=0 node=0 bytes=880803840",
+		"bw cpus=112 first=0 node=1 bytes=880803840 ops=3", "lat cpu=0 node=1 bytes=880803840",
+		"bw cpus=112 first=56 node=0 bytes=880803840 ops=3", "lat cpu=56 node=0 bytes=880803840",
+		"bw cpus=1 first=56 node=1 bytes=880803840 ops=2",
+		"bw cpus=112 first=56 node=1 bytes=880803840 ops=3", "lat cpu=56 node=1 bytes=880803840",
 	}
 	if !slices.Equal(f.calls, wantCalls) {
 		t.Errorf("calls:\n%s\nwant\n%s", strings.Join(f.calls, "\n"), strings.Join(wantCalls, "\n"))
 	}
 	if r.Pairs[0].CopyOneThreadGBps != 200 || r.Pairs[1].CopyOneThreadGBps != 0 || r.Pairs[0].CopyOneThreadMbwMiBps == 0 {
 		t.Errorf("one-thread copy: %+v", r.Pairs[0])
+	}
+	// memcpy passes: 300 GB/s read+written is 150e9 B of one array per
+	// second, as mbw counts it in MiB/s; one-thread and every-CPU alike.
+	if want := round3(300e9 / 2 / (1 << 20)); r.Pairs[0].MemcpyGBps != 300 || r.Pairs[0].MemcpyMbwMiBps != want || r.Pairs[0].MemcpyOneThreadMbwMiBps != want || r.Pairs[1].MemcpyOneThreadMbwMiBps != 0 {
+		t.Errorf("memcpy: %v %v %v, want 300 GB/s, %v MiB/s", r.Pairs[0].MemcpyGBps, r.Pairs[0].MemcpyMbwMiBps, r.Pairs[0].MemcpyOneThreadMbwMiBps, want)
 	}
 	p01 := r.Pairs[1]
 	if p01.CPUNode != 0 || p01.MemNode != 1 || p01.Distance != 21 {

@@ -55,8 +55,19 @@ type NUMAPair struct {
 	// CopyOneThreadMbwMiBps the same passes as mbw counts them.
 	CopyOneThreadGBps     float64 `json:"copyOneThreadGBps,omitempty"`
 	CopyOneThreadMbwMiBps float64 `json:"copyOneThreadMbwMiBps,omitempty"`
-	TriadGBps             float64 `json:"triadGBps"`
-	LatencyNs             float64 `json:"latencyNs"`
+	// MemcpyMbwMiBps is the copy as 'mbw -t1' runs it: the same arrays
+	// copied with memmove (Go's copy, which streams large copies with
+	// non-temporal stores, as glibc's memcpy does), counted as mbw counts
+	// them. Debian's mbw 1.2.2 runs memcpy for -t1 although it labels the
+	// lines DUMB (and the element loop for -t0, labelled MEMCPY; see
+	// docs/BANDWIDTH.md). MemcpyGBps is the median of the same passes
+	// counting read plus written; MemcpyOneThreadMbwMiBps the one-thread
+	// passes of a local pair, beside CopyOneThreadGBps.
+	MemcpyGBps              float64 `json:"memcpyGBps"`
+	MemcpyMbwMiBps          float64 `json:"memcpyMbwMiBps"`
+	MemcpyOneThreadMbwMiBps float64 `json:"memcpyOneThreadMbwMiBps,omitempty"`
+	TriadGBps               float64 `json:"triadGBps"`
+	LatencyNs               float64 `json:"latencyNs"`
 	// The best samples (STREAM reports the best pass; the fastest chase
 	// sample is the closest to idle latency on a busy machine).
 	CopyBestGBps  float64 `json:"copyBestGBps"`
@@ -72,9 +83,10 @@ type NUMAPair struct {
 	PagesOnNode  int `json:"pagesOnNode"`
 	PagesSampled int `json:"pagesSampled"`
 	// Every sample (one per pass over the arrays; one per chase chunk).
-	CopySamplesGBps  []float64 `json:"copySamplesGBps"`
-	TriadSamplesGBps []float64 `json:"triadSamplesGBps"`
-	LatencySamplesNs []float64 `json:"latencySamplesNs"`
+	CopySamplesGBps   []float64 `json:"copySamplesGBps"`
+	TriadSamplesGBps  []float64 `json:"triadSamplesGBps"`
+	MemcpySamplesGBps []float64 `json:"memcpySamplesGBps"`
+	LatencySamplesNs  []float64 `json:"latencySamplesNs"`
 }
 
 // NUMAOptions tune RunNUMA.
@@ -95,9 +107,17 @@ type NUMAOptions struct {
 	measure numaMeasurer
 }
 
+// bwSamples are the passes of one bandwidth run (GB/s, read plus
+// written) and the page placement probe.
+type bwSamples struct {
+	copy, triad, memcpy []float64
+	on, sampled         int
+}
+
 // numaMeasurer runs the kernels of one pair.
 type numaMeasurer interface {
-	bandwidth(ctx context.Context, cpus []int, node int, arrayBytes uint64, d time.Duration) (copyS, triadS []float64, on, sampled int, err error)
+	// bandwidth runs each of ops for an equal part of d, d in all.
+	bandwidth(ctx context.Context, cpus []int, node int, arrayBytes uint64, ops []streamOp, d time.Duration) (bwSamples, error)
 	latency(ctx context.Context, cpu int, node int, bufBytes uint64, d time.Duration) ([]float64, error)
 }
 
@@ -278,43 +298,63 @@ func RunNUMA(ctx context.Context, t *topo.Topology, o NUMAOptions) (*NUMAResult,
 	}
 	o.Progress.Start("numa", 3*len(p.pairs), o.Duration)
 	defer o.Progress.Done()
-	// share is each kernel's measuring time: what is left over the kernels
-	// left, less a third kept for allocation, first touch and overshoot.
-	share := func(kernels int) time.Duration {
-		return max(time.Until(end)*2/3/time.Duration(kernels), time.Millisecond)
+	// Work is counted in kernel passes of equal share: copy, triad and
+	// memcpy over every CPU of the node, the latency chase, and, on a
+	// local pair of more than one CPU, copy and memcpy of one thread.
+	allOps := []streamOp{opCopy, opTriad, opMemcpy}
+	oneOps := []streamOp{opCopy, opMemcpy}
+	unitsOf := func(pair NUMAPair) int {
+		u := len(allOps) + 1
+		if pair.CPUNode == pair.MemNode && len(p.cpus[pair.CPUNode]) > 1 {
+			u += len(oneOps)
+		}
+		return u
+	}
+	unitsLeft := 0
+	for _, pair := range p.pairs {
+		unitsLeft += unitsOf(pair)
+	}
+	// share is the time of units kernels, their buffers' mapping and first
+	// touch included: their part of what is left, less a third kept for
+	// overshoot (a kernel's warm-up and last pass, unmapping).
+	share := func(units int) time.Duration {
+		d := max(time.Until(end)*2/3*time.Duration(units)/time.Duration(max(unitsLeft, 1)), time.Millisecond)
+		unitsLeft -= units
+		return d
 	}
 	for i := range p.pairs {
 		pair := &p.pairs[i]
 		cpus := p.cpus[pair.CPUNode]
-		left := 3*(len(p.pairs)-i) + 1
 		if pair.CPUNode == pair.MemNode && len(cpus) > 1 {
-			// One thread beside all of them (copy and triad run, copy kept).
-			c1, _, _, _, err := m.bandwidth(ctx, cpus[:1], pair.MemNode, p.arrayBytes, share(left))
+			// One thread beside all of them.
+			s1, err := m.bandwidth(ctx, cpus[:1], pair.MemNode, p.arrayBytes, oneOps, share(len(oneOps)))
 			if err != nil {
 				return nil, fmt.Errorf("CPU node %d, memory node %d, one thread: %w", pair.CPUNode, pair.MemNode, err)
 			}
-			pair.CopyOneThreadGBps, pair.CopyOneThreadMbwMiBps = round3(Median(c1)), round3(mbwMiBps(c1))
+			pair.CopyOneThreadGBps, pair.CopyOneThreadMbwMiBps = round3(Median(s1.copy)), round3(mbwMiBps(s1.copy))
+			pair.MemcpyOneThreadMbwMiBps = round3(mbwMiBps(s1.memcpy))
 		}
-		left--
-		c, tr, on, sampled, err := m.bandwidth(ctx, cpus, pair.MemNode, p.arrayBytes, share(left))
+		s, err := m.bandwidth(ctx, cpus, pair.MemNode, p.arrayBytes, allOps, share(len(allOps)))
 		if err != nil {
 			return nil, fmt.Errorf("CPU node %d, memory node %d: %w", pair.CPUNode, pair.MemNode, err)
 		}
 		o.Progress.Add(2)
-		lat, err := m.latency(ctx, cpus[0], pair.MemNode, p.latencyBytes, share(left-2))
+		lat, err := m.latency(ctx, cpus[0], pair.MemNode, p.latencyBytes, share(1))
 		if err != nil {
 			return nil, fmt.Errorf("CPU node %d, memory node %d latency: %w", pair.CPUNode, pair.MemNode, err)
 		}
 		o.Progress.Add(1)
-		pair.CopySamplesGBps, pair.TriadSamplesGBps, pair.LatencySamplesNs = c, tr, lat
+		c, tr := s.copy, s.triad
+		pair.CopySamplesGBps, pair.TriadSamplesGBps, pair.MemcpySamplesGBps, pair.LatencySamplesNs = c, tr, s.memcpy, lat
 		pair.CopyGBps, pair.TriadGBps, pair.LatencyNs = round3(Median(c)), round3(Median(tr)), round3(Median(lat))
 		pair.CopyMbwMiBps = round3(mbwMiBps(c))
+		pair.MemcpyGBps, pair.MemcpyMbwMiBps = round3(Median(s.memcpy)), round3(mbwMiBps(s.memcpy))
 		_, pair.CopyBestGBps = MinMax(c)
 		_, pair.TriadBestGBps = MinMax(tr)
 		pair.LatencyMinNs, _ = MinMax(lat)
-		pair.PagesOnNode, pair.PagesSampled = on, sampled
-		if sampled > 0 && on < sampled {
-			r.Notes = append(r.Notes, fmt.Sprintf("CPU node %d, memory node %d: only %d of %d sampled pages were on node %d", pair.CPUNode, pair.MemNode, on, sampled, pair.MemNode))
+		pair.PagesOnNode, pair.PagesSampled = s.on, s.sampled
+		if s.sampled > 0 && s.on < s.sampled {
+			r.Notes = append(r.Notes, fmt.Sprintf("CPU node %d, memory node %d: only %d of %d sampled pages were on node %d", pair.CPUNode, pair.MemNode, s.on, s.sampled, pair.MemNode))
 		}
 	}
 	addLocalRatios(p.pairs)
@@ -373,6 +413,7 @@ type streamOp int
 const (
 	opCopy streamOp = iota
 	opTriad
+	opMemcpy
 )
 
 type streamWorker struct {
@@ -383,15 +424,22 @@ type streamWorker struct {
 // span is when one worker's pass started and ended.
 type span struct{ start, end time.Time }
 
-// bandwidth runs copy and triad with one worker per CPU, each pinned to its
-// CPU with its memory bound to node, over its share of the arrays.
-func (liveNUMA) bandwidth(ctx context.Context, cpus []int, node int, arrayBytes uint64, d time.Duration) (copyS, triadS []float64, on, sampled int, err error) {
+// bandwidth runs ops with one worker per CPU, each pinned to its CPU with
+// its memory bound to node, over its share of the arrays.
+func (liveNUMA) bandwidth(ctx context.Context, cpus []int, node int, arrayBytes uint64, ops []streamOp, d time.Duration) (bwSamples, error) {
+	var out bwSamples
 	n := len(cpus)
 	per := int(arrayBytes) / n
 	per -= per % 4096
 	if per < 4096 {
-		return nil, nil, 0, 0, inputf("arrays of %d bytes for %d threads", arrayBytes, n)
+		return out, inputf("arrays of %d bytes for %d threads", arrayBytes, n)
 	}
+	if len(ops) == 0 {
+		return out, nil
+	}
+	// d includes the mapping and first touch of the arrays: what they
+	// took is not measured (a loaded machine's page faults cost seconds).
+	began := time.Now()
 	workers := make([]streamWorker, n)
 	ready := make(chan error, n)
 	type probe struct{ on, sampled int }
@@ -433,6 +481,8 @@ func (liveNUMA) bandwidth(ctx context.Context, cpus []int, node int, arrayBytes 
 					streamCopy(c, a)
 				case opTriad:
 					streamTriad(a, b, c)
+				case opMemcpy:
+					copy(bufs[2], bufs[0])
 				}
 				w.done <- span{start, time.Now()}
 			}
@@ -451,13 +501,13 @@ func (liveNUMA) bandwidth(ctx context.Context, cpus []int, node int, arrayBytes 
 	}
 	if firstErr != nil {
 		// Workers that did start wait on ops; the deferred close ends them.
-		return nil, nil, 0, 0, firstErr
+		return out, firstErr
 	}
 	for range workers {
 		pr := <-probes
 		if pr.sampled > 0 {
-			on += pr.on
-			sampled += pr.sampled
+			out.on += pr.on
+			out.sampled += pr.sampled
 		}
 	}
 	total := float64(per/8*n) * 8
@@ -479,25 +529,29 @@ func (liveNUMA) bandwidth(ctx context.Context, cpus []int, node int, arrayBytes 
 		}
 		return last.Sub(first)
 	}
-	for _, k := range []struct {
-		op    streamOp
-		bytes float64
-		out   *[]float64
-	}{{opCopy, 2 * total, &copyS}, {opTriad, 3 * total, &triadS}} {
+	d = max(d-time.Since(began), 0) / time.Duration(len(ops))
+	for _, op := range ops {
+		bytes, dst := 2*total, &out.copy
+		switch op {
+		case opTriad:
+			bytes, dst = 3*total, &out.triad
+		case opMemcpy:
+			dst = &out.memcpy
+		}
 		deadline := time.Now().Add(d)
-		if el := pass(k.op); el*time.Duration(minSamples+1) > d { // warm-up, excluded
+		if el := pass(op); el*time.Duration(minSamples+1) > d { // warm-up, excluded
 			// Passes are long for the share: no more than fit.
 			deadline = time.Now().Add(d - el)
 		}
 		for i := 0; i < maxSamples && (i == 0 || time.Now().Before(deadline)); i++ {
 			if ctx.Err() != nil {
-				return nil, nil, 0, 0, ctx.Err()
+				return bwSamples{}, ctx.Err()
 			}
-			el := pass(k.op)
-			*k.out = append(*k.out, round3(k.bytes/el.Seconds()/1e9))
+			el := pass(op)
+			*dst = append(*dst, round3(bytes/el.Seconds()/1e9))
 		}
 	}
-	return copyS, triadS, on, sampled, nil
+	return out, nil
 }
 
 // streamCopy is STREAM's copy loop (ordinary stores), not memmove: Go's
@@ -537,6 +591,8 @@ func (liveNUMA) latency(ctx context.Context, cpu int, node int, bufBytes uint64,
 		err error
 	}
 	res := make(chan out, 1)
+	// d includes the mapping and the building of the chase.
+	deadline := time.Now().Add(d)
 	go func() {
 		// Locked and never unlocked: the thread is retired at the end.
 		if err := boundThread([]int{cpu}, node); err != nil {
@@ -554,7 +610,6 @@ func (liveNUMA) latency(ctx context.Context, cpu int, node int, bufBytes uint64,
 		var samples []float64
 		var p uint64
 		p = chase(words, p, chaseChunk) // warm-up, excluded
-		deadline := time.Now().Add(d)
 		for i := 0; i < maxSamples && (i == 0 || time.Now().Before(deadline)); i++ {
 			if ctx.Err() != nil {
 				res <- out{err: ctx.Err()}

@@ -26,15 +26,21 @@ func notes(e *output.ErrWriter, ns []string) {
 func (r *NUMAResult) WriteTable(w io.Writer, o output.Options) error {
 	e := &output.ErrWriter{W: w}
 	tw := output.NewTabWriter(e)
-	fmt.Fprintf(tw, "CPU NODE\tMEM NODE\tDISTANCE\tTHREADS\tCOPY GB/s\t(BEST)\t1-THREAD COPY\tTRIAD GB/s\t(BEST)\tLATENCY ns\t(MIN)\tCOPY vs LOCAL\tTRIAD vs LOCAL\tLATENCY vs LOCAL\tSAMPLES\n")
+	fmt.Fprintf(tw, "CPU NODE\tMEM NODE\tDISTANCE\tTHREADS\tCOPY GB/s\t(BEST)\t1-THREAD COPY\tTRIAD GB/s\t(BEST)\tMEMCPY GB/s\t1-THREAD MEMCPY MiB/s (AS MBW)\tLATENCY ns\t(MIN)\tCOPY vs LOCAL\tTRIAD vs LOCAL\tLATENCY vs LOCAL\tSAMPLES\n")
 	for _, p := range r.Pairs {
-		one := "-"
+		one, oneMemcpy := "-", "-"
 		if p.CopyOneThreadGBps > 0 {
 			one = fmt.Sprintf("%.1f", p.CopyOneThreadGBps)
 		}
-		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%.1f\t%.1f\t%s\t%.1f\t%.1f\t%.1f\t%.1f\t%s\t%s\t%s\t%d/%d/%d\n", p.CPUNode, p.MemNode, p.Distance, p.Threads,
-			p.CopyGBps, p.CopyBestGBps, one, p.TriadGBps, p.TriadBestGBps, p.LatencyNs, p.LatencyMinNs, vs(p.CopyVsLocal), vs(p.TriadVsLocal), vs(p.LatencyVsLocal),
-			len(p.CopySamplesGBps), len(p.TriadSamplesGBps), len(p.LatencySamplesNs))
+		switch {
+		case p.MemcpyOneThreadMbwMiBps > 0:
+			oneMemcpy = fmt.Sprintf("%.0f", p.MemcpyOneThreadMbwMiBps)
+		case p.Threads == 1 && p.MemcpyMbwMiBps > 0:
+			oneMemcpy = fmt.Sprintf("%.0f", p.MemcpyMbwMiBps)
+		}
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%.1f\t%.1f\t%s\t%.1f\t%.1f\t%.1f\t%s\t%.1f\t%.1f\t%s\t%s\t%s\t%d/%d/%d/%d\n", p.CPUNode, p.MemNode, p.Distance, p.Threads,
+			p.CopyGBps, p.CopyBestGBps, one, p.TriadGBps, p.TriadBestGBps, p.MemcpyGBps, oneMemcpy, p.LatencyNs, p.LatencyMinNs, vs(p.CopyVsLocal), vs(p.TriadVsLocal), vs(p.LatencyVsLocal),
+			len(p.CopySamplesGBps), len(p.TriadSamplesGBps), len(p.MemcpySamplesGBps), len(p.LatencySamplesNs))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -58,7 +64,7 @@ func (r *NUMAResult) WriteTable(w io.Writer, o output.Options) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	e.Printf("\narrays %s each (copy 16 B, triad 24 B per element counted), chase buffer %s, run bounded to %s; medians of the samples, best in brackets\n",
+	e.Printf("\narrays %s each (copy and memcpy 16 B, triad 24 B per element counted; MiB/s as mbw counts: one array over the mean pass), chase buffer %s, run bounded to %s; medians of the samples, best in brackets; samples copy/triad/memcpy/latency\n",
 		output.HumanBytes(r.ArrayBytes), output.HumanBytes(r.LatencyBytes), time.Duration(r.DurationSeconds*float64(time.Second)).Round(time.Millisecond))
 	notes(e, r.Notes)
 	return e.Err

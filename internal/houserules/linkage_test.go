@@ -25,6 +25,10 @@ var heavyForNodeBinary = []string{
 	"google.golang.org/protobuf/",
 	"google.golang.org/grpc/",
 	"k8s.io/kubelet/",
+	// purego (bench's libcuda loader) makes a CGO_ENABLED=0 binary dynamic:
+	// its fakecgo brings back the dynamic loader and libc's start-up, which
+	// cost more than cgo's (docs/ARCHITECTURE.md, "NVML: cgo or purego").
+	"github.com/ebitengine/purego",
 }
 
 func TestNodeBinaryLinksNoHeavyLibraries(t *testing.T) {
