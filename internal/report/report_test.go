@@ -74,7 +74,7 @@ func TestHTMLFixtures(t *testing.T) {
 			if n := count(b, `<g class="[a-z]+( bad)? downgraded"`); n != down {
 				t.Errorf("%d downgraded elements, %d downgraded links", n, down)
 			}
-			if n := count(b, `<tr class="check">`); n != len(in.Report.Checks) {
+			if n := count(b, `<tr class="check" `); n != len(in.Report.Checks) {
 				t.Errorf("%d audit rows, %d checks", n, len(in.Report.Checks))
 			}
 			for _, bad := range []string{"<script", "http://", "https://", "src=", "@import"} {
