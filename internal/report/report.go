@@ -186,7 +186,7 @@ svg text{font-family:system-ui,sans-serif}
 {{end}}{{with .Benches}}<h2>Saved benchmarks</h2>
 {{range .}}<div class="bench" data-kind="{{.Kind}}"><h3>{{.Kind}} · {{.Name}} · saved {{.SavedAt}}</h3>
 {{with .Err}}<p class="st-error">cannot show: {{.}}</p>{{end}}{{with .NUMA}}<table class="numa-matrix"><tr><th>CPU node \ memory node</th>{{range .Nodes}}<th>{{.}}</th>{{end}}</tr>
-{{range .Rows}}<tr><th>{{.CPUNode}}</th>{{range .Cells}}{{if .}}<td class="num{{if eq .CPUNode .MemNode}} local{{end}}">copy {{printf "%.1f" .CopyGBps}} GB/s<br>triad {{printf "%.1f" .TriadGBps}} GB/s<br>latency {{printf "%.1f" .LatencyNs}} ns<br>distance {{.Distance}}{{with .CopyVsLocal}} · copy {{ratio .}} of local{{end}}</td>{{else}}<td>-</td>{{end}}{{end}}</tr>
+{{range .Rows}}<tr><th>{{.CPUNode}}</th>{{range .Cells}}{{if .}}<td class="num{{if eq .CPUNode .MemNode}} local{{end}}">copy {{printf "%.1f" .CopyGBps}} GB/s<br>triad {{printf "%.1f" .TriadGBps}} GB/s<br>latency {{printf "%.1f" .LatencyNs}} ns<br>distance {{.Distance}}{{with .CopyVsLocal}}<br>copy {{ratio .}} of local{{end}}</td>{{else}}<td>-</td>{{end}}{{end}}</tr>
 {{end}}</table>
 <p class="meta">GB/s: 10^9 bytes read plus written per second, medians of the samples (STREAM's convention); green: the CPU node's own memory; {{.Sizes}}; {{.Bounds}}</p>
 {{end}}{{with .H2D}}<p class="meta">GPU {{.GPU}} ({{.BDF}}{{with .Name}}, {{.}}{{end}}) on NUMA node {{.GPUNode}}; remote node {{.RemoteNode}}{{if .LinkGBps}}; link PCIe {{.LinkGen}} x{{.LinkWidth}}, {{printf "%.1f" .LinkGBps}} GB/s per direction{{end}}</p>
