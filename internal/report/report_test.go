@@ -116,4 +116,3 @@ func TestHTMLSizes(t *testing.T) {
 		}
 	}
 }
-
