@@ -2,9 +2,19 @@
 // drawn as inline SVG (sockets, NUMA nodes with their CPUs and memory, PCIe
 // switches with the GPUs and NICs under them, NVSwitches, GPU/NIC link
 // classes; GPUs without a NIC on their node and downgraded PCIe links
-// marked), the audit table with status colours and fixes, IRQ placement per
-// device and the saved benchmark results. The page is self-contained: no
+// marked), the audit table, IRQ placement per device and the saved
+// benchmark results with their figures. The page is self-contained: no
 // script, no external stylesheet, font or image, nothing fetched.
+//
+// The page is laid out for a 1,400 px window. The picture is at most
+// maxSVGWidth wide: sockets, the NUMA nodes in a socket and the PCIe groups
+// in a node each flow into further rows (flow) instead of widening it. The
+// audit rows are in the order of every check table (check.SortBySeverity:
+// error, drift, pending-reboot, absent, info, ok; then id and subject) with
+// the check's reason as "why"; fixes wrap inside their cell, and a fix
+// several checks share is printed at its first row, later rows linking to
+// it (auditRows). A saved NUMA result is a matrix of CPU node by memory
+// node; h2d and alloc results are their cases and runs (benchViews).
 //
 // SVG elements carry classes tests and users can select on: every NUMA node
 // is one <g class="numa">, every GPU one <g class="gpu">, every NIC one
