@@ -327,3 +327,52 @@ func TestBenchFigures(t *testing.T) {
 		t.Error("an absent figure is not printed as -")
 	}
 }
+
+// A socket whose row of nodes is exactly as wide as a socket may be
+// (maxSVGWidth less a gap each side) keeps it on one row and makes the
+// picture exactly maxSVGWidth wide; 6 px more and the second node wraps.
+func TestSocketRowEdge(t *testing.T) {
+	// Node A: five PCIe groups, 5*178+12 = 902 px. Node B: no devices, as
+	// wide as its CPU list: 12 + (902+12) + (w+12) = 1296 at w = 358.
+	// "CPUs " and a list of 52 characters (0,10,100,102,...,122) is 57
+	// runes: 16+6*57 = 358; one of 53 (0,100,...,124) is 364.
+	withWidth := func(w int) topo.CPUList {
+		ids := []int{0, 10}
+		if w == 364 {
+			ids = []int{0}
+		}
+		for i := 100; len(ids) < 14; i += 2 {
+			ids = append(ids, i)
+		}
+		l := cpus(ids...)
+		if got := nodeTextWidth(topo.NUMANode{CPUs: l}); got != w {
+			t.Fatalf("CPUs %s: %d px, want %d", l, got, w)
+		}
+		return l
+	}
+	for _, c := range []struct {
+		w       int
+		wrapped bool
+	}{{358, false}, {364, true}} {
+		tp := &topo.Topology{
+			CPUs:      []topo.CPU{{ID: 1000, Socket: 0, NUMANode: 0}, {ID: 0, Socket: 0, NUMANode: 1}},
+			NUMANodes: []topo.NUMANode{{ID: 0, CPUs: cpus(1000)}, {ID: 1, CPUs: withWidth(c.w)}},
+		}
+		for i := 0; i < 5; i++ {
+			tp.GPUs = append(tp.GPUs, topo.PCIDevice{Kind: topo.KindGPU, Name: fmt.Sprintf("GPU%d", i), NUMANode: 0,
+				PCIePath: []string{"pci0000:00", fmt.Sprintf("0000:00:%02x.0", i), "x"}})
+		}
+		p := page(t, Input{Topo: tp})
+		checkNesting(t, p, maxSVGWidth)
+		n := rects(t, p, "numa")
+		if len(n) != 2 || n[0].w != 902 || n[1].w != c.w {
+			t.Fatalf("node boxes %+v, want widths 902 and %d", n, c.w)
+		}
+		if got := n[1].y > n[0].y; got != c.wrapped {
+			t.Errorf("node B %d px: wrapped %v, want %v (%+v)", c.w, got, c.wrapped, n)
+		}
+		if !c.wrapped && !strings.Contains(p, fmt.Sprintf(`id="topo-svg" width="%d"`, maxSVGWidth)) {
+			t.Errorf("a full socket row: SVG not %d px wide", maxSVGWidth)
+		}
+	}
+}
