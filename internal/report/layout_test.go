@@ -376,3 +376,15 @@ func TestSocketRowEdge(t *testing.T) {
 		}
 	}
 }
+
+// A device whose PCIe path has exactly two elements (an endpoint on the
+// root bus) is grouped by them; one element is the "?" group.
+func TestGroupKeyEdge(t *testing.T) {
+	tp := &topo.Topology{CPUs: []topo.CPU{{ID: 0}}, NUMANodes: []topo.NUMANode{{ID: 0, CPUs: cpus(0)}},
+		NICs: []topo.PCIDevice{
+			{Kind: topo.KindNIC, Name: "eth0", NUMANode: 0, PCIePath: []string{"pci0", "0000:01"}},
+			{Kind: topo.KindNIC, Name: "eth1", NUMANode: 0, PCIePath: []string{"0000:02"}},
+		}}
+	p := page(t, Input{Topo: tp})
+	mustHave(t, p, `>root port pci0/0000:01</text></g>`, `>root port ?</text></g>`)
+}
