@@ -2,9 +2,19 @@
 // drawn as inline SVG (sockets, NUMA nodes with their CPUs and memory, PCIe
 // switches with the GPUs and NICs under them, NVSwitches, GPU/NIC link
 // classes; GPUs without a NIC on their node and downgraded PCIe links
-// marked), the audit table with status colours and fixes, IRQ placement per
-// device and the saved benchmark results. The page is self-contained: no
+// marked), the audit table, IRQ placement per device and the saved
+// benchmark results with their figures. The page is self-contained: no
 // script, no external stylesheet, font or image, nothing fetched.
+//
+// The page is laid out for a 1,400 px window. The picture is at most
+// maxSVGWidth wide: sockets, the NUMA nodes in a socket and the PCIe groups
+// in a node each flow into further rows (flow) instead of widening it. The
+// audit rows are in the order of every check table (check.SortBySeverity:
+// error, drift, pending-reboot, absent, info, ok; then id and subject) with
+// the check's reason as "why"; fixes wrap inside their cell, and a fix
+// several checks share is printed at its first row, later rows linking to
+// it (auditRows). A saved NUMA result is a matrix of CPU node by memory
+// node; h2d and alloc results are their cases and runs (benchViews).
 //
 // SVG elements carry classes tests and users can select on: every NUMA node
 // is one <g class="numa">, every GPU one <g class="gpu">, every NIC one
@@ -47,7 +57,7 @@ func HTML(in Input) ([]byte, error) {
 	if in.Report == nil {
 		return nil, fmt.Errorf("report: no audit report")
 	}
-	d := pageData{Input: in, Title: "gpunode report"}
+	d := pageData{Input: in, Title: "gpunode report", Audit: auditRows(in.Report.Checks), Benches: benchViews(in.Bench)}
 	if in.Report.Hostname != "" {
 		d.Title += ": " + in.Report.Hostname
 	}
@@ -64,9 +74,11 @@ func HTML(in Input) ([]byte, error) {
 
 type pageData struct {
 	Input
-	Title  string
-	SVG    template.HTML
-	Matrix *matrix
+	Title   string
+	SVG     template.HTML
+	Matrix  *matrix
+	Audit   []auditRow
+	Benches []benchView
 }
 
 type matrix struct {
@@ -108,8 +120,14 @@ func linkMatrix(t *topo.Topology) *matrix {
 
 func pageTmpl() *template.Template {
 	return template.Must(template.New("page").Funcs(template.FuncMap{
-		"join":  strings.Join,
-		"bytes": output.HumanBytes,
+		"join":      strings.Join,
+		"bytes":     output.HumanBytes,
+		"ratio":     ratio,
+		"percent":   percent,
+		"minMax":    minMax,
+		"rss":       rss,
+		"library":   library,
+		"percentOf": func(x float64) float64 { return 100 * x },
 		"irqCPUs": func(q irq.IRQ) string {
 			if q.Effective != nil && q.Effective.Size() > 0 {
 				return q.Effective.String()
@@ -139,7 +157,12 @@ const pageHTML = `<!DOCTYPE html>
 body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:1.5em;color:#1d2329;background:#fff}
 h1{font-size:1.5em;margin:0 0 .2em}h2{font-size:1.15em;margin:1.6em 0 .5em;border-bottom:1px solid #d0d7de;padding-bottom:.2em}
 .meta{color:#57606a}
-table{border-collapse:collapse;font-size:.85em}td,th{border:1px solid #d0d7de;padding:.25em .5em;vertical-align:top;text-align:left}
+table{border-collapse:collapse;font-size:.85em;max-width:100%}td,th{border:1px solid #d0d7de;padding:.25em .5em;vertical-align:top;text-align:left;overflow-wrap:anywhere}
+#audit{table-layout:fixed;width:100%}
+code.fix{display:block;white-space:pre-wrap;overflow-wrap:anywhere;margin:0 0 .3em}
+#topo-svg{max-width:100%;height:auto}
+.bench h3{font-size:1em;margin:1.2em 0 .4em}
+td.num{text-align:right;font-variant-numeric:tabular-nums}td.local{background:#dafbe1}
 th{background:#f6f8fa}
 .st{font-weight:600;white-space:nowrap}
 .st-ok{background:#dafbe1}.st-drift{background:#ffebe9}.st-error{background:#ff8182}.st-pending-reboot{background:#fff8c5}
@@ -162,18 +185,35 @@ svg text{font-family:system-ui,sans-serif}
 {{end}}</table>
 <p class="meta">PIX/PXB: behind one PCIe switch tree · PHB: same root complex · NODE: same NUMA node · SYS: across the CPU interconnect</p>
 {{end}}<h2>Audit</h2>
-<table id="audit"><tr><th>check</th><th>layer</th><th>status</th><th>current</th><th>expected</th><th>fix</th><th>detail</th></tr>
-{{range .Report.Checks}}<tr class="check"><td><code>{{.Key}}</code></td><td>{{.Layer}}</td><td class="st st-{{.Status}}">{{.Status}}</td><td>{{.CurrentText}}</td><td>{{.ExpectedText}}</td><td>{{range .Fix}}<code>{{.}}</code><br>{{end}}</td><td>{{.Detail}}</td></tr>
+<table id="audit"><colgroup><col style="width:9%"><col style="width:13%"><col style="width:6%"><col style="width:10%"><col style="width:10%"><col style="width:13%"><col style="width:18%"><col style="width:21%"></colgroup>
+<tr><th>status</th><th>check</th><th>layer</th><th>current</th><th>expected</th><th>detail</th><th>why</th><th>fix</th></tr>
+{{range .Audit}}<tr class="check" data-status="{{.Status}}"><td class="st st-{{.Status}}">{{.Status}}</td><td><code>{{.Key}}</code></td><td>{{.Layer}}</td><td>{{.CurrentText}}</td><td>{{.ExpectedText}}</td><td>{{.Detail}}</td><td class="why">{{.Reason}}</td><td>{{range .Fixes}}{{if .First}}<code class="fix" id="{{.ID}}">{{.Text}}</code>{{else}}<a class="fix-ref" href="#{{.ID}}">same fix as {{.FirstKey}}</a><br>{{end}}{{end}}</td></tr>
 {{end}}</table>
 {{with .IRQ}}<h2>IRQ placement</h2>
 <table id="irqs"><tr><th>device</th><th>kind</th><th>bdf</th><th>NUMA node</th><th>node CPUs</th><th>IRQs</th><th>off-node</th><th>routed to</th></tr>
 {{range .Devices}}<tr><td>{{.Name}}</td><td>{{.Kind}}</td><td>{{.BDF}}</td><td>{{.NUMANode}}</td><td>{{.NodeCPUs}}</td><td>{{len .IRQs}}</td><td class="st {{if offNode .}}st-drift{{else}}st-ok{{end}}">{{offNode .}}</td><td>{{range $i, $q := .IRQs}}{{if $i}}, {{end}}{{$q.IRQ}}→{{irqCPUs $q}}{{end}}</td></tr>
 {{end}}</table>
-{{end}}{{with .Bench}}<h2>Saved benchmarks</h2>
-<table id="bench"><tr><th>kind</th><th>name</th><th>saved</th></tr>
-{{range .}}<tr><td>{{.Kind}}</td><td>{{.Name}}</td><td>{{.SavedAt}}</td></tr>
+{{end}}{{with .Benches}}<h2>Saved benchmarks</h2>
+{{range .}}<div class="bench" data-kind="{{.Kind}}"><h3>{{.Kind}} · {{.Name}} · saved {{.SavedAt}}</h3>
+{{with .Err}}<p class="st-error">cannot show: {{.}}</p>{{end}}{{with .NUMA}}<table class="numa-matrix"><tr><th>CPU node \ memory node</th>{{range .Nodes}}<th>{{.}}</th>{{end}}</tr>
+{{range .Rows}}<tr><th>{{.CPUNode}}</th>{{range .Cells}}{{if .}}<td class="num{{if eq .CPUNode .MemNode}} local{{end}}">copy {{printf "%.1f" .CopyGBps}} GB/s<br>triad {{printf "%.1f" .TriadGBps}} GB/s<br>latency {{printf "%.1f" .LatencyNs}} ns<br>distance {{.Distance}}{{with .CopyVsLocal}}<br>copy {{ratio .}} of local{{end}}</td>{{else}}<td>-</td>{{end}}{{end}}</tr>
 {{end}}</table>
-{{end}}{{with .Report.Warnings}}<h2>Warnings</h2><ul>{{range .}}<li>{{.}}</li>{{end}}</ul>{{end}}
+<p class="meta">GB/s: 10^9 bytes read plus written per second, medians of the samples (STREAM's convention); green: the CPU node's own memory; {{.Sizes}}; {{.Bounds}}</p>
+{{end}}{{with .H2D}}<p class="meta">GPU {{.GPU}} ({{.BDF}}{{with .Name}}, {{.}}{{end}}) on NUMA node {{.GPUNode}}; remote node {{.RemoteNode}}{{if .LinkGBps}}; link PCIe {{.LinkGen}} x{{.LinkWidth}}, {{printf "%.1f" .LinkGBps}} GB/s per direction{{end}}</p>
+<table class="h2d"><tr><th>direction</th><th>memory</th><th>placement</th><th>node</th><th>CPUs</th><th>GB/s</th><th>vs link</th></tr>
+{{range .Cases}}<tr><td>{{.Direction}}</td><td>{{.Memory}}</td><td>{{.Placement}}</td><td>{{.Node}}</td><td>{{.CPUs}}</td><td class="num">{{printf "%.2f" .GBps}}</td><td class="num">{{percent .VsLink}}</td></tr>
+{{end}}</table>
+{{with .Ratios}}<table class="h2d-ratios"><tr><th>ratio</th><th>direction</th><th>of</th><th>value</th></tr>
+{{range .}}<tr><td>{{.Name}}</td><td>{{.Direction}}</td><td>{{.Of}}</td><td class="num">{{ratio .Ratio}}</td></tr>
+{{end}}</table>
+{{end}}<p class="meta">{{.Method}}</p>
+{{end}}{{with .Alloc}}<p class="meta">{{with .Workload}}built-in workload {{.}} · {{end}}<code>{{join .Command " "}}</code> · {{.Repeats}} runs per allocator</p>
+<table class="alloc"><tr><th>allocator</th><th>wall s</th><th>spread</th><th>min-max s</th><th>user s</th><th>sys s</th><th>max RSS</th><th>wall vs glibc</th><th>RSS vs glibc</th><th>library</th></tr>
+{{range .Runs}}<tr><td>{{.Allocator}}</td><td class="num">{{printf "%.3f" .MedianWallSeconds}}</td><td class="num">{{printf "%.1f%%" (percentOf .WallSpread)}}</td><td class="num">{{minMax .WallSeconds}}</td><td class="num">{{printf "%.3f" .MedianUserSeconds}}</td><td class="num">{{printf "%.3f" .MedianSysSeconds}}</td><td class="num">{{rss .}}</td><td class="num">{{ratio .WallVsGlibc}}</td><td class="num">{{ratio .RSSVsGlibc}}</td><td>{{library .}}</td></tr>
+{{end}}</table>
+<p class="meta">medians of every run; spread = 1.4826 x MAD / median of the wall times</p>
+{{end}}{{with .Notes}}<ul class="notes">{{range .}}<li>{{.}}</li>{{end}}</ul>{{end}}</div>
+{{end}}{{end}}{{with .Report.Warnings}}<h2>Warnings</h2><ul>{{range .}}<li>{{.}}</li>{{end}}</ul>{{end}}
 </body>
 </html>
 `
@@ -234,6 +274,63 @@ func groupsOf(t *topo.Topology, node int) []*switchGroup {
 	return out
 }
 
+// maxSVGWidth is the widest the picture is laid out: a 1,400 px window
+// less the page's margins. Sockets, NUMA nodes and PCIe groups flow into
+// further rows instead of growing the picture sideways (an 8-node host
+// with 16 GPUs stays within it); a single node wider than a window still
+// scales down with the page (CSS max-width).
+const maxSVGWidth = 1320
+
+// nodeMaxCols is how many PCIe groups one NUMA node shows side by side:
+// as many as fit in a socket box of maxSVGWidth.
+const nodeMaxCols = (maxSVGWidth - 4*gap - gap) / (groupW + gap)
+
+// flow places boxes left to right from (start, y), wrapping to a new row
+// when the next box would end past limit (a box wider than limit gets a
+// row of its own). width is the right edge of the widest row plus one gap.
+type flow struct {
+	start, limit  int
+	x, y, rowH, w int
+	n             int // boxes in the current row
+}
+
+func newFlow(start, y, limit int) *flow {
+	return &flow{start: start, limit: limit, x: start, y: y, w: start}
+}
+
+func (f *flow) place(w, h int) (int, int) {
+	if f.n > 0 && f.x+w+gap > f.limit {
+		f.y += f.rowH + gap
+		f.x, f.rowH, f.n = f.start, 0, 0
+	}
+	x, y := f.x, f.y
+	f.x += w + gap
+	f.n++
+	f.rowH = max(f.rowH, h)
+	f.w = max(f.w, f.x)
+	return x, y
+}
+
+// bottom is the lower edge of the last row.
+func (f *flow) bottom() int { return f.y + f.rowH }
+
+// nodeTextWidth is the width the node's two lines of text need at 10 px
+// (about 6 px a character, the CPU list cut at 60) plus the margins.
+func nodeTextWidth(n topo.NUMANode) int {
+	cpus := n.CPUs.String()
+	lines := []string{"CPUs " + cpus, "memory " + output.HumanBytes(n.MemTotalBytes) + " (" + output.HumanBytes(n.MemFreeBytes) + " free)"}
+	w := 0
+	for _, l := range lines {
+		w = max(w, min(len([]rune(l)), 60))
+	}
+	return 16 + 6*w
+}
+
+func groupHeight(g *switchGroup) int { return groupHeader + len(g.devs)*(devH+4) + 2*groupPad }
+
+// pos is an offset inside the box that holds it.
+type pos struct{ x, y int }
+
 func topoSVG(t *topo.Topology) string {
 	// Nodes by socket; CPU-less nodes (GPU memory, CXL) in their own row.
 	socketOf := map[int]int{}
@@ -245,6 +342,7 @@ func topoSVG(t *topo.Topology) string {
 	type col struct {
 		node   topo.NUMANode
 		groups []*switchGroup
+		at     []pos // of each group, inside the node
 		w, h   int
 	}
 	bySocket := map[int][]*col{}
@@ -253,10 +351,15 @@ func topoSVG(t *topo.Topology) string {
 	unknown := groupsOf(t, -1)
 	for _, n := range t.NUMANodes {
 		c := &col{node: n, groups: groupsOf(t, n.ID)}
-		c.w = max(200, len(c.groups)*(groupW+gap)+gap)
-		c.h = nodeHeader
+		f := newFlow(gap, nodeHeader, gap+nodeMaxCols*(groupW+gap))
 		for _, g := range c.groups {
-			c.h = max(c.h, nodeHeader+groupHeader+len(g.devs)*(devH+4)+2*groupPad+groupPad)
+			x, y := f.place(groupW, groupHeight(g))
+			c.at = append(c.at, pos{x, y})
+		}
+		c.w = max(200, f.w, nodeTextWidth(n))
+		c.h = nodeHeader
+		if len(c.groups) > 0 {
+			c.h = f.bottom() + groupPad
 		}
 		sock, ok := socketOf[n.ID]
 		if !ok || n.CPUs.Size() == 0 {
@@ -277,10 +380,9 @@ func topoSVG(t *topo.Topology) string {
 	}
 
 	var s svg
-	x, rowH := gap, 0
 	var body strings.Builder
 	drawGroup := func(g *switchGroup, gx, gy int) {
-		h := groupHeader + len(g.devs)*(devH+4) + 2*groupPad
+		h := groupHeight(g)
 		label := "root port " + g.key
 		if g.bridged {
 			label = "PCIe switch · " + g.key
@@ -336,52 +438,47 @@ func topoSVG(t *topo.Topology) string {
 		fmt.Fprintf(&body, `<text x="%d" y="%d" font-size="10">%s</text>`, nx+8, ny+34, esc(truncate(what, 60)))
 		fmt.Fprintf(&body, `<text x="%d" y="%d" font-size="10">memory %s (%s free)</text></g>`, nx+8, ny+48, esc(output.HumanBytes(n.MemTotalBytes)), esc(output.HumanBytes(n.MemFreeBytes)))
 		for i, g := range c.groups {
-			drawGroup(g, nx+gap+i*(groupW+gap), ny+nodeHeader)
+			drawGroup(g, nx+c.at[i].x, ny+c.at[i].y)
 		}
 	}
-	y := gap
+	// Sockets flow across the picture; inside each, its nodes flow.
+	outer := newFlow(gap, gap, maxSVGWidth)
 	for _, sock := range sockets {
 		cols := bySocket[sock]
-		w, h := gap, 0
-		for _, c := range cols {
-			w += c.w + gap
-			h = max(h, c.h)
+		inner := newFlow(gap, socketHeader, maxSVGWidth-2*gap)
+		at := make([]pos, len(cols))
+		for i, c := range cols {
+			x, y := inner.place(c.w, c.h)
+			at[i] = pos{x, y}
 		}
-		h += socketHeader + gap
+		w, h := inner.w, inner.bottom()+gap
+		x, y := outer.place(w, h)
 		fmt.Fprintf(&body, `<g class="socket" data-socket="%d"><rect x="%d" y="%d" width="%d" height="%d" rx="8" fill="#eef1f4" stroke="#24292f" stroke-width="2"/>`, sock, x, y, w, h)
 		fmt.Fprintf(&body, `<text x="%d" y="%d" font-size="14" font-weight="700">socket %d</text></g>`, x+10, y+18, sock)
-		cx := x + gap
-		for _, c := range cols {
-			drawNode(c, cx, y+socketHeader)
-			cx += c.w + gap
+		for i, c := range cols {
+			drawNode(c, x+at[i].x, y+at[i].y)
 		}
-		x += w + gap
-		rowH = max(rowH, h)
 	}
-	width := x
-	y += rowH + gap
+	width := outer.w
+	y := outer.bottom() + gap
 	if len(memOnly) > 0 {
-		mx := gap
-		mh := 0
+		f := newFlow(gap, y, maxSVGWidth)
 		for _, c := range memOnly {
-			drawNode(c, mx, y)
-			mx += c.w + gap
-			mh = max(mh, c.h)
+			nx, ny := f.place(c.w, c.h)
+			drawNode(c, nx, ny)
 		}
-		width = max(width, mx)
-		y += mh + gap
+		width = max(width, f.w)
+		y = f.bottom() + gap
 	}
 	if len(unknown) > 0 {
 		fmt.Fprintf(&body, `<text x="%d" y="%d" font-size="12" font-weight="700" fill="#cf222e">NUMA node unknown</text>`, gap, y+14)
-		gx := gap
-		gh := 0
+		f := newFlow(gap, y+20, maxSVGWidth)
 		for _, g := range unknown {
-			drawGroup(g, gx, y+20)
-			gx += groupW + gap
-			gh = max(gh, groupHeader+len(g.devs)*(devH+4)+2*groupPad)
+			gx, gy := f.place(groupW, groupHeight(g))
+			drawGroup(g, gx, gy)
 		}
-		width = max(width, gx)
-		y += 20 + gh + gap
+		width = max(width, f.w)
+		y = f.bottom() + gap
 	}
 	// Legend.
 	fmt.Fprintf(&body, `<g class="legend"><rect x="%d" y="%d" width="14" height="10" fill="#dafbe1" stroke="#1a7f37"/><text x="%d" y="%d" font-size="10">GPU</text>`, gap, y, gap+18, y+9)

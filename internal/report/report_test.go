@@ -4,13 +4,8 @@ import (
 	"bytes"
 	"context"
 	"flag"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/gpunode/gpunode/internal/check"
 	"github.com/gpunode/gpunode/internal/hostfs"
@@ -19,7 +14,7 @@ import (
 	"github.com/gpunode/gpunode/internal/tune"
 )
 
-var update = flag.Bool("update", false, "rewrite the screenshot artifact testdata/report-dgx-h100.png")
+var update = flag.Bool("update", false, "rewrite the screenshots testdata/report-dgx-h100.png and report-amd-8numa.png (TestChromium)")
 
 func fixtureInput(t *testing.T, host string) Input {
 	t.Helper()
@@ -74,7 +69,7 @@ func TestHTMLFixtures(t *testing.T) {
 			if n := count(b, `<g class="[a-z]+( bad)? downgraded"`); n != down {
 				t.Errorf("%d downgraded elements, %d downgraded links", n, down)
 			}
-			if n := count(b, `<tr class="check">`); n != len(in.Report.Checks) {
+			if n := count(b, `<tr class="check" `); n != len(in.Report.Checks) {
 				t.Errorf("%d audit rows, %d checks", n, len(in.Report.Checks))
 			}
 			for _, bad := range []string{"<script", "http://", "https://", "src=", "@import"} {
@@ -118,76 +113,6 @@ func TestHTMLSizes(t *testing.T) {
 	for _, want := range []string{"<td>100% of memory (8.0 GiB)</td>", "<td>&gt;= 50% of memory (4.0 GiB)</td>"} {
 		if !bytes.Contains(b, []byte(want)) {
 			t.Errorf("page lacks %s", want)
-		}
-	}
-}
-
-// The page in a real browser (Debian's chromium, headless): it loads with
-// no console errors, and the DOM Chromium built holds one SVG element per
-// GPU, NIC and NUMA node. With -update the DGX screenshot is rewritten.
-func TestChromium(t *testing.T) {
-	chromium := ""
-	for _, c := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(c); err == nil {
-			chromium = p
-			break
-		}
-	}
-	if chromium == "" {
-		if os.Getenv("GPUNODE_REAL_CHROMIUM") == "1" {
-			t.Fatal("GPUNODE_REAL_CHROMIUM=1 (set by .ci/run) but no chromium, chromium-browser or google-chrome on PATH")
-		}
-		t.Skip("no chromium installed (GPUNODE_REAL_CHROMIUM=1 makes this a failure)")
-	}
-	in := fixtureInput(t, "dgx-h100")
-	b, err := HTML(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	page := filepath.Join(dir, "report.html")
-	if err := os.WriteFile(page, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	run := func(args ...string) (string, string) {
-		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-		defer cancel()
-		base := []string{"--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
-			"--user-data-dir=" + filepath.Join(dir, "profile"), "--enable-logging=stderr", "--v=0"}
-		cmd := exec.CommandContext(ctx, chromium, append(append(base, args...), "file://"+page)...)
-		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		if err := cmd.Run(); err != nil {
-			t.Fatalf("chromium %v: %v\n%s", args, err, errb.String())
-		}
-		return out.String(), errb.String()
-	}
-	dom, logs := run("--dump-dom")
-	for _, l := range strings.Split(logs, "\n") {
-		if strings.Contains(l, "CONSOLE") || strings.Contains(l, "Uncaught") || strings.Contains(l, "Refused to") {
-			t.Errorf("console: %s", l)
-		}
-	}
-	if !strings.Contains(dom, `<svg xmlns="http://www.w3.org/2000/svg" id="topo-svg"`) {
-		t.Fatal("no topology SVG in the DOM")
-	}
-	for cls, want := range map[string]int{"gpu": len(in.Topo.GPUs), "nic": len(in.Topo.NICs), "numa": len(in.Topo.NUMANodes)} {
-		if n := count([]byte(dom), `<g class="`+cls+`[ "]`); n != want || want == 0 {
-			t.Errorf("DOM: %d %s elements, want %d", n, cls, want)
-		}
-	}
-	shot := filepath.Join(dir, "shot.png")
-	run("--window-size=1500,1100", "--screenshot="+shot)
-	png, err := os.ReadFile(shot)
-	if err != nil || !bytes.HasPrefix(png, []byte("\x89PNG")) || len(png) < 20000 {
-		t.Fatalf("screenshot: %v, %d bytes", err, len(png))
-	}
-	if art := os.Getenv("GPUNODE_ARTIFACTS"); art != "" {
-		_ = os.WriteFile(filepath.Join(art, "report-dgx-h100.png"), png, 0o644)
-	}
-	if *update {
-		if err := os.WriteFile("testdata/report-dgx-h100.png", png, 0o644); err != nil {
-			t.Fatal(err)
 		}
 	}
 }
