@@ -11,7 +11,7 @@ import (
 // exceeds the desired microseconds are disabled on every CPU (the runtime
 // equivalent of processor.max_cstate, without holding /dev/cpu_dma_latency
 // open in a daemon).
-type cpuidleKnob struct{}
+type cpuidleKnob struct{ exact }
 
 type idleState struct {
 	file    string // .../stateN/disable
@@ -112,9 +112,8 @@ func hasPrefixKey(m map[string]string, prefix string) bool {
 }
 
 func (cpuidleKnob) validate(v string) error {
-	return spec{kind: "int", min: 0, max: 1000000}.validate(v)
+	return spec{kind: valInt, min: 0, max: 1000000}.validate(v)
 }
-func (cpuidleKnob) resolve(_ *Host, v string) (string, error) { return v, nil }
 func (cpuidleKnob) equal(c, w string) bool {
 	ci, err1 := strconv.Atoi(c)
 	wi, err2 := strconv.Atoi(w)

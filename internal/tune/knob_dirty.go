@@ -16,7 +16,10 @@ import (
 // pair): the kernel uses one of them and zeroes the other when either is
 // written. Values are "20%" (ratio) or a byte count; "auto" picks bytes from
 // the machine's memory size.
-type dirtyKnob struct{ background bool }
+type dirtyKnob struct {
+	exact
+	background bool
+}
 
 func (k dirtyKnob) keys() (ratio, bytes string) {
 	if k.background {
@@ -128,7 +131,6 @@ func (k dirtyKnob) resolve(h *Host, v string) (string, error) {
 	}
 	return strconv.FormatUint(n, 10), nil
 }
-func (k dirtyKnob) equal(c, w string) bool { return c == w }
 func (k dirtyKnob) fix(_ *Host, w string) []string {
 	rk, bk := k.keys()
 	key, val := bk, w

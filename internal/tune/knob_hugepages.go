@@ -10,7 +10,7 @@ import (
 
 // hugepagesKnob reserves the same number of default-size (2 MiB) hugepages
 // on every NUMA node that has CPUs, so each GPU's local node has its pool.
-type hugepagesKnob struct{}
+type hugepagesKnob struct{ exact }
 
 func (hugepagesKnob) files(h *Host) ([]string, error) {
 	names, err := h.FS.ReadDirNames("/sys/devices/system/node")
@@ -89,10 +89,8 @@ func (k hugepagesKnob) read(_ context.Context, h *Host) (observation, error) {
 	return o, nil
 }
 func (hugepagesKnob) validate(v string) error {
-	return spec{kind: "int", min: 0, max: 1 << 30}.validate(v)
+	return spec{kind: valInt, min: 0, max: 1 << 30}.validate(v)
 }
-func (hugepagesKnob) resolve(_ *Host, v string) (string, error) { return v, nil }
-func (hugepagesKnob) equal(c, w string) bool                    { return c == w }
 func (hugepagesKnob) fix(_ *Host, w string) []string {
 	return []string{fixEcho("/sys/devices/system/node/node*/hugepages/hugepages-2048kB/nr_hugepages", w), fixWrite(fileTmpfiles)}
 }

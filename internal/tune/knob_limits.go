@@ -8,6 +8,7 @@ import (
 // limitsKnob is a pam_limits item for every user ("*"), persisted in
 // /etc/security/limits.d. It takes effect at the next login or service start.
 type limitsKnob struct {
+	exact
 	item string
 	spec spec
 }
@@ -47,7 +48,6 @@ func (k limitsKnob) toBytes(_ *Host, v string) (uint64, bool) {
 }
 func (k limitsKnob) validate(v string) error                   { return k.spec.validate(v) }
 func (k limitsKnob) resolve(_ *Host, v string) (string, error) { return k.spec.canon(v), nil }
-func (k limitsKnob) equal(c, w string) bool                    { return c == w }
 func (k limitsKnob) fix(h *Host, w string) []string {
 	if f, _, ok := h.limitsOverride(k.item, w); ok {
 		return []string{overrideFix(h, f, k.item, true), fixWrite(fileLimits)}

@@ -37,6 +37,7 @@ func cpuDirs(h *Host) ([]string, error) {
 
 // perCPUKnob is a file present once per CPU (cpufreq governor, EPP).
 type perCPUKnob struct {
+	exact
 	rel   string // below cpuN: "cpufreq/scaling_governor"
 	avail string // file listing the accepted values, if any
 	spec  spec
@@ -121,7 +122,6 @@ func (k perCPUKnob) resolve(h *Host, v string) (string, error) {
 	}
 	return v, nil
 }
-func (k perCPUKnob) equal(c, w string) bool { return c == w }
 func (k perCPUKnob) fix(_ *Host, w string) []string {
 	return []string{fixEcho(k.glob(), w), fixWrite(fileTmpfiles)}
 }

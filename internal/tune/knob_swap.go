@@ -9,7 +9,7 @@ import (
 // comments out the fstab entries but does not run swapoff itself: moving
 // gigabytes back into RAM on a loaded node can take minutes or trigger the
 // OOM killer, so that command is left to the operator.
-type swapKnob struct{}
+type swapKnob struct{ exact }
 
 func (swapKnob) read(_ context.Context, h *Host) (observation, error) {
 	sw, err := h.activeSwaps()
@@ -30,10 +30,8 @@ func (swapKnob) read(_ context.Context, h *Host) (observation, error) {
 	return o, nil
 }
 func (swapKnob) validate(v string) error {
-	return spec{kind: "choice", choices: []string{"off"}}.validate(v)
+	return spec{kind: valChoice, choices: []string{"off"}}.validate(v)
 }
-func (swapKnob) resolve(_ *Host, v string) (string, error) { return v, nil }
-func (swapKnob) equal(c, w string) bool                    { return c == w }
 func (swapKnob) fix(*Host, string) []string {
 	// The sed comments out the same lines as commentFstabSwaps.
 	return []string{"swapoff -a", `sed -i -E 's/^([[:space:]]*[^#[:space:]][^[:space:]]*[[:space:]]+[^[:space:]]+[[:space:]]+swap([[:space:]]|$))/` + overrideMark + `\1/' ` + fixPath(fileFstab)}

@@ -8,6 +8,7 @@ import (
 
 // sysctlKnob is a /proc/sys value, persisted in /etc/sysctl.d.
 type sysctlKnob struct {
+	exact
 	key  string
 	spec spec
 	// size: the value is a byte count (net.core.rmem_max).
@@ -41,7 +42,6 @@ func (k sysctlKnob) read(_ context.Context, h *Host) (observation, error) {
 }
 func (k sysctlKnob) validate(v string) error                   { return k.spec.validate(v) }
 func (k sysctlKnob) resolve(_ *Host, v string) (string, error) { return k.spec.canon(v), nil }
-func (k sysctlKnob) equal(c, w string) bool                    { return c == w }
 func (k sysctlKnob) fix(h *Host, w string) []string {
 	if f, _, ok := h.sysctlOverride(k.key, w); ok {
 		return []string{overrideFix(h, f, k.key, false), fixEcho(sysctlPath(k.key), w), fixWrite(fileSysctl)}

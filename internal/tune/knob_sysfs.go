@@ -10,6 +10,7 @@ import (
 // sysfsKnob is a sysfs file; bracket files ("always [madvise] never") read
 // as the selected word. Persisted with a tmpfiles.d "w" line.
 type sysfsKnob struct {
+	exact
 	path    string
 	spec    spec
 	bracket bool
@@ -41,9 +42,7 @@ func (k sysfsKnob) read(_ context.Context, h *Host) (observation, error) {
 	}
 	return o, nil
 }
-func (k sysfsKnob) validate(v string) error                   { return k.spec.validate(v) }
-func (k sysfsKnob) resolve(_ *Host, v string) (string, error) { return v, nil }
-func (k sysfsKnob) equal(c, w string) bool                    { return c == w }
+func (k sysfsKnob) validate(v string) error { return k.spec.validate(v) }
 func (k sysfsKnob) fix(_ *Host, w string) []string {
 	return []string{fixEcho(k.path, w), fixWrite(fileTmpfiles)}
 }

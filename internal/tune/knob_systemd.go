@@ -9,6 +9,7 @@ import (
 // systemdKnob is a [Manager] default of systemd (DefaultLimitMEMLOCK):
 // services inherit it; it takes effect after 'systemctl daemon-reexec'.
 type systemdKnob struct {
+	exact
 	key  string
 	spec spec
 }
@@ -33,7 +34,6 @@ func (k systemdKnob) toBytes(_ *Host, v string) (uint64, bool) {
 }
 func (k systemdKnob) validate(v string) error                   { return k.spec.validate(v) }
 func (k systemdKnob) resolve(_ *Host, v string) (string, error) { return k.spec.canon(v), nil }
-func (k systemdKnob) equal(c, w string) bool                    { return c == w }
 func (k systemdKnob) fix(_ *Host, w string) []string {
 	return []string{fixWrite(fileSystemd), "systemctl daemon-reexec"}
 }

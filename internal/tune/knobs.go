@@ -82,6 +82,16 @@ type knob interface {
 	changes(h *Host, obs observation, want string) ([]change, persist, error)
 }
 
+// exact is the embeddable default for resolve and equal: the profile
+// value is already canonical (resolve returns it as given) and only the
+// same value satisfies it (equal is c == w). A knob that canonicalises
+// values, computes "auto" or compares otherwise defines its own method,
+// which wins over the embedded one.
+type exact struct{}
+
+func (exact) resolve(_ *Host, v string) (string, error) { return v, nil }
+func (exact) equal(c, w string) bool                    { return c == w }
+
 // change is one runtime change: a journal step recorded before apply runs.
 type change struct {
 	Desc  string
