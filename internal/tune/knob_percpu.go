@@ -45,43 +45,50 @@ type perCPUKnob struct {
 
 func (k perCPUKnob) glob() string { return "/sys/devices/system/cpu/cpu*/" + k.rel }
 
-// values reads the knob of every CPU that has it: cpu dir -> value.
-func (k perCPUKnob) values(h *Host) ([]string, map[string]string, error) {
+// cpuValue is one CPU's value of a per-CPU knob, as read.
+type cpuValue struct {
+	dir string // /sys/devices/system/cpu/cpuN
+	val string // the value, trimmed
+	raw []byte // the file's bytes (a journal step's OriginalRaw)
+}
+
+// values reads the knob of every CPU that has it, in CPU order.
+func (k perCPUKnob) values(h *Host) ([]cpuValue, error) {
 	dirs, err := cpuDirs(h)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	var have []string
-	vals := map[string]string{}
+	var out []cpuValue
 	for _, d := range dirs {
-		v, err := h.FS.ReadString(d + "/" + k.rel)
+		b, err := h.FS.ReadFile(d + "/" + k.rel)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		have = append(have, d)
-		vals[d] = v
+		out = append(out, cpuValue{dir: d, val: strings.TrimSpace(string(b)), raw: b})
 	}
-	if len(have) == 0 {
-		return nil, nil, absentf("no CPU has %s (no cpufreq driver, or a VM)", k.rel)
+	if len(out) == 0 {
+		return nil, absentf("no CPU has %s (no cpufreq driver, or a VM)", k.rel)
 	}
-	return have, vals, nil
+	return out, nil
 }
 
 func (k perCPUKnob) read(_ context.Context, h *Host) (observation, error) {
-	dirs, vals, err := k.values(h)
+	vals, err := k.values(h)
 	if err != nil {
 		return observation{}, err
 	}
 	count := map[string]int{}
-	for _, d := range dirs {
-		count[vals[d]]++
+	for _, v := range vals {
+		count[v.val]++
 	}
-	o := observation{HasBoot: true}
+	// The values go with the observation: changes (apply's plan and the
+	// fixes' file contents) work from them and read no file again.
+	o := observation{HasBoot: true, perCPU: vals}
 	if len(count) == 1 {
-		o.Current = vals[dirs[0]]
+		o.Current = vals[0].val
 	} else {
 		keys := make([]string, 0, len(count))
 		for v := range count {
@@ -125,16 +132,19 @@ func (k perCPUKnob) resolve(h *Host, v string) (string, error) {
 func (k perCPUKnob) fix(_ *Host, w string) []string {
 	return []string{fixEcho(k.glob(), w), fixWrite(fileTmpfiles)}
 }
-func (k perCPUKnob) changes(h *Host, _ observation, w string) ([]change, persist, error) {
+func (k perCPUKnob) changes(h *Host, o observation, w string) ([]change, persist, error) {
 	p := persist{tmpfiles: [][2]string{{k.glob(), w}}}
-	dirs, vals, err := k.values(h)
-	if err != nil {
-		return nil, p, err
+	vals := o.perCPU
+	if vals == nil {
+		var err error
+		if vals, err = k.values(h); err != nil {
+			return nil, p, err
+		}
 	}
 	var cs []change
-	for _, d := range dirs {
-		if vals[d] != w {
-			cs = append(cs, valueChange(h, path.Base(d)+"/"+k.rel, d+"/"+k.rel, vals[d], w))
+	for _, v := range vals {
+		if v.val != w {
+			cs = append(cs, valueChangeRaw(h, path.Base(v.dir)+"/"+k.rel, v.dir+"/"+k.rel, v.val, v.raw, w))
 		}
 	}
 	return cs, p, nil

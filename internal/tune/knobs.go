@@ -26,6 +26,9 @@ type observation struct {
 	// CurrentBytes is the live value in bytes when the knob measured it
 	// directly (shm.size); otherwise a sizeKnob converts Current.
 	CurrentBytes *uint64
+	// perCPU is what a per-CPU knob read, CPU by CPU: its changes use it
+	// rather than read every CPU's file again.
+	perCPU []cpuValue
 }
 
 // sizeKnob is implemented by knobs whose values are sizes: toBytes
@@ -124,6 +127,11 @@ func (p *persist) add(o persist) {
 // original is the value to write back (in the form the file accepts).
 func valueChange(h *Host, id, p, original, value string) change {
 	raw, _ := h.FS.ReadFile(p)
+	return valueChangeRaw(h, id, p, original, raw, value)
+}
+
+// valueChangeRaw is valueChange with the file's bytes already read.
+func valueChangeRaw(h *Host, id, p, original string, raw []byte, value string) change {
 	return change{
 		Desc: fmt.Sprintf("echo %s > %s", shellQuote(value), p),
 		Step: journal.Step{Kind: journal.KindValue, ID: id, Path: p, Original: original, OriginalRaw: raw, New: value},
