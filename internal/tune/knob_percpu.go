@@ -11,8 +11,18 @@ import (
 	"strings"
 )
 
-// cpuDirs lists /sys/devices/system/cpu/cpuN directories, in CPU order.
+// cpuDirs lists /sys/devices/system/cpu/cpuN directories, in CPU order,
+// listing the directory once per Host (every per-CPU knob walks them).
+// The slice is shared: callers do not change it.
 func cpuDirs(h *Host) ([]string, error) {
+	if !h.cpuDirsRead {
+		h.cpuDirsRead = true
+		h.cpuDirs, h.cpuDirsErr = listCPUDirs(h)
+	}
+	return h.cpuDirs, h.cpuDirsErr
+}
+
+func listCPUDirs(h *Host) ([]string, error) {
 	names, err := h.FS.ReadDirNames("/sys/devices/system/cpu")
 	if err != nil {
 		return nil, err
