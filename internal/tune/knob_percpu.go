@@ -142,8 +142,14 @@ func (k perCPUKnob) resolve(h *Host, v string) (string, error) {
 func (k perCPUKnob) fix(_ *Host, w string) []string {
 	return []string{fixEcho(k.glob(), w), fixWrite(fileTmpfiles)}
 }
+
+// persists implements persister: one tmpfiles line for every CPU.
+func (k perCPUKnob) persists(w string) persist {
+	return persist{tmpfiles: [][2]string{{k.glob(), w}}}
+}
+
 func (k perCPUKnob) changes(h *Host, o observation, w string) ([]change, persist, error) {
-	p := persist{tmpfiles: [][2]string{{k.glob(), w}}}
+	p := k.persists(w)
 	vals := o.perCPU
 	if vals == nil {
 		var err error

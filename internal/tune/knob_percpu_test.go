@@ -23,9 +23,13 @@ func TestPerCPUChangesFromRead(t *testing.T) {
 	if len(obs.perCPU) != 224 {
 		t.Fatalf("read kept %d CPUs' values, want 224", len(obs.perCPU))
 	}
-	fromRead, _, err := k.changes(h, obs, "performance")
+	fromRead, ps, err := k.changes(h, obs, "performance")
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The fixes take the persistent part alone: it must be what changes gives.
+	if got := k.persists("performance"); !reflect.DeepEqual(got, ps) {
+		t.Errorf("persists %+v, changes' persist %+v", got, ps)
 	}
 	reread, _, err := k.changes(h, observation{}, "performance")
 	if err != nil {
