@@ -356,8 +356,34 @@ var errShortConfig = errors.New("config space shorter than 4096 bytes")
 // NIC and its root port whose config space reads and parses: its address,
 // whether it has an ACS capability, and the ACS control register. The root
 // port itself is skipped: ACS there isolates whole switches, which is
-// wanted. It returns the number of ports read.
+// wanted. It returns the number of ports read and of bridges. The config
+// spaces are read once per Host (scanACS): the check and its fix share them.
 func acsPorts(t *topo.Topology, h *Host, fn func(br string, hasACS bool, ctrl uint16)) (read, ports int) {
+	if h.acs == nil || h.acs.topo != t {
+		h.acs = scanACS(t, h)
+	}
+	for _, p := range h.acs.ports {
+		fn(p.br, p.hasACS, p.ctrl)
+	}
+	return len(h.acs.ports), h.acs.bridges
+}
+
+// acsScan is what acsPorts read: the check and its fix share it, so each
+// bridge's config space is read once per Host.
+type acsScan struct {
+	topo    *topo.Topology
+	ports   []acsPort // the bridges whose config space was read
+	bridges int       // every bridge on a GPU's or NIC's path
+}
+
+type acsPort struct {
+	br     string
+	hasACS bool
+	ctrl   uint16
+}
+
+func scanACS(t *topo.Topology, h *Host) *acsScan {
+	out := &acsScan{topo: t}
 	seen := map[string]bool{}
 	for _, d := range append(append([]topo.PCIDevice{}, t.GPUs...), t.NICs...) {
 		if len(d.PCIePath) < 3 {
@@ -369,7 +395,7 @@ func acsPorts(t *topo.Topology, h *Host, fn func(br string, hasACS bool, ctrl ui
 				continue
 			}
 			seen[br] = true
-			ports++
+			out.bridges++
 			cfg, err := h.FS.ReadFile("/sys/bus/pci/devices/" + br + "/config")
 			if err != nil {
 				continue
@@ -378,11 +404,10 @@ func acsPorts(t *topo.Topology, h *Host, fn func(br string, hasACS bool, ctrl ui
 			if err != nil {
 				continue
 			}
-			read++
-			fn(br, ok, ctrl)
+			out.ports = append(out.ports, acsPort{br: br, hasACS: ok, ctrl: ctrl})
 		}
 	}
-	return read, ports
+	return out
 }
 
 // checkACS: no PCIe bridge between a GPU or NIC and its root port redirects

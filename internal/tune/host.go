@@ -49,6 +49,7 @@ type Host struct {
 	idle        []idleState
 	idleErr     error
 	idleRead    bool
+	acs         *acsScan
 }
 
 // NewHost discovers the topology of fsys (a failed discovery is kept in
