@@ -178,12 +178,16 @@ bench ./internal/tune '^BenchmarkAudit$' 50x
 bench ./internal/mig '^BenchmarkPlanManyGPUs$' 20x
 bench ./internal/k8s/topology '^Benchmark(ParseMergeRequest16NUMA|PlainJSONDecode16NUMA|MergeParsed16NUMA)$' 3x
 bench ./internal/k8s/admit '^BenchmarkAdmit' 50x
+bench ./internal/agent '^BenchmarkCycle$' 30x
 
 # Discovery figures are CPU per op (the machine is shared: wall time there
 # measures the other processes too); wall time is shown next to it.
 d=$(cpuop BenchmarkDiscoverDGX); add "BenchmarkDiscoverDGX (CPU; wall $(msop BenchmarkDiscoverDGX) ms)" "$d ms" "< 5 ms" "$(verdict "$d" 4.999)"
 d=$(cpuop BenchmarkDiscover1024CPU); add "BenchmarkDiscover1024CPU, 1024 CPUs/64 GPUs (CPU; wall $(msop BenchmarkDiscover1024CPU) ms)" "$d ms" "< 25 ms" "$(verdict "$d" 24.999)"
 a=$(cpuop BenchmarkAudit); add "BenchmarkAudit (DGX, training; CPU; wall $(msop BenchmarkAudit) ms)" "$a ms" "< 50 ms" "$(verdict "$a" 49.999)"
+# One agent cycle: discovery, the base audit with the IRQ layer, the IRQ
+# series and the metrics/report encodings (issue 24 item 8).
+c=$(cpuop BenchmarkCycle); add "agent cycle CPU, DGX" "$c ms (wall $(msop BenchmarkCycle) ms)" "<= 50 ms" "$(verdict "$c" 50)"
 worst256=0; worst1024=0
 for n in tight-infeasible full-feasible mixed-feasible packing-infeasible; do
   v=$(msop "BenchmarkPlanManyGPUs/$n/gpus=256"); le "$v" "$worst256" || worst256=$v

@@ -44,12 +44,16 @@ func fixtureAudit(tb testing.TB, root string) AuditFunc {
 			return Result{}, err
 		}
 		h := tune.NewHost(ctx, fs)
-		r, err := tune.Audit(ctx, h, cat, p, tune.Options{Sources: []check.Source{irq.Source{FS: fs, Topo: h.Topo}}})
+		// As agentcli.RunAudit: the IRQ series come from the analysis
+		// the irq.off-node checks were made from.
+		var q *irq.Report
+		keep := func(r *irq.Report) { q = r }
+		r, err := tune.Audit(ctx, h, cat, p, tune.Options{Sources: []check.Source{irq.Source{FS: fs, Topo: h.Topo, Keep: keep}}})
 		if err != nil {
 			return Result{}, err
 		}
-		res := Result{Report: r, Topo: h.Topo}
-		if h.Topo != nil {
+		res := Result{Report: r, Topo: h.Topo, IRQ: q}
+		if q == nil && h.Topo != nil {
 			res.IRQ, _ = irq.Analyze(ctx, fs, h.Topo, irq.Options{})
 		}
 		return res, nil

@@ -98,15 +98,18 @@ func cpuTime() time.Duration {
 // TestCycleCPU: GPUNODE_LOAD=1 runs 3 warm-up and 21 measured audit cycles
 // on the DGX fixture and requires the median CPU time (user + system of
 // the whole process) per cycle within cycleCPUGate. The budget is 50 ms
-// (issue 24, item 8; BenchmarkCycle's cpu-ms/op shows it, and it is not met
-// yet: 79 ms median on the shared VM at load 27, most of it the tune and irq
-// packages' sysfs reads); the gate is three times the budget, a regression
-// gate that a loaded, shared VM (cache, frequency) cannot trip.
+// (issue 24, item 8; BenchmarkCycle's cpu-ms/op and scripts/bench.sh's
+// "agent cycle CPU, DGX" row show it). Measured on the shared 2-core VM at
+// load 24-27 (2026-12-02): medians 14.5-21 ms over ten runs, against
+// 34-37 ms for the code before each per-CPU file and IRQ list was read
+// once, in the same run. The gate, 32 ms, sits 1.5x above the worst
+// loaded median, so CI's load (cache, frequency) does not trip it, and at
+// about twice the typical 16-17 ms, so a 2x regression does.
 func TestCycleCPU(t *testing.T) {
 	if os.Getenv("GPUNODE_LOAD") == "" {
 		t.Skip("GPUNODE_LOAD=1 runs the cycle CPU test")
 	}
-	const cycleCPUGate = 150 * time.Millisecond
+	const cycleCPUGate = 32 * time.Millisecond
 	a := newAgent(t, Config{Audit: fixtureAudit(t, testhost.Path(t, "dgx-h100"))})
 	var per []time.Duration
 	for i := range 24 {

@@ -30,10 +30,7 @@ import (
 var shadowAllowed = map[string]struct {
 	names  []string
 	reason string
-}{
-	"internal/tune/knobs.go": {[]string{"max", "fs"}, "being split into one file per knob kind (issue 30 item 4); " +
-		"the split renames max (the parsed current value) and fs (the list of files) and drops this entry"},
-}
+}{}
 
 // importNames maps every import path the module's packages and tests use to
 // its package name (the name a file that imports it without an alias sees),

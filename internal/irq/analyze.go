@@ -184,6 +184,9 @@ func Analyze(ctx context.Context, fsys *hostfs.FS, t *topo.Topology, o Options) 
 	excl := t.IsolatedCPUs.Union(t.NohzFullCPUs.CPUSet).Union(o.Avoid).Union(o.RankCPUs)
 	rep.Excluded = Excluded{Isolated: t.IsolatedCPUs, NohzFull: t.NohzFullCPUs, Avoid: topo.NewCPUList(o.Avoid), RankCPUs: topo.NewCPUList(o.RankCPUs), All: topo.NewCPUList(excl)}
 	pl := newPlanner(t, excl)
+	// Most IRQs of a host share a handful of affinity lists ("0-223",
+	// one node's CPUs): each distinct list is parsed once per analysis.
+	lists := cpuLists{}
 
 	for _, kind := range o.Kinds {
 		for _, d := range devicesOf(t, kind) {
@@ -238,7 +241,7 @@ func Analyze(ctx context.Context, fsys *hostfs.FS, t *topo.Topology, o Options) 
 				} else if table != nil {
 					warn("IRQ %d of %s (%s) is in msi_irqs but not in /proc/interrupts", n, d.Name, d.BDF)
 				}
-				aff, err := readAffinity(fsys, n)
+				aff, err := lists.readAffinity(fsys, n)
 				if err != nil {
 					warn("%v", err)
 				}
@@ -246,7 +249,7 @@ func Analyze(ctx context.Context, fsys *hostfs.FS, t *topo.Topology, o Options) 
 				// Where the interrupt is routed now: the effective
 				// affinity when the kernel has it, else the requested one.
 				route := aff
-				if eff, err := readList(fsys, fmt.Sprintf("/proc/irq/%d/effective_affinity_list", n)); err == nil {
+				if eff, err := lists.read(fsys, fmt.Sprintf("/proc/irq/%d/effective_affinity_list", n)); err == nil {
 					e := topo.NewCPUList(eff)
 					q.Effective = &e
 					if eff.Size() > 0 {
@@ -300,10 +303,33 @@ func devicesOf(t *topo.Topology, kind string) []topo.PCIDevice {
 	return nil
 }
 
+// cpuLists remembers the CPU lists parsed so far, by their text. A
+// cpuset.CPUSet is never changed in place, so one parsed set serves every
+// IRQ whose file holds the same text.
+type cpuLists map[string]cpuset.CPUSet
+
+// read reads the CPU list file p, parsing its text only the first time it
+// is seen.
+func (m cpuLists) read(fsys *hostfs.FS, p string) (cpuset.CPUSet, error) {
+	s, err := fsys.ReadString(p)
+	if err != nil {
+		return cpuset.New(), err
+	}
+	if set, ok := m[s]; ok {
+		return set, nil
+	}
+	set, err := sysfmt.ParseCPUList(s)
+	if err != nil {
+		return cpuset.New(), fmt.Errorf("%s: %w", p, err)
+	}
+	m[s] = set
+	return set, nil
+}
+
 // readAffinity reads smp_affinity_list, falling back to the hex smp_affinity.
-func readAffinity(fsys *hostfs.FS, n int) (cpuset.CPUSet, error) {
+func (m cpuLists) readAffinity(fsys *hostfs.FS, n int) (cpuset.CPUSet, error) {
 	p := fmt.Sprintf("/proc/irq/%d/smp_affinity_list", n)
-	set, err := readList(fsys, p)
+	set, err := m.read(fsys, p)
 	if err == nil {
 		return set, nil
 	}
@@ -347,10 +373,13 @@ type planner struct {
 	excl   cpuset.CPUSet
 	cursor map[string]int
 	load   map[int]int // planned IRQs per CPU
+	// cores are the usable cores of each pool (by cursor key): the
+	// devices of one node share them.
+	cores map[string][]int
 }
 
 func newPlanner(t *topo.Topology, excl cpuset.CPUSet) *planner {
-	return &planner{t: t, excl: excl, cursor: map[string]int{}, load: map[int]int{}}
+	return &planner{t: t, excl: excl, cursor: map[string]int{}, load: map[int]int{}, cores: map[string][]int{}}
 }
 
 // coreCPUs returns one CPU per physical core of set (the lowest usable
@@ -377,7 +406,11 @@ func (p *planner) plan(d topo.PCIDevice, dev *Device) {
 		pool = p.t.OnlineCPUs.CPUSet
 		key = "all"
 	}
-	cores := p.coreCPUs(pool.Difference(p.excl))
+	cores, ok := p.cores[key]
+	if !ok {
+		cores = p.coreCPUs(pool.Difference(p.excl))
+		p.cores[key] = cores
+	}
 	for i := range dev.IRQs {
 		q := &dev.IRQs[i]
 		if len(cores) == 0 {

@@ -38,6 +38,10 @@ type Source struct {
 	Topo *topo.Topology
 	// Options select the devices and the sample window.
 	Options Options
+	// Keep, when set, is given the report the checks were made from, so
+	// that a caller that also shows the analysis (the agent's IRQ
+	// series) does not analyse twice per audit.
+	Keep func(*Report)
 }
 
 var (
@@ -63,6 +67,9 @@ func (s Source) Checks(ctx context.Context) ([]check.Check, error) {
 	rep, err := Analyze(ctx, s.FS, s.Topo, s.Options)
 	if err != nil {
 		return nil, err
+	}
+	if s.Keep != nil {
+		s.Keep(rep)
 	}
 	return ChecksFromReport(rep), nil
 }

@@ -215,8 +215,10 @@ func TestAuditCancelled(t *testing.T) {
 // TestSpecKinds: every catalogue spec kind is known, and an unknown kind
 // validates nothing (it accepted anything).
 func TestSpecKinds(t *testing.T) {
-	if err := (spec{kind: "bogus"}).validate("anything"); err == nil {
-		t.Error("unknown spec kind accepted a value")
+	for _, k := range []valueKind{0, valCPUList + 1} {
+		if err := (spec{kind: k}).validate("anything"); err == nil {
+			t.Errorf("unknown spec kind %d accepted a value", k)
+		}
 	}
 	cat := NewCatalogue()
 	for _, s := range cat.Settings() {

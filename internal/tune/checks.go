@@ -17,6 +17,7 @@ import (
 // checkKnob is a read-only check: the host passes or it does not. Profile
 // values: "check" (drift when it fails) or "report" (never drift).
 type checkKnob struct {
+	exact
 	run   func(h *Host) (good bool, current, detail string, err error)
 	fixes []string
 	// fixFor, when set, computes the fixes from the host (the failing
@@ -32,10 +33,9 @@ func (k checkKnob) read(_ context.Context, h *Host) (observation, error) {
 	return observation{Current: cur, Check: true, Good: good, Detail: detail}, nil
 }
 func (checkKnob) validate(v string) error {
-	return spec{kind: "choice", choices: []string{"check"}}.validate(v)
+	return spec{kind: valChoice, choices: []string{"check"}}.validate(v)
 }
-func (checkKnob) resolve(_ *Host, v string) (string, error) { return v, nil }
-func (checkKnob) equal(string, string) bool                 { return false }
+func (checkKnob) equal(string, string) bool { return false }
 func (k checkKnob) fix(h *Host, _ string) []string {
 	if k.fixFor != nil {
 		return k.fixFor(h)
@@ -49,6 +49,7 @@ func (k checkKnob) changes(*Host, observation, string) ([]change, persist, error
 // manualKnob has a desired state gpunode does not change itself (a service,
 // a mount): apply prints the commands.
 type manualKnob struct {
+	exact
 	spec spec
 	get  func(h *Host) (string, string, error)
 	cmds func(want string) []string
@@ -61,10 +62,8 @@ func (k manualKnob) read(_ context.Context, h *Host) (observation, error) {
 	}
 	return observation{Current: cur, Detail: detail}, nil
 }
-func (k manualKnob) validate(v string) error                   { return k.spec.validate(v) }
-func (k manualKnob) resolve(_ *Host, v string) (string, error) { return v, nil }
-func (k manualKnob) equal(c, w string) bool                    { return c == w }
-func (k manualKnob) fix(_ *Host, w string) []string            { return k.cmds(w) }
+func (k manualKnob) validate(v string) error        { return k.spec.validate(v) }
+func (k manualKnob) fix(_ *Host, w string) []string { return k.cmds(w) }
 func (k manualKnob) changes(_ *Host, o observation, w string) ([]change, persist, error) {
 	if o.Current == w {
 		return nil, persist{}, nil
@@ -74,7 +73,7 @@ func (k manualKnob) changes(_ *Host, o observation, w string) ([]change, persist
 
 // shmKnob: /dev/shm must hold at least the given share of memory (NCCL and
 // DataLoader workers put their buffers there; containers default to 64 MiB).
-type shmKnob struct{}
+type shmKnob struct{ exact }
 
 func (shmKnob) size(h *Host) (uint64, uint64, error) {
 	fstype, opts, err := h.mountOptions("/dev/shm")
@@ -122,9 +121,8 @@ func (shmKnob) validate(v string) error {
 	if !ok {
 		return fmt.Errorf("%q: want a share of memory like 50%%", v)
 	}
-	return spec{kind: "int", min: 1, max: 100}.validate(p)
+	return spec{kind: valInt, min: 1, max: 100}.validate(p)
 }
-func (shmKnob) resolve(_ *Host, v string) (string, error) { return v, nil }
 func (shmKnob) equal(c, w string) bool {
 	ci, err1 := strconv.Atoi(strings.TrimSuffix(c, "%"))
 	wi, err2 := strconv.Atoi(strings.TrimSuffix(w, "%"))
@@ -358,8 +356,34 @@ var errShortConfig = errors.New("config space shorter than 4096 bytes")
 // NIC and its root port whose config space reads and parses: its address,
 // whether it has an ACS capability, and the ACS control register. The root
 // port itself is skipped: ACS there isolates whole switches, which is
-// wanted. It returns the number of ports read.
+// wanted. It returns the number of ports read and of bridges. The config
+// spaces are read once per Host (scanACS): the check and its fix share them.
 func acsPorts(t *topo.Topology, h *Host, fn func(br string, hasACS bool, ctrl uint16)) (read, ports int) {
+	if h.acs == nil || h.acs.topo != t {
+		h.acs = scanACS(t, h)
+	}
+	for _, p := range h.acs.ports {
+		fn(p.br, p.hasACS, p.ctrl)
+	}
+	return len(h.acs.ports), h.acs.bridges
+}
+
+// acsScan is what acsPorts read: the check and its fix share it, so each
+// bridge's config space is read once per Host.
+type acsScan struct {
+	topo    *topo.Topology
+	ports   []acsPort // the bridges whose config space was read
+	bridges int       // every bridge on a GPU's or NIC's path
+}
+
+type acsPort struct {
+	br     string
+	hasACS bool
+	ctrl   uint16
+}
+
+func scanACS(t *topo.Topology, h *Host) *acsScan {
+	out := &acsScan{topo: t}
 	seen := map[string]bool{}
 	for _, d := range append(append([]topo.PCIDevice{}, t.GPUs...), t.NICs...) {
 		if len(d.PCIePath) < 3 {
@@ -371,7 +395,7 @@ func acsPorts(t *topo.Topology, h *Host, fn func(br string, hasACS bool, ctrl ui
 				continue
 			}
 			seen[br] = true
-			ports++
+			out.bridges++
 			cfg, err := h.FS.ReadFile("/sys/bus/pci/devices/" + br + "/config")
 			if err != nil {
 				continue
@@ -380,11 +404,10 @@ func acsPorts(t *topo.Topology, h *Host, fn func(br string, hasACS bool, ctrl ui
 			if err != nil {
 				continue
 			}
-			read++
-			fn(br, ok, ctrl)
+			out.ports = append(out.ports, acsPort{br: br, hasACS: ok, ctrl: ctrl})
 		}
 	}
-	return read, ports
+	return out
 }
 
 // checkACS: no PCIe bridge between a GPU or NIC and its root port redirects

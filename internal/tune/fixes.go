@@ -97,6 +97,10 @@ func profilePersist(h *Host, p *Profile, es []evaluated) persist {
 		if e.err != nil || p.Settings[e.setting.ID] == ValueReport || e.obs.Check || e.want == "" {
 			continue
 		}
+		if pk, ok := e.setting.knob.(persister); ok {
+			all.add(pk.persists(e.want))
+			continue
+		}
 		_, ps, err := e.setting.knob.changes(h, e.obs, e.want)
 		if err != nil {
 			continue
@@ -104,6 +108,14 @@ func profilePersist(h *Host, p *Profile, es []evaluated) persist {
 		all.add(ps)
 	}
 	return all
+}
+
+// persister is implemented by knobs whose persistent contribution depends
+// on the wanted value alone while their runtime changes are many (one per
+// CPU): the fixes' file contents take it without building the changes.
+// Such a knob's changes returns the same persist.
+type persister interface {
+	persists(want string) persist
 }
 
 // renderFixes expands the fix templates of es (see above) against

@@ -43,6 +43,13 @@ type Host struct {
 	tmpfiles    map[string]string
 	limits      map[string]limitSetting
 	systemd     map[string]confValue
+	cpuDirs     []string
+	cpuDirsErr  error
+	cpuDirsRead bool
+	idle        []idleState
+	idleErr     error
+	idleRead    bool
+	acs         *acsScan
 }
 
 // NewHost discovers the topology of fsys (a failed discovery is kept in

@@ -103,11 +103,11 @@ func TestLimitsAndSystemd(t *testing.T) {
 	if o.Current != "soft=100" {
 		t.Errorf("nofile = %q", o.Current)
 	}
-	o, _ = systemdKnob{key: "DefaultLimitMEMLOCK", spec: spec{kind: "limit"}}.read(context.Background(), h)
+	o, _ = systemdKnob{key: "DefaultLimitMEMLOCK", spec: spec{kind: valLimit}}.read(context.Background(), h)
 	if o.Current != "unlimited" {
 		t.Errorf("DefaultLimitMEMLOCK = %q", o.Current)
 	}
-	o, _ = systemdKnob{key: "DefaultLimitNOFILE", spec: spec{kind: "limit"}}.read(context.Background(), h)
+	o, _ = systemdKnob{key: "DefaultLimitNOFILE", spec: spec{kind: valLimit}}.read(context.Background(), h)
 	if o.Current != unset {
 		t.Errorf("DefaultLimitNOFILE from [Other] = %q", o.Current)
 	}

@@ -55,6 +55,15 @@ func (a *app) RunAudit(ctx context.Context, o AuditOptions) (agent.Result, error
 	}
 	h := tune.NewHost(ctx, fs)
 	srcs := a.AuditSources(ctx, h, o.Backend, "", 0)
+	// The IRQ series come from the analysis the irq.off-node checks were
+	// made from: one analysis per cycle, not two.
+	var irqRep *irq.Report
+	for i, s := range srcs {
+		if is, ok := s.(irq.Source); ok {
+			is.Keep = func(r *irq.Report) { irqRep = r }
+			srcs[i] = is
+		}
+	}
 	po := PodsOptions{Socket: o.PodSocket, Explicit: o.PodExplicit, Timeout: o.PodTimeout, Topo: h.Topo}
 	for _, s := range srcs {
 		if g, ok := s.(gpu.Source); ok && g.Backend != nil {
@@ -80,8 +89,8 @@ func (a *app) RunAudit(ctx context.Context, o AuditOptions) (agent.Result, error
 	if err != nil {
 		return agent.Result{}, err
 	}
-	res := agent.Result{Report: r, Topo: h.Topo, Pods: pods.Report()}
-	if h.Topo != nil {
+	res := agent.Result{Report: r, Topo: h.Topo, Pods: pods.Report(), IRQ: irqRep}
+	if irqRep == nil && h.Topo != nil {
 		if q, err := irq.Analyze(ctx, fs, h.Topo, irq.Options{}); err == nil {
 			res.IRQ = q
 		}
