@@ -262,3 +262,13 @@ func section(w io.Writer, title string, entries [][]string, o Options, code bool
 	}
 	return ew.Err
 }
+
+// NewGrid returns a grid of plain columns with these headers; set a
+// column's Wide, Wrap or Color after, where it needs one.
+func NewGrid(headers ...string) Grid {
+	g := Grid{Columns: make([]Column, len(headers))}
+	for i, h := range headers {
+		g.Columns[i] = Column{Name: h}
+	}
+	return g
+}
