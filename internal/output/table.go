@@ -272,3 +272,16 @@ func NewGrid(headers ...string) Grid {
 	}
 	return g
 }
+
+// KeyValues returns a two-column grid for a describe-style form: one
+// line per field, its name then its value (wrapped to fit the width).
+func KeyValues() Grid {
+	return Grid{Columns: []Column{{Name: "FIELD"}, {Name: "VALUE", Wrap: true}}}
+}
+
+// PrintKeyValues prints a KeyValues grid: it has no header line, so
+// --no-headers changes nothing in it.
+func PrintKeyValues(w io.Writer, g Grid, o Options) error {
+	o.NoHeaders = true
+	return Print(w, g, o)
+}
