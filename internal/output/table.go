@@ -32,6 +32,9 @@ type Column struct {
 type Grid struct {
 	Columns []Column
 	Rows    [][]string
+	// Indent starts every line (a table nested in a report); the width
+	// the table fits counts it.
+	Indent string
 }
 
 // AddRow appends a row; a row with fewer cells than columns is padded
@@ -71,11 +74,12 @@ func Print(w io.Writer, t Grid, o Options) error {
 		}
 	}
 	if !o.Wide {
-		fit(widths, cols, t.Columns, o.width())
+		fit(widths, cols, t.Columns, o.width()-textWidth(t.Indent))
 	}
 	ew := &ErrWriter{W: w}
 	line := func(parts []string, paint []func(string) string) {
 		var b strings.Builder
+		b.WriteString(t.Indent)
 		for k, p := range parts {
 			last := k == len(parts)-1
 			pad := ""
