@@ -263,7 +263,13 @@ func (m *Validation) WriteTable(w io.Writer, o output.Options) error {
 			}
 			parts = append(parts, fmt.Sprintf("%d=%s (%s)", g.Index, g.ID, model))
 		}
-		fmt.Fprintf(w, "node  %s\n", strings.Join(parts, ", "))
+		for i, l := range output.Wrap(strings.Join(parts, ", "), o.TableWidth()-6) {
+			head := "node  "
+			if i > 0 {
+				head = "      "
+			}
+			fmt.Fprintf(w, "%s%s\n", head, l)
+		}
 	} else {
 		fmt.Fprintln(w, "node  (none given: each entry is checked on every catalogued GPU its device-filter selects)")
 	}
@@ -274,7 +280,12 @@ func (m *Validation) WriteTable(w io.Writer, o output.Options) error {
 	if len(notes) > 0 {
 		fmt.Fprintln(w)
 		for _, n := range notes {
-			fmt.Fprintln(w, n)
+			for i, l := range output.Wrap(n, o.TableWidth()-2) {
+				if i > 0 {
+					l = "  " + l
+				}
+				fmt.Fprintln(w, l)
+			}
 		}
 	}
 	return nil

@@ -134,6 +134,15 @@ func (o Options) width() int {
 	return DefaultWidth
 }
 
+// TableWidth is the width text under a table is wrapped to: o.Width, or
+// DefaultWidth; with -o wide, no limit (a very large width).
+func (o Options) TableWidth() int {
+	if o.Wide {
+		return 1 << 20
+	}
+	return o.width()
+}
+
 // fit narrows the wrappable columns until the table's lines fit limit
 // (the columns plus two spaces between each): every wrappable column is
 // capped at one width, the largest that fits, so that the widest columns
