@@ -188,7 +188,9 @@ func (c *Comparison) WriteTable(w io.Writer, o output.Options) error {
 	if err := output.Print(e, g, o); err != nil || o.NoHeaders {
 		return err
 	}
-	e.Printf("%s\n", c.NoiseRule)
+	if err := output.Para(e, "", c.NoiseRule, o); err != nil {
+		return err
+	}
 	return e.Err
 }
 

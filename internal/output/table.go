@@ -298,3 +298,17 @@ func PrintKeyValues(w io.Writer, g Grid, o Options) error {
 	o.NoHeaders = true
 	return Print(w, g, o)
 }
+
+// Para writes one line of text under a table, starting with indent and
+// wrapped at spaces to fit o's width, its following lines indented two
+// more spaces (with -o wide, one line).
+func Para(w io.Writer, indent, text string, o Options) error {
+	ew := &ErrWriter{W: w}
+	for i, l := range Wrap(text, o.TableWidth()-textWidth(indent)-2) {
+		if i > 0 {
+			l = "  " + l
+		}
+		ew.Printf("%s%s\n", indent, l)
+	}
+	return ew.Err
+}

@@ -246,7 +246,9 @@ func (r *Report) WriteTable(w io.Writer, o output.Options) error {
 			}
 		}
 		for _, e := range p.Explanation {
-			fmt.Fprintf(w, "  why: %s\n", e)
+			if err := output.Para(w, "  ", "why: "+e, o); err != nil {
+				return err
+			}
 		}
 	}
 	_, err := fmt.Fprintf(w, "\n%d admitted, %d rejected\n", r.Admitted, r.Rejected)

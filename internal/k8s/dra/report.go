@@ -3,7 +3,6 @@ package dra
 import (
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/gpunode/gpunode/internal/output"
 )
@@ -118,8 +117,13 @@ func (r *Report) WriteTable(w io.Writer, o output.Options) error {
 		if len(lines) == 0 {
 			continue
 		}
-		if _, err := fmt.Fprintf(w, "\n%s (decided by %s):\n  %s\n", n.Node, e.Solver, strings.Join(lines, "\n  ")); err != nil {
+		if _, err := fmt.Fprintf(w, "\n%s (decided by %s):\n", n.Node, e.Solver); err != nil {
 			return err
+		}
+		for _, l := range lines {
+			if err := output.Para(w, "  ", l, o); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
