@@ -40,7 +40,7 @@ func TestTableOptionsEveryCommand(t *testing.T) {
 			MedianWallSeconds: bench.Median(wall), MedianUserSeconds: bench.Median(wall), MedianMaxRSSBytes: 1 << 20}}}
 	}
 	for name, wall := range map[string][]float64{"before": {2, 2.02, 1.98}, "after": {1, 1.01, 0.99}} {
-		if _, err := bench.Save(fs, "/state", name, mk(wall)); err != nil {
+		if _, err := bench.Save(fs, "/state/bench", name, mk(wall)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -60,8 +60,8 @@ func TestTableOptionsEveryCommand(t *testing.T) {
 		{Args: []string{"k8s", "kubelet", "recommend", "--profile", "training", "--node", filepath.Join(kc, "node-2numa-smt.yaml")}},
 		{Args: []string{"k8s", "merge", "-f", merge}},
 		{Args: []string{"--root", podsRoot, "k8s", "pods", "--pod-resources-socket", podresources.DefaultSocket}, List: "pods"},
-		{Args: []string{"bench", "list", "--root", benchRoot, "--state-dir", "/state"}, List: "results"},
-		{Args: []string{"bench", "compare", "before", "after", "--root", benchRoot, "--state-dir", "/state"}, List: "metrics"},
+		{Args: []string{"bench", "list", "--root", benchRoot, "--bench-dir", "/state/bench"}, List: "results"},
+		{Args: []string{"bench", "compare", "before", "after", "--root", benchRoot, "--bench-dir", "/state/bench"}, List: "metrics"},
 	} {
 		t.Run(c.String(), func(t *testing.T) { tabletest.Check(t, run, c) })
 	}
