@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/gpunode/gpunode/internal/testhost"
@@ -78,6 +79,10 @@ func TestExitCodeTableEveryCommand(t *testing.T) {
 				if code != c.code {
 					t.Errorf("gpunode %v: exit %d, want %d\nstdout: %.300s\nstderr: %s", c.args, code, c.code, out, stderr)
 				}
+				// usage help follows only usage errors (issue 28 item 6)
+				if code != ExitUsage && strings.Contains(stderr, "for usage.") {
+					t.Errorf("gpunode %v: exit %d points to the help: %s", c.args, code, stderr)
+				}
 			})
 		}
 		// every command: an unknown flag is a usage error
@@ -90,7 +95,7 @@ func TestExitCodeTableEveryCommand(t *testing.T) {
 			if dash := slices.Index(args, "--"); dash >= 0 {
 				args = append(append(append([]string{}, args[:dash]...), "--no-such-flag"), args[dash:len(args)-1]...)
 			}
-			if _, stderr, code := runGPUCLI(t, args...); code != ExitUsage {
+			if _, stderr, code := runGPUCLI(t, args...); code != ExitUsage || !strings.Contains(stderr, "--help' for usage.") {
 				t.Errorf("gpunode %v: exit %d, want 2 (%s)", args, code, stderr)
 			}
 		}

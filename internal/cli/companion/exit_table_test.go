@@ -93,8 +93,12 @@ func TestExitCodeTableEveryCommand(t *testing.T) {
 			if c.args == nil {
 				continue
 			}
-			if got, out, stderr := run(t, c.args...); got != c.code {
+			got, out, stderr := run(t, c.args...)
+			if got != c.code {
 				t.Errorf("%s: gpunode %v: exit %d, want %d\nstdout: %.300s\nstderr: %s", row.name, c.args, got, c.code, out, stderr)
+			}
+			if got != cli.ExitUsage && strings.Contains(stderr, "for usage.") {
+				t.Errorf("%s: gpunode %v: exit %d points to the help: %s", row.name, c.args, got, stderr)
 			}
 		}
 		args := row.ok
@@ -102,7 +106,7 @@ func TestExitCodeTableEveryCommand(t *testing.T) {
 			args = row.findings
 		}
 		args = append(append([]string{}, args...), "--no-such-flag")
-		if got, _, stderr := run(t, args...); got != cli.ExitUsage {
+		if got, _, stderr := run(t, args...); got != cli.ExitUsage || !strings.Contains(stderr, "--help' for usage.") {
 			t.Errorf("%s: gpunode %v: exit %d, want 2 (%s)", row.name, args, got, stderr)
 		}
 	}
