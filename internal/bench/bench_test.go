@@ -598,17 +598,17 @@ func TestSaveLoadCompare(t *testing.T) {
 	}
 	before := mk([]float64{100, 102, 98, 101}, []float64{90, 91, 89})
 	after := mk([]float64{120, 121, 119, 122}, []float64{90.5, 89, 91})
-	p, err := Save(fs, "/var/lib/gpunode", "before", before)
+	p, err := Save(fs, DefaultDir, "before", before)
 	if err != nil || p != "/var/lib/gpunode/bench/before.json" {
 		t.Fatalf("save: %s %v", p, err)
 	}
-	if _, err := Save(fs, "/var/lib/gpunode", "after", after); err != nil {
+	if _, err := Save(fs, DefaultDir, "after", after); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Save(fs, "/var/lib/gpunode", "../x", after); !errors.Is(err, ErrInput) {
+	if _, err := Save(fs, DefaultDir, "../x", after); !errors.Is(err, ErrInput) {
 		t.Errorf("bad name: %v", err)
 	}
-	a, err := Load(fs, "/var/lib/gpunode", "before")
+	a, err := Load(fs, DefaultDir, "before")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -616,7 +616,7 @@ func TestSaveLoadCompare(t *testing.T) {
 	if err != nil || v.(*NUMAResult).Pairs[0].CopyGBps != 100.5 {
 		t.Fatalf("decoded %+v %v", v, err)
 	}
-	b, _ := Load(fs, "/var/lib/gpunode", "after")
+	b, _ := Load(fs, DefaultDir, "after")
 	c, err := Compare(a, b)
 	if err != nil {
 		t.Fatal(err)
@@ -637,22 +637,22 @@ func TestSaveLoadCompare(t *testing.T) {
 	goldenfile.Check(t, "testdata/compare.txt", render(t, c, output.Table), *update)
 	// Kinds must match.
 	alloc := &AllocResult{SchemaVersion: AllocSchema}
-	if _, err := Save(fs, "/var/lib/gpunode", "alloc1", alloc); err != nil {
+	if _, err := Save(fs, DefaultDir, "alloc1", alloc); err != nil {
 		t.Fatal(err)
 	}
-	x, _ := Load(fs, "/var/lib/gpunode", "alloc1")
+	x, _ := Load(fs, DefaultDir, "alloc1")
 	if _, err := Compare(a, x); !errors.Is(err, ErrInput) {
 		t.Errorf("kinds: %v", err)
 	}
-	all, errs := LoadAll(fs, "/var/lib/gpunode")
+	all, errs := LoadAll(fs, DefaultDir)
 	if len(all) != 3 || len(errs) != 0 {
 		t.Errorf("all %d errs %v", len(all), errs)
 	}
-	latest, _ := Latest(fs, "/var/lib/gpunode")
+	latest, _ := Latest(fs, DefaultDir)
 	if latest[KindNUMA].Name != "after" || latest[KindAlloc].Name != "alloc1" {
 		t.Errorf("latest %+v", latest)
 	}
-	if _, err := Load(fs, "/var/lib/gpunode", "missing"); !errors.Is(err, ErrInput) {
+	if _, err := Load(fs, DefaultDir, "missing"); !errors.Is(err, ErrInput) {
 		t.Errorf("missing: %v", err)
 	}
 	if all, errs := LoadAll(fs, "/nowhere"); all != nil || errs != nil {

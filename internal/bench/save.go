@@ -56,8 +56,13 @@ func (s *Saved) Decoded() (any, error) {
 
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
-// Dir is the directory of saved results below a state directory.
+// Dir is the directory of saved results below a state directory (what
+// the deprecated --state-dir named).
 func Dir(stateDir string) string { return path.Join(stateDir, "bench") }
+
+// DefaultDir is the default --bench-dir: bench/ of gpunode's state
+// directory, /var/lib/gpunode.
+const DefaultDir = "/var/lib/gpunode/bench"
 
 func kindOf(v any) (string, error) {
 	switch v.(type) {
@@ -71,9 +76,10 @@ func kindOf(v any) (string, error) {
 	return "", fmt.Errorf("cannot save a %T", v)
 }
 
-// Save writes result v as NAME under stateDir (a host path below the FS's
-// root), atomically, replacing an older result of that name.
-func Save(fsys *hostfs.FS, stateDir, name string, v any) (string, error) {
+// Save writes result v as NAME.json in dir, the results directory (a
+// host path below the FS's root), atomically, replacing an older result of
+// that name.
+func Save(fsys *hostfs.FS, dir, name string, v any) (string, error) {
 	if !nameRE.MatchString(name) || strings.HasSuffix(name, ".json") {
 		return "", inputf("--save %q: a name is 1-64 letters, digits, '.', '_' or '-' (not ending in .json)", name)
 	}
@@ -89,7 +95,6 @@ func Save(fsys *hostfs.FS, stateDir, name string, v any) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("encode result: %w", err)
 	}
-	dir := Dir(stateDir)
 	if _, err := fsys.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("bench results directory: %w", err)
 	}
@@ -100,12 +105,12 @@ func Save(fsys *hostfs.FS, stateDir, name string, v any) (string, error) {
 	return p, nil
 }
 
-// Load reads the saved result NAME.
-func Load(fsys *hostfs.FS, stateDir, name string) (*Saved, error) {
+// Load reads the saved result NAME from the results directory dir.
+func Load(fsys *hostfs.FS, dir, name string) (*Saved, error) {
 	if !nameRE.MatchString(name) {
 		return nil, inputf("result name %q", name)
 	}
-	p := path.Join(Dir(stateDir), name+".json")
+	p := path.Join(dir, name+".json")
 	b, err := fsys.ReadFile(p)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -129,8 +134,8 @@ func Load(fsys *hostfs.FS, stateDir, name string) (*Saved, error) {
 // LoadAll reads every saved result, oldest first; files that do not parse
 // are reported in the second value and skipped. A missing directory is no
 // results. At most 10,000 files are read.
-func LoadAll(fsys *hostfs.FS, stateDir string) ([]*Saved, []error) {
-	names, err := fsys.ReadDirNames(Dir(stateDir))
+func LoadAll(fsys *hostfs.FS, dir string) ([]*Saved, []error) {
+	names, err := fsys.ReadDirNames(dir)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, nil
@@ -141,13 +146,13 @@ func LoadAll(fsys *hostfs.FS, stateDir string) ([]*Saved, []error) {
 	var errs []error
 	for i, n := range names {
 		if i >= 10000 {
-			errs = append(errs, fmt.Errorf("%s: more than 10000 files; the rest is skipped", Dir(stateDir)))
+			errs = append(errs, fmt.Errorf("%s: more than 10000 files; the rest is skipped", dir))
 			break
 		}
 		if !strings.HasSuffix(n, ".json") || hostfs.IsTempName(n) {
 			continue
 		}
-		s, err := Load(fsys, stateDir, strings.TrimSuffix(n, ".json"))
+		s, err := Load(fsys, dir, strings.TrimSuffix(n, ".json"))
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -160,8 +165,8 @@ func LoadAll(fsys *hostfs.FS, stateDir string) ([]*Saved, []error) {
 
 // Latest returns the newest saved result of each kind (the bench section of
 // 'gpunode report').
-func Latest(fsys *hostfs.FS, stateDir string) (map[string]*Saved, []error) {
-	all, errs := LoadAll(fsys, stateDir)
+func Latest(fsys *hostfs.FS, dir string) (map[string]*Saved, []error) {
+	all, errs := LoadAll(fsys, dir)
 	out := map[string]*Saved{}
 	for _, s := range all {
 		out[s.Kind] = s

@@ -22,11 +22,14 @@ func notes(e *output.ErrWriter, ns []string) {
 	}
 }
 
-// WriteTable renders the pairs with the distance matrix.
+// WriteTable renders the pairs with the distance matrix. The best and
+// minimum figures and the sample counts are -o wide columns.
 func (r *NUMAResult) WriteTable(w io.Writer, o output.Options) error {
-	e := &output.ErrWriter{W: w}
-	tw := output.NewTabWriter(e)
-	fmt.Fprintf(tw, "CPU NODE\tMEM NODE\tDISTANCE\tTHREADS\tCOPY GB/s\t(BEST)\t1-THREAD COPY\tTRIAD GB/s\t(BEST)\tMEMCPY GB/s\t1-THREAD MEMCPY MiB/s (AS MBW)\tLATENCY ns\t(MIN)\tCOPY vs LOCAL\tTRIAD vs LOCAL\tLATENCY vs LOCAL\tSAMPLES\n")
+	g := output.NewGrid("CPU NODE", "MEM NODE", "DISTANCE", "THREADS", "COPY GB/s", "(BEST)", "1-THREAD COPY", "TRIAD GB/s", "(BEST)",
+		"MEMCPY GB/s", "1-THREAD MEMCPY MiB/s (AS MBW)", "LATENCY ns", "(MIN)", "COPY vs LOCAL", "TRIAD vs LOCAL", "LATENCY vs LOCAL", "SAMPLES")
+	for _, c := range []int{5, 8, 12, 16} {
+		g.Columns[c].Wide = true
+	}
 	for _, p := range r.Pairs {
 		one, oneMemcpy := "-", "-"
 		if p.CopyOneThreadGBps > 0 {
@@ -38,37 +41,47 @@ func (r *NUMAResult) WriteTable(w io.Writer, o output.Options) error {
 		case p.Threads == 1 && p.MemcpyMbwMiBps > 0:
 			oneMemcpy = fmt.Sprintf("%.0f", p.MemcpyMbwMiBps)
 		}
-		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%.1f\t%.1f\t%s\t%.1f\t%.1f\t%.1f\t%s\t%.1f\t%.1f\t%s\t%s\t%s\t%d/%d/%d/%d\n", p.CPUNode, p.MemNode, p.Distance, p.Threads,
-			p.CopyGBps, p.CopyBestGBps, one, p.TriadGBps, p.TriadBestGBps, p.MemcpyGBps, oneMemcpy, p.LatencyNs, p.LatencyMinNs, vs(p.CopyVsLocal), vs(p.TriadVsLocal), vs(p.LatencyVsLocal),
-			len(p.CopySamplesGBps), len(p.TriadSamplesGBps), len(p.MemcpySamplesGBps), len(p.LatencySamplesNs))
+		g.AddRow(fmt.Sprint(p.CPUNode), fmt.Sprint(p.MemNode), fmt.Sprint(p.Distance), fmt.Sprint(p.Threads),
+			fmt.Sprintf("%.1f", p.CopyGBps), fmt.Sprintf("%.1f", p.CopyBestGBps), one, fmt.Sprintf("%.1f", p.TriadGBps), fmt.Sprintf("%.1f", p.TriadBestGBps),
+			fmt.Sprintf("%.1f", p.MemcpyGBps), oneMemcpy,
+			fmt.Sprintf("%.1f", p.LatencyNs), fmt.Sprintf("%.1f", p.LatencyMinNs), vs(p.CopyVsLocal), vs(p.TriadVsLocal), vs(p.LatencyVsLocal),
+			fmt.Sprintf("%d/%d/%d/%d", len(p.CopySamplesGBps), len(p.TriadSamplesGBps), len(p.MemcpySamplesGBps), len(p.LatencySamplesNs)))
 	}
-	if err := tw.Flush(); err != nil {
+	if err := output.Print(w, g, o); err != nil || o.NoHeaders {
 		return err
 	}
+	e := &output.ErrWriter{W: w}
 	e.Printf("\nnode distances (the kernel's):\n")
-	tw = output.NewTabWriter(e)
-	fmt.Fprintf(tw, "NODE")
+	d := output.NewGrid("NODE")
 	for _, n := range r.Nodes {
-		fmt.Fprintf(tw, "\t%d", n)
+		d.Columns = append(d.Columns, output.Column{Name: fmt.Sprint(n)})
 	}
-	fmt.Fprintln(tw)
 	for i, row := range r.Distances {
+		cells := []string{""}
 		if i < len(r.Nodes) {
-			fmt.Fprintf(tw, "%d", r.Nodes[i])
+			cells[0] = fmt.Sprint(r.Nodes[i])
 		}
-		for _, d := range row {
-			fmt.Fprintf(tw, "\t%d", d)
+		for _, x := range row {
+			cells = append(cells, fmt.Sprint(x))
 		}
-		fmt.Fprintln(tw)
+		d.AddRow(cells...)
 	}
-	if err := tw.Flush(); err != nil {
+	if err := output.Print(e, d, o); err != nil {
 		return err
 	}
-	e.Printf("\narrays %s each (copy and memcpy 16 B, triad 24 B per element counted; MiB/s as mbw counts: one array over the mean pass), chase buffer %s, run bounded to %s; medians of the samples, best in brackets; samples copy/triad/memcpy/latency\n",
-		output.HumanBytes(r.ArrayBytes), output.HumanBytes(r.LatencyBytes), time.Duration(r.DurationSeconds*float64(time.Second)).Round(time.Millisecond))
+	best := "best and minimum in brackets, samples copy/triad/memcpy/latency"
+	if !o.Wide {
+		best = "best, minimum and sample counts with -o wide"
+	}
+	e.Printf("\narrays %s each (copy and memcpy 16 B, triad 24 B per element counted; MiB/s as mbw counts: one array over the mean pass), chase buffer %s, run bounded to %s; medians of the samples, %s\n",
+		output.HumanBytes(r.ArrayBytes), output.HumanBytes(r.LatencyBytes), time.Duration(r.DurationSeconds*float64(time.Second)).Round(time.Millisecond), best)
 	notes(e, r.Notes)
 	return e.Err
 }
+
+// ListItems implements output.Lister: -o custom-columns makes one row per
+// node pair.
+func (r *NUMAResult) ListItems() any { return r.Pairs }
 
 // WriteTable renders the copy cases and the ratios.
 func (r *H2DResult) WriteTable(w io.Writer, o output.Options) error {
@@ -77,27 +90,28 @@ func (r *H2DResult) WriteTable(w io.Writer, o output.Options) error {
 	if r.LinkGBps > 0 {
 		link = fmt.Sprintf("PCIe %s x%d, %.1f GB/s per direction", r.LinkGen, r.LinkWidth, r.LinkGBps)
 	}
-	e.Printf("GPU %d (%s) on NUMA node %d, remote node %s; link %s; %s\n", r.GPU, r.BDF, r.GPUNode, nodeName(r.RemoteNode), link, r.Driver)
-	tw := output.NewTabWriter(e)
-	fmt.Fprintf(tw, "DIRECTION\tMEMORY\tPLACEMENT\tNODE\tCPUS\tGB/s\tvs LINK\tSAMPLES GB/s\n")
+	if !o.NoHeaders {
+		e.Printf("GPU %d (%s) on NUMA node %d, remote node %s; link %s; %s\n", r.GPU, r.BDF, r.GPUNode, nodeName(r.RemoteNode), link, r.Driver)
+	}
+	g := output.NewGrid("DIRECTION", "MEMORY", "PLACEMENT", "NODE", "CPUS", "GB/s", "vs LINK", "SAMPLES GB/s")
+	g.Columns[7].Wrap = true
 	for _, c := range r.Cases {
 		s := make([]string, len(c.SamplesGBps))
 		for i, x := range c.SamplesGBps {
 			s[i] = fmt.Sprintf("%.1f", x)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%.2f\t%s\t%s\n", c.Direction, c.Memory, c.Placement, c.Node, c.CPUs, c.GBps, pct(c.VsLink), strings.Join(s, " "))
+		g.AddRow(c.Direction, c.Memory, c.Placement, fmt.Sprint(c.Node), c.CPUs, fmt.Sprintf("%.2f", c.GBps), pct(c.VsLink), strings.Join(s, " "))
 	}
-	if err := tw.Flush(); err != nil {
+	if err := output.Print(e, g, o); err != nil || o.NoHeaders {
 		return err
 	}
 	if len(r.Ratios) > 0 {
 		e.Printf("\n")
-		tw = output.NewTabWriter(e)
-		fmt.Fprintf(tw, "RATIO\tDIRECTION\tOF\tVALUE\n")
+		rg := output.NewGrid("RATIO", "DIRECTION", "OF", "VALUE")
 		for _, x := range r.Ratios {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%.2fx\n", x.Name, x.Direction, x.Of, x.Ratio)
+			rg.AddRow(x.Name, x.Direction, x.Of, fmt.Sprintf("%.2fx", x.Ratio))
 		}
-		if err := tw.Flush(); err != nil {
+		if err := output.Print(e, rg, o); err != nil {
 			return err
 		}
 	}
@@ -105,6 +119,9 @@ func (r *H2DResult) WriteTable(w io.Writer, o output.Options) error {
 	notes(e, r.Notes)
 	return e.Err
 }
+
+// ListItems implements output.Lister: one row per copy case.
+func (r *H2DResult) ListItems() any { return r.Cases }
 
 func pct(x float64) string {
 	if x == 0 {
@@ -120,9 +137,11 @@ func (r *AllocResult) WriteTable(w io.Writer, o output.Options) error {
 	if r.Workload != "" {
 		what = "built-in workload " + r.Workload + " (" + what + ")"
 	}
-	e.Printf("%s, %d runs per allocator (interleaved)\n", what, r.Repeats)
-	tw := output.NewTabWriter(e)
-	fmt.Fprintf(tw, "ALLOCATOR\tWALL s\tSPREAD\tMIN-MAX s\tUSER s\tSYS s\tMAX RSS\tWALL vs GLIBC\tRSS vs GLIBC\tLIBRARY\n")
+	if !o.NoHeaders {
+		e.Printf("%s, %d runs per allocator (interleaved)\n", what, r.Repeats)
+	}
+	g := output.NewGrid("ALLOCATOR", "WALL s", "SPREAD", "MIN-MAX s", "USER s", "SYS s", "MAX RSS", "WALL vs GLIBC", "RSS vs GLIBC", "LIBRARY")
+	g.Columns[9].Wrap = true
 	for _, run := range r.Runs {
 		lo, hi := MinMax(run.WallSeconds)
 		lib := run.Library
@@ -133,10 +152,10 @@ func (r *AllocResult) WriteTable(w io.Writer, o output.Options) error {
 		if run.RSSAtFloor {
 			rss = "<=" + rss
 		}
-		fmt.Fprintf(tw, "%s\t%.3f\t%.1f%%\t%.3f-%.3f\t%.3f\t%.3f\t%s\t%s\t%s\t%s\n", run.Allocator, run.MedianWallSeconds, 100*run.WallSpread, lo, hi,
-			run.MedianUserSeconds, run.MedianSysSeconds, rss, vs(run.WallVsGlibc), vs(run.RSSVsGlibc), lib)
+		g.AddRow(run.Allocator, fmt.Sprintf("%.3f", run.MedianWallSeconds), fmt.Sprintf("%.1f%%", 100*run.WallSpread), fmt.Sprintf("%.3f-%.3f", lo, hi),
+			fmt.Sprintf("%.3f", run.MedianUserSeconds), fmt.Sprintf("%.3f", run.MedianSysSeconds), rss, vs(run.WallVsGlibc), vs(run.RSSVsGlibc), lib)
 	}
-	if err := tw.Flush(); err != nil {
+	if err := output.Print(e, g, o); err != nil || o.NoHeaders {
 		return err
 	}
 	e.Printf("medians of every run; spread = 1.4826 x MAD / median of the wall times\n")
@@ -144,42 +163,62 @@ func (r *AllocResult) WriteTable(w io.Writer, o output.Options) error {
 	return e.Err
 }
 
+// ListItems implements output.Lister: one row per allocator.
+func (r *AllocResult) ListItems() any { return r.Runs }
+
 // WriteTable renders the change of every metric.
 func (c *Comparison) WriteTable(w io.Writer, o output.Options) error {
 	e := &output.ErrWriter{W: w}
-	e.Printf("%s: %s -> %s\n", c.Kind, c.A, c.B)
-	tw := output.NewTabWriter(e)
-	fmt.Fprintf(tw, "METRIC\tUNIT\tA\tB\tCHANGE\tNOISE\tVERDICT\n")
+	if !o.NoHeaders {
+		e.Printf("%s: %s -> %s\n", c.Kind, c.A, c.B)
+	}
+	g := output.NewGrid("METRIC", "UNIT", "A", "B", "CHANGE", "NOISE", "VERDICT")
+	g.Columns[6].Color = func(v string) string {
+		switch v {
+		case "better":
+			return "green"
+		case "worse":
+			return "red"
+		}
+		return ""
+	}
 	for _, m := range c.Metrics {
 		verdict := "within noise"
 		switch {
 		case !m.WithinNoise && m.Better:
-			verdict = o.Paint("green", "better")
+			verdict = "better"
 		case !m.WithinNoise:
-			verdict = o.Paint("red", "worse")
+			verdict = "worse"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%.3f\t%.3f\t%+.1f%%\t±%.1f%%\t%s\n", m.Name, m.Unit, m.A, m.B, m.ChangePct, m.NoisePct, verdict)
+		g.AddRow(m.Name, m.Unit, fmt.Sprintf("%.3f", m.A), fmt.Sprintf("%.3f", m.B), fmt.Sprintf("%+.1f%%", m.ChangePct), fmt.Sprintf("±%.1f%%", m.NoisePct), verdict)
 	}
-	if err := tw.Flush(); err != nil {
+	if err := output.Print(e, g, o); err != nil || o.NoHeaders {
 		return err
 	}
-	e.Printf("%s\n", c.NoiseRule)
+	if err := output.Para(e, "", c.NoiseRule, o); err != nil {
+		return err
+	}
 	return e.Err
 }
 
+// ListItems implements output.Lister: one row per metric.
+func (c *Comparison) ListItems() any { return c.Metrics }
+
 // WriteTable renders the saved results.
 func (l *List) WriteTable(w io.Writer, o output.Options) error {
-	e := &output.ErrWriter{W: w}
-	tw := output.NewTabWriter(e)
-	fmt.Fprintf(tw, "NAME\tKIND\tSAVED\n")
+	g := output.NewGrid("NAME", "KIND", "SAVED")
 	for _, r := range l.Results {
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", r.Name, r.Kind, r.SavedAt)
+		g.AddRow(r.Name, r.Kind, r.SavedAt)
 	}
-	if err := tw.Flush(); err != nil {
+	if err := output.Print(w, g, o); err != nil {
 		return err
 	}
-	if len(l.Results) == 0 {
-		e.Printf("no results in %s\n", l.Dir)
+	if len(l.Results) == 0 && !o.NoHeaders {
+		_, err := fmt.Fprintf(w, "no results in %s\n", l.Dir)
+		return err
 	}
-	return e.Err
+	return nil
 }
+
+// ListItems implements output.Lister: one row per saved result.
+func (l *List) ListItems() any { return l.Results }

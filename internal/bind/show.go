@@ -301,6 +301,17 @@ func short(s string) string {
 // WriteTable renders the process view like taskset, numactl --show and
 // ps -L -o pid,tid,psr,policy,rtprio,ni,comm.
 func (s *Show) WriteTable(w io.Writer, o output.Options) error {
+	g := output.NewGrid("TID", "PSR", "POL", "RTPRIO", "NI", "CPUS", "COMMAND")
+	for _, th := range s.Threads {
+		rt, ni := "-", strconv.Itoa(th.Nice)
+		if th.Policy == "FF" || th.Policy == "RR" {
+			rt, ni = strconv.Itoa(th.RTPrio), "-"
+		}
+		g.AddRow(strconv.Itoa(th.TID), strconv.Itoa(th.LastCPU), th.Policy, rt, ni, th.CPUs.String(), th.Comm)
+	}
+	if o.NoHeaders {
+		return output.Print(w, g, o)
+	}
 	nodes := make([]string, len(s.CPUNodes))
 	for i, n := range s.CPUNodes {
 		nodes[i] = strconv.Itoa(n)
@@ -323,14 +334,9 @@ func (s *Show) WriteTable(w io.Writer, o output.Options) error {
 		}
 		fmt.Fprintf(w, "pages:    %s\n", strings.Join(parts, " "))
 	}
-	tw := output.NewTabWriter(w)
-	fmt.Fprintln(tw, "\nTID\tPSR\tPOL\tRTPRIO\tNI\tCPUS\tCOMMAND")
-	for _, th := range s.Threads {
-		rt, ni := "-", strconv.Itoa(th.Nice)
-		if th.Policy == "FF" || th.Policy == "RR" {
-			rt, ni = strconv.Itoa(th.RTPrio), "-"
-		}
-		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%s\n", th.TID, th.LastCPU, th.Policy, rt, ni, th.CPUs.String(), th.Comm)
-	}
-	return tw.Flush()
+	fmt.Fprintln(w)
+	return output.Print(w, g, o)
 }
+
+// ListItems implements output.Lister: one row per thread.
+func (s *Show) ListItems() any { return s.Threads }

@@ -10,8 +10,8 @@ import (
 
 // WriteTable renders the plan for --dry-run.
 func (p *Plan) WriteTable(w io.Writer, o output.Options) error {
-	tw := output.NewTabWriter(w)
-	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
+	g := output.KeyValues()
+	row := func(k, v string) { g.AddRow(k, v) }
 	row("plan", p.Line)
 	tgt := p.Target.Kind
 	switch p.Target.Kind {
@@ -65,7 +65,7 @@ func (p *Plan) WriteTable(w io.Writer, o output.Options) error {
 		row("env", v)
 	}
 	row("command", strings.Join(p.Command, " "))
-	if err := tw.Flush(); err != nil {
+	if err := output.PrintKeyValues(w, g, o); err != nil {
 		return err
 	}
 	for _, wn := range p.Warnings {

@@ -160,14 +160,17 @@ func ListChecks() ChecksList {
 }
 
 // WriteTable implements output.Tabler.
-func (l ChecksList) WriteTable(w io.Writer, _ output.Options) error {
-	tw := output.NewTabWriter(w)
-	fmt.Fprintln(tw, "ID\tLAYER\tPER\tSEED\tTITLE")
+func (l ChecksList) WriteTable(w io.Writer, o output.Options) error {
+	g := output.NewGrid("ID", "LAYER", "PER", "SEED", "TITLE")
+	g.Columns[4].Wrap = true
 	for _, c := range l.Checks {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", c.ID, c.Layer, orDashStr(c.Subject), orDashStr(c.Section), c.Title)
+		g.AddRow(c.ID, c.Layer, orDashStr(c.Subject), orDashStr(c.Section), c.Title)
 	}
-	return tw.Flush()
+	return output.Print(w, g, o)
 }
+
+// ListItems implements output.Lister: one row per check id.
+func (l ChecksList) ListItems() any { return l.Checks }
 
 func orDashStr(s string) string {
 	if s == "" {

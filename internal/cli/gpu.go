@@ -413,6 +413,9 @@ rollback' handles the OS settings.`,
 			if err != nil {
 				return err
 			}
+			if err := checkSkipRefs(skip); err != nil {
+				return err
+			}
 			m := &mps.Manager{Host: host, StateDir: stateDir, Runner: gpu.ExecRunner{}, Control: control}
 			kinds, err := a.gpuJournalKinds(ctx, b, m)
 			if err != nil {
@@ -441,7 +444,9 @@ rollback' handles the OS settings.`,
 	}
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "show what would be restored")
 	cmd.Flags().StringVar(&journalDir, "journal-dir", journal.DefaultDir, "journal directory (a host path under --root)")
-	cmd.Flags().StringVar(&stateDir, "state-dir", mps.DefaultStateDir, "MPS state directory (for reverting started daemons)")
+	cmd.Flags().StringVar(&stateDir, "mps-dir", mps.DefaultStateDir, "directory of the MPS daemons' pipe and log directories (for reverting started daemons; a host path under --root)")
+	cmd.Flags().StringVar(&stateDir, "state-dir", mps.DefaultStateDir, "deprecated alias of --mps-dir")
+	DeprecatedAlias(cmd.Flags(), "state-dir", "use --mps-dir (the same directory)")
 	cmd.Flags().StringVar(&control, "mps-control", mps.ControlBinary, "the nvidia-cuda-mps-control program")
 	cmd.Flags().StringSliceVar(&owners, "owner", []string{gpu.JournalOwner, mps.JournalOwner, miglive.JournalOwner}, "journal owners to roll back: gpu, mps, mig")
 	cmd.Flags().StringSliceVar(&skip, "skip", nil, "skip step ID:N (as a failed rollback prints it) whose original cannot be written back; the original stays in the journal")

@@ -88,6 +88,9 @@ the originals. When irqbalance runs, the output says how to keep it away.`,
 		Short: "Restore the IRQ affinity recorded by 'gpunode irq apply'",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkSkipRefs(skip); err != nil {
+				return err
+			}
 			fs, err := a.Host()
 			if err != nil {
 				return err

@@ -81,7 +81,7 @@ func (a *App) newMPSCommand() *cobra.Command {
 		Short: "Run NVIDIA MPS control daemons per GPU or MIG device, and static SM partitions",
 		Long: `Manage Multi-Process Service: one control daemon per GPU or per MIG device,
 each with its own CUDA_MPS_PIPE_DIRECTORY and CUDA_MPS_LOG_DIRECTORY under
---state-dir (default ` + mps.DefaultStateDir + `/<UUID>/{pipe,log}), so daemons never
+--mps-dir (default ` + mps.DefaultStateDir + `/<UUID>/{pipe,log}), so daemons never
 share a pipe. 'start' prints the environment clients need.
 
 MPS shares compute, not memory: one client's out-of-memory error can take
@@ -93,7 +93,9 @@ down every client of the same server.`,
 	pf := cmd.PersistentFlags()
 	pf.StringSliceVar(&f.gpus, "gpu", nil, "GPUs: index, UUID (prefix) or PCI address, comma-separated (default all non-MIG GPUs)")
 	pf.StringSliceVar(&f.mig, "mig", nil, "MIG device UUIDs, or all (one daemon per MIG device)")
-	pf.StringVar(&f.stateDir, "state-dir", mps.DefaultStateDir, "directory for the daemons' pipe and log directories (a host path under --root)")
+	pf.StringVar(&f.stateDir, "mps-dir", mps.DefaultStateDir, "directory of the daemons' pipe and log directories, one per GPU (a host path under --root)")
+	pf.StringVar(&f.stateDir, "state-dir", mps.DefaultStateDir, "deprecated alias of --mps-dir")
+	DeprecatedAlias(pf, "state-dir", "use --mps-dir (the same directory)")
 	pf.StringVar(&f.control, "mps-control", mps.ControlBinary, "the nvidia-cuda-mps-control program")
 	cmd.AddCommand(a.newMPSStartCommand(f), a.newMPSStopCommand(f), a.newMPSStatusCommand(f), a.newMPSPartitionCommand(f))
 	return cmd
@@ -163,7 +165,7 @@ func (a *App) newMPSStopCommand(f *mpsFlags) *cobra.Command {
 	var dryRun bool
 	cmd := &cobra.Command{
 		Use:     "stop",
-		Short:   "Send quit to the selected daemons (default: every daemon under --state-dir)",
+		Short:   "Send quit to the selected daemons (default: every daemon under --mps-dir)",
 		Example: `  gpunode mps stop --gpu 0`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -147,6 +147,7 @@ Exit codes:
 			if a.GPUTimeout <= 0 || a.GPUTimeout > maxGPUTimeout {
 				return Usagef("--gpu-timeout %s: want more than 0 and at most %s", a.GPUTimeout, maxGPUTimeout)
 			}
+			a.warnDeprecated(cmd)
 			return nil
 		},
 	}

@@ -18,6 +18,8 @@ var tableCommands = [][]string{
 	{"tune", "plan", "--profile", "inference-isolated"}, {"tune", "status"}, {"tune", "show", "training"},
 	{"tune", "profiles"}, {"mig", "live-profiles"}, {"mig", "export"}, {"mps", "status"},
 	{"gpu", "rollback", "--dry-run"}, {"tune", "rollback", "--dry-run"}, {"irq", "rollback", "--dry-run"},
+	{"audit", "--list-checks"}, {"bind", "--node", "0", "--dry-run", "--", "true"}, {"version"},
+	{"gpu", "persistence", "on", "--dry-run"}, {"gpu", "clocks", "reset", "--dry-run"},
 }
 
 // TestTablesFitTerminal (issue 28 item 1): every table command on every

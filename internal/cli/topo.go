@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -37,6 +39,10 @@ Use --root to read a captured tree (see 'gpunode topo capture').`,
 			fs, err := a.Host()
 			if err != nil {
 				return err
+			}
+			if !slices.Contains(gpu.Kinds, gf.backend) {
+				// a bad name is the caller's, not a warning (it exited 0)
+				return Usagef("--gpu-backend %q: want one of %s", gf.backend, strings.Join(gpu.Kinds, ", "))
 			}
 			t, err := topo.Discover(cmd.Context(), fs)
 			if err != nil {

@@ -42,9 +42,8 @@ killed apply is rolled back by the next 'tune rollback'.`,
 	cmd.PersistentFlags().StringVar(&stateDir, "journal-dir", journal.DefaultDir, "journal directory (a host path under --root)")
 	// --state-dir is the old name of --journal-dir (every other command
 	// that changes the host calls it --journal-dir).
-	// Not MarkDeprecated: cobra prints its notice on stdout, which would
-	// break -o json for the scripts that still pass --state-dir.
 	cmd.PersistentFlags().StringVar(&stateDir, "state-dir", journal.DefaultDir, "deprecated alias of --journal-dir")
+	DeprecatedAlias(cmd.PersistentFlags(), "state-dir", "use --journal-dir (the same directory)")
 	cmd.AddCommand(a.newTuneProfilesCommand(), a.newTuneShowCommand(), a.newTunePlanCommand(&stateDir, false),
 		a.newTunePlanCommand(&stateDir, true), a.newTuneRollbackCommand(&stateDir), a.newTuneStatusCommand(&stateDir))
 	return cmd
@@ -160,7 +159,7 @@ func (a *App) newTuneRollbackCommand(stateDir *string) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "rollback",
 		Short: "Undo every 'tune apply' (interrupted ones included), newest first, byte for byte",
-		Long: `Undo every 'tune apply' recorded in --state-dir, newest first: kernel values
+		Long: `Undo every 'tune apply' recorded in --journal-dir, newest first: kernel values
 are written back, generated files removed, edited files (fstab, grub) restored
 byte for byte with their modes. An apply that was killed part way is rolled
 back too. A journal that is corrupted (checksum mismatch) or from another
@@ -175,6 +174,9 @@ apply works again. Generated files edited by hand since apply are not
 overwritten unless --force (the edited version is kept in the journal first).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkSkipRefs(skip); err != nil {
+				return err
+			}
 			fs, err := a.Host()
 			if err != nil {
 				return err

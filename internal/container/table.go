@@ -30,19 +30,19 @@ func (r Report) WriteTable(w io.Writer, o output.Options) error {
 
 // WriteTable implements output.Tabler: the placement, the shell line and
 // (kubernetes) the pod fragment.
-func (f Flags) WriteTable(w io.Writer, _ output.Options) error {
+func (f Flags) WriteTable(w io.Writer, o output.Options) error {
 	var gs []string
 	for _, g := range f.GPUs {
 		gs = append(gs, fmt.Sprintf("%d (%s, NUMA %d)", g.Index, g.BDF, g.NUMANode))
 	}
-	tw := output.NewTabWriter(w)
-	fmt.Fprintf(tw, "RUNTIME\t%s\n", f.Runtime)
+	g := output.KeyValues()
+	g.AddRow("RUNTIME", f.Runtime)
 	if len(gs) > 0 {
-		fmt.Fprintf(tw, "GPUS\t%s\n", strings.Join(gs, ", "))
+		g.AddRow("GPUS", strings.Join(gs, ", "))
 	}
-	fmt.Fprintf(tw, "CPUS\t%s\n", f.CPUs.String())
-	fmt.Fprintf(tw, "MEMS\t%s\n", f.Mems)
-	if err := tw.Flush(); err != nil {
+	g.AddRow("CPUS", f.CPUs.String())
+	g.AddRow("MEMS", f.Mems)
+	if err := output.PrintKeyValues(w, g, o); err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "\n%s\n", f.Line)

@@ -371,7 +371,15 @@ func count(v *uint64) string {
 
 // WriteTable implements output.Tabler: one summary table, then one detail
 // block per GPU.
-func (s Status) WriteTable(w io.Writer, _ output.Options) error {
+func (s Status) WriteTable(w io.Writer, o output.Options) error {
+	g := output.NewGrid("GPU", "NAME", "PCI", "NUMA", "PERSIST", "COMPUTE", "MIG", "ECC", "SM MHz", "POWER W", "PCIE", "NVLINK")
+	g.Columns[1].Wrap = true
+	for _, gp := range s.GPUs {
+		g.AddRow(gp.tableRow()...)
+	}
+	if o.NoHeaders {
+		return output.Print(w, g, o)
+	}
 	hdr := fmt.Sprintf("backend: %s", s.Backend)
 	if s.Reason != "" {
 		hdr += " (" + s.Reason + ")"
@@ -402,47 +410,7 @@ func (s Status) WriteTable(w io.Writer, _ output.Options) error {
 		_, err := fmt.Fprintln(w, "no GPUs")
 		return err
 	}
-	tw := output.NewTabWriter(w)
-	fmt.Fprintln(tw, "GPU\tNAME\tPCI\tNUMA\tPERSIST\tCOMPUTE\tMIG\tECC\tSM MHz\tPOWER W\tPCIE\tNVLINK")
-	for _, g := range s.GPUs {
-		numa := "-"
-		if g.NUMANode != nil {
-			numa = fmt.Sprintf("%d", *g.NUMANode)
-		}
-		mig := "-"
-		if g.MIG != nil {
-			mig = boolWord(g.MIG.Current)
-			if g.MIG.ResetNeeded() {
-				mig += "->" + boolWord(g.MIG.Pending)
-			}
-		}
-		ecc := "-"
-		if g.ECC != nil {
-			ecc = boolWord(g.ECC.Current)
-			if g.ECC.Current != g.ECC.Pending {
-				ecc += "->" + boolWord(g.ECC.Pending)
-			}
-		}
-		power := "-"
-		if g.Power.DrawW != 0 || g.Power.LimitW != 0 {
-			power = fmt.Sprintf("%.0f/%.0f", g.Power.DrawW, g.Power.LimitW)
-		}
-		pcie := "-"
-		if g.PCIe.Gen != 0 {
-			pcie = fmt.Sprintf("gen%d x%d", g.PCIe.Gen, g.PCIe.Width)
-		}
-		nvl := "-"
-		if len(g.NVLinks) > 0 {
-			nvl = fmt.Sprintf("%d/%d", g.ActiveNVLinks(), len(g.NVLinks))
-		}
-		cm := g.ComputeMode
-		if cm == "" {
-			cm = "-"
-		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s/%s\t%s\t%s\t%s\n", g.Index, g.Name, g.PCIAddress, numa,
-			onOff(g.Persistence), cm, mig, ecc, mhz(g.Clocks.SMMHz), mhz(g.Clocks.MaxSMMHz), power, pcie, nvl)
-	}
-	if err := tw.Flush(); err != nil {
+	if err := output.Print(w, g, o); err != nil {
 		return err
 	}
 	for _, g := range s.GPUs {
@@ -451,6 +419,49 @@ func (s Status) WriteTable(w io.Writer, _ output.Options) error {
 		}
 	}
 	return nil
+}
+
+// ListItems implements output.Lister: one row per GPU.
+func (s Status) ListItems() any { return s.GPUs }
+
+// tableRow is g's row of the status table.
+func (g GPU) tableRow() []string {
+	numa := "-"
+	if g.NUMANode != nil {
+		numa = fmt.Sprintf("%d", *g.NUMANode)
+	}
+	mig := "-"
+	if g.MIG != nil {
+		mig = boolWord(g.MIG.Current)
+		if g.MIG.ResetNeeded() {
+			mig += "->" + boolWord(g.MIG.Pending)
+		}
+	}
+	ecc := "-"
+	if g.ECC != nil {
+		ecc = boolWord(g.ECC.Current)
+		if g.ECC.Current != g.ECC.Pending {
+			ecc += "->" + boolWord(g.ECC.Pending)
+		}
+	}
+	power := "-"
+	if g.Power.DrawW != 0 || g.Power.LimitW != 0 {
+		power = fmt.Sprintf("%.0f/%.0f", g.Power.DrawW, g.Power.LimitW)
+	}
+	pcie := "-"
+	if g.PCIe.Gen != 0 {
+		pcie = fmt.Sprintf("gen%d x%d", g.PCIe.Gen, g.PCIe.Width)
+	}
+	nvl := "-"
+	if len(g.NVLinks) > 0 {
+		nvl = fmt.Sprintf("%d/%d", g.ActiveNVLinks(), len(g.NVLinks))
+	}
+	cm := g.ComputeMode
+	if cm == "" {
+		cm = "-"
+	}
+	return []string{fmt.Sprint(g.Index), g.Name, g.PCIAddress, numa,
+		onOff(g.Persistence), cm, mig, ecc, mhz(g.Clocks.SMMHz) + "/" + mhz(g.Clocks.MaxSMMHz), power, pcie, nvl}
 }
 
 func boolWord(b bool) string {

@@ -106,7 +106,7 @@ type Change struct {
 }
 
 // WriteTable implements output.Tabler.
-func (p Plan) WriteTable(w io.Writer, _ output.Options) error {
+func (p Plan) WriteTable(w io.Writer, o output.Options) error {
 	state := "plan (dry run)"
 	switch {
 	case p.Applied:
@@ -117,20 +117,25 @@ func (p Plan) WriteTable(w io.Writer, _ output.Options) error {
 	case !p.DryRun:
 		state = "nothing to do"
 	}
-	if _, err := fmt.Fprintf(w, "%s: %s [%s]\n", p.Action, state, p.Backend); err != nil {
-		return err
+	if !o.NoHeaders {
+		if _, err := fmt.Fprintf(w, "%s: %s [%s]\n", p.Action, state, p.Backend); err != nil {
+			return err
+		}
 	}
-	tw := output.NewTabWriter(w)
-	fmt.Fprintln(tw, "GPU\tUUID\tSETTING\tFROM\tTO\tCHANGE\tNOTE")
+	g := output.NewGrid("GPU", "UUID", "SETTING", "FROM", "TO", "CHANGE", "NOTE")
+	g.Columns[6].Wrap = true
 	for _, c := range p.Changes {
 		ch := "no"
 		if c.Needed {
 			ch = "yes"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", c.GPU, c.UUID, c.Setting, c.From, c.To, ch, c.Note)
+		g.AddRow(fmt.Sprint(c.GPU), c.UUID, c.Setting, c.From, c.To, ch, c.Note)
 	}
-	return tw.Flush()
+	return output.Print(w, g, o)
 }
+
+// ListItems implements output.Lister: one row per change.
+func (p Plan) ListItems() any { return p.Changes }
 
 // PlanPersistence plans persistence mode on or off for gpus.
 func PlanPersistence(backend string, gpus []GPU, on bool) Plan {

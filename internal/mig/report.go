@@ -32,17 +32,19 @@ func orDash(n int) string {
 // WriteTable implements output.Tabler.
 func (m *Profiles) WriteTable(w io.Writer, o output.Options) error {
 	for i, p := range m.Products {
-		if i > 0 {
+		if i > 0 && !o.NoHeaders {
 			fmt.Fprintln(w)
 		}
-		fmt.Fprintf(w, "%s  %s\n", o.Paint("bold", p.Key), strings.Join(p.Names, ", "))
-		fmt.Fprintf(w, "device ids %s; %d compute / %d memory slices; source %s\n",
-			strings.Join(p.DeviceIDStrings(), " "), p.ComputeSlices, p.MemorySlices, p.Source)
-		if p.Note != "" {
-			fmt.Fprintf(w, "note: %s\n", p.Note)
+		if !o.NoHeaders {
+			fmt.Fprintf(w, "%s  %s\n", o.Paint("bold", p.Key), strings.Join(p.Names, ", "))
+			fmt.Fprintf(w, "device ids %s; %d compute / %d memory slices; source %s\n",
+				strings.Join(p.DeviceIDStrings(), " "), p.ComputeSlices, p.MemorySlices, p.Source)
+			if p.Note != "" {
+				fmt.Fprintf(w, "note: %s\n", p.Note)
+			}
 		}
-		tw := output.NewTabWriter(w)
-		fmt.Fprintln(tw, "ID\tNVML\tPROFILE\tCOMPUTE\tMEMORY\tMAX\tPLACEMENTS\tSMS\tCOMPUTE INSTANCES")
+		g := output.NewGrid("ID", "NVML", "PROFILE", "COMPUTE", "MEMORY", "MAX", "PLACEMENTS", "SMS", "COMPUTE INSTANCES")
+		g.Columns[8].Wrap = true
 		for _, j := range displayOrder(p) {
 			pr := p.Profiles[j]
 			var cis []string
@@ -57,11 +59,14 @@ func (m *Profiles) WriteTable(w io.Writer, o output.Options) error {
 			if pr.Note != "" {
 				name += " *"
 			}
-			fmt.Fprintf(tw, "%d\t%d\t%s\t%d\t%d\t%d\t%s\t%s\t%s\n", pr.ID, pr.NVMLProfile, name, pr.ComputeSlices,
-				pr.MemorySlices, pr.MaxCount, pr.PlacementString(), orDash(pr.SMs), strings.Join(cis, ", "))
+			g.AddRow(strconv.Itoa(pr.ID), strconv.Itoa(pr.NVMLProfile), name, strconv.Itoa(pr.ComputeSlices),
+				strconv.Itoa(pr.MemorySlices), strconv.Itoa(pr.MaxCount), pr.PlacementString(), orDash(pr.SMs), strings.Join(cis, ", "))
 		}
-		if err := tw.Flush(); err != nil {
+		if err := output.Print(w, g, o); err != nil {
 			return err
+		}
+		if o.NoHeaders {
+			continue
 		}
 		for _, j := range displayOrder(p) {
 			if pr := p.Profiles[j]; pr.Note != "" {
@@ -111,6 +116,13 @@ func memoryMap(gl GPULayout) string {
 
 // WriteTable implements output.Tabler.
 func (m *Plan) WriteTable(w io.Writer, o output.Options) error {
+	if o.NoHeaders {
+		// the layout rows only, for scripts
+		if !m.Feasible {
+			return nil
+		}
+		return output.Print(w, m.layoutGrid(), o)
+	}
 	fmt.Fprintf(w, "model    %s (%s catalogue)\n", m.Model, m.Source)
 	fmt.Fprintf(w, "gpus     %d\n", m.GPUs)
 	if len(m.Requested) > 0 {
@@ -131,48 +143,7 @@ func (m *Plan) WriteTable(w io.Writer, o output.Options) error {
 	}
 	if m.Feasible {
 		fmt.Fprintln(w)
-		tw := output.NewTabWriter(w)
-		header := "GPU\tORDER\tPROFILE\tID\tPLACEMENT\tCOMPUTE\tSMS"
-		withCI := false
-		for _, gl := range m.Layouts {
-			for _, in := range gl.Instances {
-				if len(in.ComputeInstanceOptions) > 0 {
-					withCI = true
-				}
-			}
-		}
-		customCI := false
-		for _, gl := range m.Layouts {
-			for _, in := range gl.Instances {
-				if len(in.ComputeInstances) != 1 || in.ComputeInstances[0] != in.Profile {
-					customCI = true
-				}
-			}
-		}
-		if customCI {
-			header += "\tCOMPUTE INSTANCES"
-		}
-		if withCI {
-			header += "\tCOMPUTE INSTANCE OPTIONS"
-		}
-		fmt.Fprintln(tw, header)
-		for _, gl := range m.Layouts {
-			for _, in := range gl.Instances {
-				line := fmt.Sprintf("%d\t%d\t%s\t%d\t%s\t%d\t%s", gl.GPU, in.Order, in.Profile, in.ProfileID,
-					in.Placement, in.ComputeSlices, orDash(in.SMs))
-				if customCI {
-					line += "\t" + groupNames(in.ComputeInstances)
-				}
-				if withCI {
-					line += "\t" + strings.Join(in.ComputeInstanceOptions, "; ")
-				}
-				fmt.Fprintln(tw, line)
-			}
-			if len(gl.Instances) == 0 {
-				fmt.Fprintf(tw, "%d\t-\t(unused)\t\t\t\t\n", gl.GPU)
-			}
-		}
-		if err := tw.Flush(); err != nil {
+		if err := output.Print(w, m.layoutGrid(), o); err != nil {
 			return err
 		}
 		fmt.Fprintln(w)
@@ -189,14 +160,59 @@ func (m *Plan) WriteTable(w io.Writer, o output.Options) error {
 	if len(m.Alternatives) > 0 {
 		fmt.Fprintln(w)
 		fmt.Fprintln(w, "closest feasible alternatives:")
-		tw := output.NewTabWriter(w)
-		fmt.Fprintln(tw, "KIND\tCHANGE\tWANT\tGPUS")
+		g := output.NewGrid("KIND", "CHANGE", "WANT", "GPUS")
+		g.Columns[1].Wrap = true
 		for _, a := range m.Alternatives {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\n", a.Kind, a.Change, a.Want, a.GPUs)
+			g.AddRow(a.Kind, a.Change, a.Want, strconv.Itoa(a.GPUs))
 		}
-		return tw.Flush()
+		return output.Print(w, g, o)
 	}
 	return nil
+}
+
+// layoutGrid is the plan's table of GPU instances, one row per instance
+// (a GPU left unused is one "(unused)" row).
+func (m *Plan) layoutGrid() output.Grid {
+	g := output.NewGrid("GPU", "ORDER", "PROFILE", "ID", "PLACEMENT", "COMPUTE", "SMS")
+	withCI := false
+	for _, gl := range m.Layouts {
+		for _, in := range gl.Instances {
+			if len(in.ComputeInstanceOptions) > 0 {
+				withCI = true
+			}
+		}
+	}
+	customCI := false
+	for _, gl := range m.Layouts {
+		for _, in := range gl.Instances {
+			if len(in.ComputeInstances) != 1 || in.ComputeInstances[0] != in.Profile {
+				customCI = true
+			}
+		}
+	}
+	if customCI {
+		g.Columns = append(g.Columns, output.Column{Name: "COMPUTE INSTANCES", Wrap: true})
+	}
+	if withCI {
+		g.Columns = append(g.Columns, output.Column{Name: "COMPUTE INSTANCE OPTIONS", Wrap: true})
+	}
+	for _, gl := range m.Layouts {
+		for _, in := range gl.Instances {
+			row := []string{strconv.Itoa(gl.GPU), strconv.Itoa(in.Order), in.Profile, strconv.Itoa(in.ProfileID),
+				in.Placement.String(), strconv.Itoa(in.ComputeSlices), orDash(in.SMs)}
+			if customCI {
+				row = append(row, groupNames(in.ComputeInstances))
+			}
+			if withCI {
+				row = append(row, strings.Join(in.ComputeInstanceOptions, "; "))
+			}
+			g.AddRow(row...)
+		}
+		if len(gl.Instances) == 0 {
+			g.AddRow(strconv.Itoa(gl.GPU), "-", "(unused)")
+		}
+	}
+	return g
 }
 
 // groupNames renders ["1c.3g.40gb", "1c.3g.40gb", "2c.3g.40gb"] as
@@ -233,6 +249,10 @@ func gpuList(g []int) string {
 
 // WriteTable implements output.Tabler.
 func (m *Validation) WriteTable(w io.Writer, o output.Options) error {
+	g, notes := m.grid()
+	if o.NoHeaders {
+		return output.Print(w, g, o)
+	}
 	fmt.Fprintf(w, "file  %s\n", m.File)
 	if len(m.Node) > 0 {
 		var parts []string
@@ -243,13 +263,48 @@ func (m *Validation) WriteTable(w io.Writer, o output.Options) error {
 			}
 			parts = append(parts, fmt.Sprintf("%d=%s (%s)", g.Index, g.ID, model))
 		}
-		fmt.Fprintf(w, "node  %s\n", strings.Join(parts, ", "))
+		for i, l := range output.Wrap(strings.Join(parts, ", "), o.TableWidth()-6) {
+			head := "node  "
+			if i > 0 {
+				head = "      "
+			}
+			fmt.Fprintf(w, "%s%s\n", head, l)
+		}
 	} else {
 		fmt.Fprintln(w, "node  (none given: each entry is checked on every catalogued GPU its device-filter selects)")
 	}
 	fmt.Fprintln(w)
-	tw := output.NewTabWriter(w)
-	fmt.Fprintln(tw, "CONFIG\tENTRY\tDEVICE-FILTER\tDEVICES\tMIG\tMIG-DEVICES\tMODEL\tGPUS\tRESULT")
+	if err := output.Print(w, g, o); err != nil {
+		return err
+	}
+	if len(notes) > 0 {
+		fmt.Fprintln(w)
+		for _, n := range notes {
+			for i, l := range output.Wrap(n, o.TableWidth()-2) {
+				if i > 0 {
+					l = "  " + l
+				}
+				fmt.Fprintln(w, l)
+			}
+		}
+	}
+	return nil
+}
+
+// grid is the validation's table, one row per entry and model checked,
+// and the notes under it.
+func (m *Validation) grid() (output.Grid, []string) {
+	g := output.NewGrid("CONFIG", "ENTRY", "DEVICE-FILTER", "DEVICES", "MIG", "MIG-DEVICES", "MODEL", "GPUS", "RESULT")
+	g.Columns[5].Wrap, g.Columns[8].Wrap = true, true
+	g.Columns[8].Color = func(s string) string {
+		switch {
+		case s == "FAIL":
+			return "red"
+		case strings.HasPrefix(s, "ok"):
+			return "green"
+		}
+		return ""
+	}
 	var notes []string
 	for _, cr := range m.Configs {
 		for _, e := range cr.Entries {
@@ -270,16 +325,16 @@ func (m *Validation) WriteTable(w io.Writer, o output.Options) error {
 				notes = append(notes, fmt.Sprintf("%s: warning: %s", where, wn))
 			}
 			if len(e.Checks) == 0 {
-				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t-\t-\t%s\n", cr.Label, e.Index, filter, e.Devices, mig, devs, "no GPU selected")
+				g.AddRow(cr.Label, strconv.Itoa(e.Index), filter, e.Devices, mig, devs, "-", "-", "no GPU selected")
 			}
 			for _, ch := range e.Checks {
-				res := o.Paint("green", "ok")
+				res := "ok"
 				if !ch.OK {
-					res = o.Paint("red", "FAIL")
+					res = "FAIL"
 				} else if ch.Layout != nil && ch.Layout.CreateCommand != "" {
 					res += " " + strings.TrimPrefix(ch.Layout.CreateCommand, "nvidia-smi mig -i 0 ")
 				}
-				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", cr.Label, e.Index, filter, e.Devices, mig, devs, ch.Model, gpuList(ch.GPUs), res)
+				g.AddRow(cr.Label, strconv.Itoa(e.Index), filter, e.Devices, mig, devs, ch.Model, gpuList(ch.GPUs), res)
 				for _, p := range ch.Problems {
 					notes = append(notes, fmt.Sprintf("%s %s: %s", where, ch.Model, p))
 				}
@@ -289,14 +344,5 @@ func (m *Validation) WriteTable(w io.Writer, o output.Options) error {
 			}
 		}
 	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	if len(notes) > 0 {
-		fmt.Fprintln(w)
-		for _, n := range notes {
-			fmt.Fprintln(w, n)
-		}
-	}
-	return nil
+	return g, notes
 }

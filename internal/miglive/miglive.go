@@ -636,7 +636,7 @@ func Apply(ctx context.Context, cat *mig.Catalogue, devs []Device, spec *mig.Mig
 }
 
 // WriteTable implements output.Tabler.
-func (r ApplyResult) WriteTable(w io.Writer, _ output.Options) error {
+func (r ApplyResult) WriteTable(w io.Writer, o output.Options) error {
 	head := fmt.Sprintf("mig apply %s -c %s", r.File, r.Config)
 	if r.DryRun {
 		head += " (dry run)"
@@ -644,9 +644,8 @@ func (r ApplyResult) WriteTable(w io.Writer, _ output.Options) error {
 	if r.Journal != "" {
 		head += ", journal " + r.Journal
 	}
-	fmt.Fprintln(w, head)
-	tw := output.NewTabWriter(w)
-	fmt.Fprintln(tw, "GPU\tMODEL\tMIG\tSTATUS\tCREATE (order profile@start:size -> CI)")
+	g := output.NewGrid("GPU", "MODEL", "MIG", "STATUS", "CREATE (order profile@start:size -> CI)")
+	g.Columns[4].Wrap = true
 	for _, d := range r.Devices {
 		mode := "-"
 		if d.Selected {
@@ -662,9 +661,13 @@ func (r ApplyResult) WriteTable(w io.Writer, _ output.Options) error {
 		for _, c := range d.Create {
 			cs = append(cs, fmt.Sprintf("%d %s@%s->%s", c.Order, c.Profile, c.Placement, c.ComputeInstance))
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", d.GPU, dash(d.Model), mode, d.Status, strings.Join(cs, " "))
+		g.AddRow(fmt.Sprint(d.GPU), dash(d.Model), mode, string(d.Status), strings.Join(cs, " "))
 	}
-	if err := tw.Flush(); err != nil {
+	if o.NoHeaders {
+		return output.Print(w, g, o)
+	}
+	fmt.Fprintln(w, head)
+	if err := output.Print(w, g, o); err != nil {
 		return err
 	}
 	for _, d := range r.Devices {
@@ -781,14 +784,16 @@ func formatConfig(m mig.MigConfig) string {
 }
 
 // WriteTable implements output.Tabler.
-func (r AssertResult) WriteTable(w io.Writer, _ output.Options) error {
-	if r.Applied {
-		fmt.Fprintf(w, "selected MIG configuration %q is currently applied\n", r.Config)
-	} else {
-		fmt.Fprintf(w, "assertion failure: selected MIG configuration %q is not currently applied\n", r.Config)
+func (r AssertResult) WriteTable(w io.Writer, o output.Options) error {
+	if !o.NoHeaders {
+		if r.Applied {
+			fmt.Fprintf(w, "selected MIG configuration %q is currently applied\n", r.Config)
+		} else {
+			fmt.Fprintf(w, "assertion failure: selected MIG configuration %q is not currently applied\n", r.Config)
+		}
 	}
-	tw := output.NewTabWriter(w)
-	fmt.Fprintln(tw, "GPU\tMIG\tWANT\tHAVE\tMATCH\tREASON")
+	g := output.NewGrid("GPU", "MIG", "WANT", "HAVE", "MATCH", "REASON")
+	g.Columns[2].Wrap, g.Columns[3].Wrap, g.Columns[5].Wrap = true, true, true
 	for _, d := range r.Devices {
 		mode := onOff(d.MIG)
 		if d.MIG != d.WantMIG {
@@ -798,10 +803,16 @@ func (r AssertResult) WriteTable(w io.Writer, _ output.Options) error {
 		if !d.Match {
 			m = "no"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", d.GPU, mode, formatConfig(d.Want), formatConfig(d.Have), m, d.Reason)
+		g.AddRow(fmt.Sprint(d.GPU), mode, formatConfig(d.Want), formatConfig(d.Have), m, d.Reason)
 	}
-	return tw.Flush()
+	return output.Print(w, g, o)
 }
+
+// ListItems implements output.Lister: one row per GPU.
+func (r AssertResult) ListItems() any { return r.Devices }
+
+// ListItems implements output.Lister: one row per GPU.
+func (r ApplyResult) ListItems() any { return r.Devices }
 
 // Export reads the live layout of devs as a mig-parted v1 spec with one
 // config, label, merged like mig-parted's export (identical GPUs share an

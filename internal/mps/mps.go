@@ -252,8 +252,24 @@ func (m *Manager) AddPartition(ctx context.Context, d Daemon, gpuUUID string, ch
 	return ParsePartitionAdd(out)
 }
 
+// ListItems implements output.Lister: one row per daemon.
+func (s Status) ListItems() any { return s.Daemons }
+
 // WriteTable implements output.Tabler.
-func (s Status) WriteTable(w io.Writer, _ output.Options) error {
+func (s Status) WriteTable(w io.Writer, o output.Options) error {
+	g := output.NewGrid("GPU", "DEVICE", "RUNNING", "CHANGED", "CLIENTS", "PARTITIONS", "PIPE")
+	for _, d := range s.Daemons {
+		parts := 0
+		for _, p := range d.Partitions {
+			if p.ID != "" {
+				parts++
+			}
+		}
+		g.AddRow(gpuIndex(d.GPU), d.Device, yes(d.Running), yes(d.Changed), fmt.Sprint(len(d.Clients)), fmt.Sprint(parts), d.PipeDir)
+	}
+	if o.NoHeaders {
+		return output.Print(w, g, o)
+	}
 	if s.Action != "" {
 		line := "mps " + s.Action
 		if s.Journal != "" {
@@ -265,18 +281,7 @@ func (s Status) WriteTable(w io.Writer, _ output.Options) error {
 		_, err := fmt.Fprintln(w, "no MPS devices")
 		return err
 	}
-	tw := output.NewTabWriter(w)
-	fmt.Fprintln(tw, "GPU\tDEVICE\tRUNNING\tCHANGED\tCLIENTS\tPARTITIONS\tPIPE")
-	for _, d := range s.Daemons {
-		parts := 0
-		for _, p := range d.Partitions {
-			if p.ID != "" {
-				parts++
-			}
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\n", gpuIndex(d.GPU), d.Device, yes(d.Running), yes(d.Changed), len(d.Clients), parts, d.PipeDir)
-	}
-	if err := tw.Flush(); err != nil {
+	if err := output.Print(w, g, o); err != nil {
 		return err
 	}
 	for _, d := range s.Daemons {

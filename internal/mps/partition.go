@@ -127,8 +127,11 @@ func PlanPartitions(gpuIndex int, uuid string, smCount, chunkSMs, totalChunks in
 	return p
 }
 
+// ListItems implements output.Lister: one row per partition.
+func (p PartitionPlan) ListItems() any { return p.Partitions }
+
 // WriteTable implements output.Tabler.
-func (p PartitionPlan) WriteTable(w io.Writer, _ output.Options) error {
+func (p PartitionPlan) WriteTable(w io.Writer, o output.Options) error {
 	state := "feasible"
 	if !p.Feasible {
 		state = "infeasible: " + p.Reason
@@ -137,13 +140,15 @@ func (p PartitionPlan) WriteTable(w io.Writer, _ output.Options) error {
 	if p.GPU < 0 {
 		who = "offline plan"
 	}
-	fmt.Fprintf(w, "%s: %d SMs, %d chunks of %d SMs (%s); %s\n", who, p.SMCount, p.TotalChunks, p.ChunkSMs, p.ChunksFrom, state)
-	tw := output.NewTabWriter(w)
-	fmt.Fprintln(tw, "PART\tCHUNKS\tSMS\tCOMMAND")
+	g := output.NewGrid("PART", "CHUNKS", "SMS", "COMMAND")
 	for _, q := range p.Partitions {
-		fmt.Fprintf(tw, "%d\t%d\t%d\t%s\n", q.Index, q.Chunks, q.SMs, q.Command)
+		g.AddRow(fmt.Sprint(q.Index), fmt.Sprint(q.Chunks), fmt.Sprint(q.SMs), q.Command)
 	}
-	if err := tw.Flush(); err != nil {
+	if o.NoHeaders {
+		return output.Print(w, g, o)
+	}
+	fmt.Fprintf(w, "%s: %d SMs, %d chunks of %d SMs (%s); %s\n", who, p.SMCount, p.TotalChunks, p.ChunkSMs, p.ChunksFrom, state)
+	if err := output.Print(w, g, o); err != nil {
 		return err
 	}
 	_, err := fmt.Fprintf(w, "free chunks: %d\nclients select a partition with CUDA_MPS_SM_PARTITION=<reply of sm_partition add> (before CUDA initialises)\n", p.FreeChunks)

@@ -7,20 +7,18 @@ import (
 	"io"
 	"reflect"
 	"strings"
-
-	"k8s.io/client-go/util/jsonpath"
 )
 
 // -o jsonpath and -o custom-columns work on the model's JSON form, as
 // kubectl's work on an object's: the model is encoded as JSON (its json
 // tags name the fields) and decoded into plain maps and slices, and the
-// templates run on those with client-go's jsonpath, the engine kubectl
-// uses. Missing keys print nothing (jsonpath) or <none> (custom-columns),
-// as in kubectl.
+// templates run on those with gpunode's JSONPath engine (jp.go), which
+// follows client-go's, the one kubectl uses. Missing keys print nothing
+// (jsonpath) or <none> (custom-columns), as in kubectl.
 
-func parseJSONPath(tmpl string) (*jsonpath.JSONPath, error) {
-	jp := jsonpath.New("output").AllowMissingKeys(true)
-	if err := jp.Parse(tmpl); err != nil {
+func parseJSONPath(tmpl string) (*jpTemplate, error) {
+	jp, err := parseJP(tmpl)
+	if err != nil {
 		return nil, fmt.Errorf("-o jsonpath: bad template %q: %w", tmpl, err)
 	}
 	return jp, nil
@@ -50,7 +48,7 @@ func writeJSONPath(w io.Writer, tmpl string, v any) error {
 	if err != nil {
 		return err
 	}
-	if err := jp.Execute(w, data); err != nil {
+	if err := jp.execute(w, data); err != nil {
 		return fmt.Errorf("-o jsonpath %q: %w", tmpl, err)
 	}
 	return nil
@@ -58,7 +56,7 @@ func writeJSONPath(w io.Writer, tmpl string, v any) error {
 
 type customColumn struct {
 	header string
-	path   *jsonpath.JSONPath
+	path   *jpTemplate
 }
 
 // parseCustomColumns reads kubectl's spec: HEADER:EXPR pairs separated by
@@ -73,9 +71,8 @@ func parseCustomColumns(spec string) ([]customColumn, error) {
 		if !ok || header == "" || strings.Contains(expr, ":") {
 			return nil, fmt.Errorf("-o custom-columns: unexpected spec %q, expected <header>:<json-path-expr>", part)
 		}
-		tmpl := relaxed(expr)
-		jp := jsonpath.New(header).AllowMissingKeys(true)
-		if err := jp.Parse(tmpl); err != nil {
+		jp, err := parseJP(relaxed(expr))
+		if err != nil {
 			return nil, fmt.Errorf("-o custom-columns: column %s: bad field path %q: %w", header, expr, err)
 		}
 		cols = append(cols, customColumn{header, jp})
@@ -131,22 +128,26 @@ func writeCustomColumns(w io.Writer, spec string, v any, o Options) error {
 	return Print(w, g, o)
 }
 
-func customCell(jp *jsonpath.JSONPath, data any) string {
-	results, err := jp.FindResults(data)
-	if err != nil {
-		return "<none>"
-	}
+func customCell(jp *jpTemplate, data any) string {
 	var vals []string
-	for _, r := range results {
-		for _, v := range r {
-			if !v.IsValid() || (v.Kind() == reflect.Interface && v.IsNil()) {
+	for _, n := range jp.nodes {
+		p, ok := n.(jpPath)
+		if !ok {
+			continue
+		}
+		found, err := p.eval([]any{data}, data)
+		if err != nil {
+			return "<none>"
+		}
+		for _, v := range found {
+			if v == nil {
 				continue
 			}
-			var b bytes.Buffer
-			if err := jp.PrintResults(&b, []reflect.Value{v}); err != nil {
+			s, err := jpFormat(v)
+			if err != nil {
 				continue
 			}
-			vals = append(vals, b.String())
+			vals = append(vals, s)
 		}
 	}
 	if len(vals) == 0 {

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 
 	yaml "go.yaml.in/yaml/v3"
 )
@@ -145,11 +144,6 @@ func Write(w io.Writer, f Format, v any, o Options) error {
 	default:
 		return fmt.Errorf("unknown output format %q", f)
 	}
-}
-
-// NewTabWriter returns the tabwriter configuration all tables share.
-func NewTabWriter(w io.Writer) *tabwriter.Writer {
-	return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 }
 
 // Paint wraps s in an ANSI colour when o.Color is set. Colours: "red",

@@ -32,6 +32,9 @@ type Column struct {
 type Grid struct {
 	Columns []Column
 	Rows    [][]string
+	// Indent starts every line (a table nested in a report); the width
+	// the table fits counts it.
+	Indent string
 }
 
 // AddRow appends a row; a row with fewer cells than columns is padded
@@ -71,11 +74,12 @@ func Print(w io.Writer, t Grid, o Options) error {
 		}
 	}
 	if !o.Wide {
-		fit(widths, cols, t.Columns, o.width())
+		fit(widths, cols, t.Columns, o.width()-textWidth(t.Indent))
 	}
 	ew := &ErrWriter{W: w}
 	line := func(parts []string, paint []func(string) string) {
 		var b strings.Builder
+		b.WriteString(t.Indent)
 		for k, p := range parts {
 			last := k == len(parts)-1
 			pad := ""
@@ -128,6 +132,15 @@ func (o Options) width() int {
 		return o.Width
 	}
 	return DefaultWidth
+}
+
+// TableWidth is the width text under a table is wrapped to: o.Width, or
+// DefaultWidth; with -o wide, no limit (a very large width).
+func (o Options) TableWidth() int {
+	if o.Wide {
+		return 1 << 20
+	}
+	return o.width()
 }
 
 // fit narrows the wrappable columns until the table's lines fit limit
@@ -259,6 +272,43 @@ func section(w io.Writer, title string, entries [][]string, o Options, code bool
 				ew.Printf("%s%s\n", indent, l)
 			}
 		}
+	}
+	return ew.Err
+}
+
+// NewGrid returns a grid of plain columns with these headers; set a
+// column's Wide, Wrap or Color after, where it needs one.
+func NewGrid(headers ...string) Grid {
+	g := Grid{Columns: make([]Column, len(headers))}
+	for i, h := range headers {
+		g.Columns[i] = Column{Name: h}
+	}
+	return g
+}
+
+// KeyValues returns a two-column grid for a describe-style form: one
+// line per field, its name then its value (wrapped to fit the width).
+func KeyValues() Grid {
+	return Grid{Columns: []Column{{Name: "FIELD"}, {Name: "VALUE", Wrap: true}}}
+}
+
+// PrintKeyValues prints a KeyValues grid: it has no header line, so
+// --no-headers changes nothing in it.
+func PrintKeyValues(w io.Writer, g Grid, o Options) error {
+	o.NoHeaders = true
+	return Print(w, g, o)
+}
+
+// Para writes one line of text under a table, starting with indent and
+// wrapped at spaces to fit o's width, its following lines indented two
+// more spaces (with -o wide, one line).
+func Para(w io.Writer, indent, text string, o Options) error {
+	ew := &ErrWriter{W: w}
+	for i, l := range Wrap(text, o.TableWidth()-textWidth(indent)-2) {
+		if i > 0 {
+			l = "  " + l
+		}
+		ew.Printf("%s%s\n", indent, l)
 	}
 	return ew.Err
 }

@@ -1,8 +1,8 @@
 package podresources
 
 import (
-	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/gpunode/gpunode/internal/check"
@@ -14,6 +14,9 @@ import (
 func (r *Report) WriteTable(w io.Writer, o output.Options) error {
 	ew := &output.ErrWriter{W: w}
 	if r.State != StateRead {
+		if o.NoHeaders {
+			return nil
+		}
 		for _, c := range r.Checks {
 			ew.Printf("%s: %s %s\n", c.Key(), c.Status, c.Current)
 			if c.Detail != "" {
@@ -29,13 +32,19 @@ func (r *Report) WriteTable(w io.Writer, o output.Options) error {
 	for _, c := range r.Checks {
 		verdicts[c.Subject] = c
 	}
-	tw := output.NewTabWriter(ew)
-	fmt.Fprintln(tw, "NAMESPACE\tPOD\tCONTAINER\tGPUS\tGPU NUMA\tCPUS\tCPU NUMA\tMEM NUMA\tSTATUS")
+	g := output.NewGrid("NAMESPACE", "POD", "CONTAINER", "GPUS", "GPU NUMA", "CPUS", "CPU NUMA", "MEM NUMA", "STATUS")
+	g.Columns[3].Wrap, g.Columns[5].Wrap = true, true
+	g.Columns[8].Color = check.StatusColor
+	type row struct {
+		sev   int
+		cells []string
+	}
+	var rows []row
 	for _, p := range r.Pods {
 		for _, c := range p.Containers {
-			st := "-"
+			st, sev := "-", check.Info.Severity()
 			if v, ok := verdicts[p.Namespace+"/"+p.Name+"/"+c.Name]; ok {
-				st = paint(o, v.Status)
+				st, sev = string(v.Status), v.Status.Severity()
 			}
 			gpus := make([]string, 0, len(c.GPUs))
 			for _, g := range c.GPUs {
@@ -49,11 +58,18 @@ func (r *Report) WriteTable(w io.Writer, o output.Options) error {
 			if c.MemorySource == SourceUnknown && len(c.GPUs) > 0 {
 				mem = "?"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Namespace, p.Name, c.Name, dash(strings.Join(gpus, ",")),
-				dash(joinInts(c.GPUNUMANodes)), cpus, dash(joinInts(c.CPUNUMANodes)), mem, st)
+			rows = append(rows, row{sev, []string{p.Namespace, p.Name, c.Name, dash(strings.Join(gpus, ",")),
+				dash(joinInts(c.GPUNUMANodes)), cpus, dash(joinInts(c.CPUNUMANodes)), mem, st}})
 		}
 	}
-	tw.Flush()
+	// by severity (error, drift, ..., ok), then namespace, pod, container
+	slices.SortStableFunc(rows, func(a, b row) int { return a.sev - b.sev })
+	for _, x := range rows {
+		g.AddRow(x.cells...)
+	}
+	if err := output.Print(ew, g, o); err != nil || o.NoHeaders {
+		return err
+	}
 	first := true
 	for _, c := range r.Checks {
 		if !c.Status.Failing() {
@@ -82,15 +98,8 @@ func (r *Report) WriteTable(w io.Writer, o output.Options) error {
 	return ew.Err
 }
 
-func paint(o output.Options, s check.Status) string {
-	switch s {
-	case check.OK:
-		return o.Paint("green", string(s))
-	case check.Drift, check.Error:
-		return o.Paint("red", string(s))
-	}
-	return string(s)
-}
+// ListItems implements output.Lister: one row per pod.
+func (r *Report) ListItems() any { return r.Pods }
 
 func dash(s string) string {
 	if s == "" {

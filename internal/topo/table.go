@@ -33,23 +33,23 @@ func (t *Topology) WriteTable(w io.Writer, o output.Options) error {
 	if host == "" {
 		host = "(unknown host)"
 	}
-	ew.Printf("%s", o.Paint("bold", host))
-	if t.Kernel != "" {
-		ew.Printf("  kernel %s", t.Kernel)
-	}
-	ew.Printf("\n")
-	if t.CPUModel != "" {
-		ew.Printf("%s\n", t.CPUModel)
-	}
-	ew.Printf("%d socket(s), %d NUMA node(s), %d CPUs (%d cores, SMT %s), %d GPU(s), %d NIC(s), %d NVMe, %d NVSwitch(es)\n",
-		len(t.Sockets), len(t.NUMANodes), t.OnlineCPUs.Size(), t.Cores(), smt, len(t.GPUs), len(t.NICs), len(t.NVMe), len(t.NVSwitches))
-	if t.IsolatedCPUs.Size() > 0 || t.NohzFullCPUs.Size() > 0 {
-		ew.Printf("isolated CPUs: %s  nohz_full CPUs: %s\n", orNone(t.IsolatedCPUs.String()), orNone(t.NohzFullCPUs.String()))
+	if !o.NoHeaders {
+		ew.Printf("%s", o.Paint("bold", host))
+		if t.Kernel != "" {
+			ew.Printf("  kernel %s", t.Kernel)
+		}
+		ew.Printf("\n")
+		if t.CPUModel != "" {
+			ew.Printf("%s\n", t.CPUModel)
+		}
+		ew.Printf("%d socket(s), %d NUMA node(s), %d CPUs (%d cores, SMT %s), %d GPU(s), %d NIC(s), %d NVMe, %d NVSwitch(es)\n",
+			len(t.Sockets), len(t.NUMANodes), t.OnlineCPUs.Size(), t.Cores(), smt, len(t.GPUs), len(t.NICs), len(t.NVMe), len(t.NVSwitches))
+		if t.IsolatedCPUs.Size() > 0 || t.NohzFullCPUs.Size() > 0 {
+			ew.Printf("isolated CPUs: %s  nohz_full CPUs: %s\n", orNone(t.IsolatedCPUs.String()), orNone(t.NohzFullCPUs.String()))
+		}
 	}
 
-	ew.Printf("\n%s\n", o.Paint("bold", "NUMA nodes"))
-	tw := output.NewTabWriter(ew)
-	fmt.Fprintln(tw, "NODE\tCPUS\tMEMORY\tFREE\tHUGEPAGES\tGPUS\tNICS")
+	numa := output.NewGrid("NODE", "CPUS", "MEMORY", "FREE", "HUGEPAGES", "GPUS", "NICS")
 	for _, n := range t.NUMANodes {
 		cpus := n.CPUs.String()
 		if cpus == "" {
@@ -58,26 +58,33 @@ func (t *Topology) WriteTable(w io.Writer, o output.Options) error {
 				cpus = fmt.Sprintf("- (GPU%d memory)", *n.GPU)
 			}
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", n.ID, cpus, output.HumanBytes(n.MemTotalBytes), output.HumanBytes(n.MemFreeBytes),
+		numa.AddRow(fmt.Sprint(n.ID), cpus, output.HumanBytes(n.MemTotalBytes), output.HumanBytes(n.MemFreeBytes),
 			hugeSummary(n.HugePages), namesOnNode(t.GPUs, n.ID), namesOnNode(t.NICs, n.ID))
 	}
-	tw.Flush()
+	if o.NoHeaders {
+		// rows of the main table only, for scripts
+		return output.Print(w, numa, o)
+	}
+	ew.Printf("\n%s\n", o.Paint("bold", "NUMA nodes"))
+	if err := output.Print(ew, numa, o); err != nil {
+		return err
+	}
 	if len(t.NUMANodes) > 0 && len(t.NUMANodes[0].Distances) > 0 {
 		ew.Printf("\nnode distances:\n")
-		tw = output.NewTabWriter(ew)
-		fmt.Fprint(tw, "node")
+		d := output.NewGrid("node")
 		for _, n := range t.NUMANodes {
-			fmt.Fprintf(tw, "\t%d", n.ID)
+			d.Columns = append(d.Columns, output.Column{Name: fmt.Sprint(n.ID)})
 		}
-		fmt.Fprintln(tw)
 		for _, n := range t.NUMANodes {
-			fmt.Fprintf(tw, "%d:", n.ID)
+			cells := []string{fmt.Sprintf("%d:", n.ID)}
 			for _, v := range n.Distances {
-				fmt.Fprintf(tw, "\t%d", v)
+				cells = append(cells, fmt.Sprint(v))
 			}
-			fmt.Fprintln(tw)
+			d.AddRow(cells...)
 		}
-		tw.Flush()
+		if err := output.Print(ew, d, o); err != nil {
+			return err
+		}
 	}
 
 	devs := matrixDevices(t)
@@ -93,27 +100,29 @@ func (t *Topology) WriteTable(w io.Writer, o output.Options) error {
 		for _, l := range t.Links {
 			class[[2]string{l.A, l.B}], class[[2]string{l.B, l.A}] = l.Class, l.Class
 		}
-		tw = output.NewTabWriter(ew)
+		m := output.NewGrid("")
 		for _, d := range devs {
-			fmt.Fprintf(tw, "\t%s", label(d))
+			m.Columns = append(m.Columns, output.Column{Name: label(d)})
 		}
-		fmt.Fprintln(tw, "\tCPU Affinity\tNUMA Affinity")
+		m.Columns = append(m.Columns, output.Column{Name: "CPU Affinity"}, output.Column{Name: "NUMA Affinity"})
 		for _, a := range devs {
-			fmt.Fprint(tw, label(a))
+			cells := []string{label(a)}
 			for _, b := range devs {
 				c := class[[2]string{a.Name, b.Name}]
 				if a.Name == b.Name {
 					c = LinkSelf
 				}
-				fmt.Fprintf(tw, "\t%s", c)
+				cells = append(cells, c)
 			}
 			numa := "N/A"
 			if a.NUMANode >= 0 {
 				numa = fmt.Sprint(a.NUMANode)
 			}
-			fmt.Fprintf(tw, "\t%s\t%s\n", orNA(a.LocalCPUs.String()), numa)
+			m.AddRow(append(cells, orNA(a.LocalCPUs.String()), numa)...)
 		}
-		tw.Flush()
+		if err := output.Print(ew, m, o); err != nil {
+			return err
+		}
 		ew.Printf("\nLegend:\n\n")
 		for _, l := range legend() {
 			ew.Printf("  %-4s = %s\n", l[0], l[1])
@@ -129,8 +138,7 @@ func (t *Topology) WriteTable(w io.Writer, o output.Options) error {
 	all := append(append(append(append([]PCIDevice{}, t.GPUs...), t.NICs...), t.NVMe...), t.NVSwitches...)
 	if len(all) > 0 {
 		ew.Printf("\n%s\n", o.Paint("bold", "PCI devices"))
-		tw = output.NewTabWriter(ew)
-		fmt.Fprintln(tw, "NAME\tKIND\tBDF\tID\tNUMA\tLOCAL CPUS\tLINK\tDRIVER\tIRQS")
+		g := output.NewGrid("NAME", "KIND", "BDF", "ID", "NUMA", "LOCAL CPUS", "LINK", "DRIVER", "IRQS")
 		inferred := false
 		for _, d := range all {
 			numa := "?"
@@ -148,11 +156,12 @@ func (t *Topology) WriteTable(w io.Writer, o output.Options) error {
 					link += fmt.Sprintf(" (max x%d %s)", d.MaxLinkWidth, d.MaxLinkSpeed.GenName())
 				}
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s:%s\t%s\t%s\t%s\t%s\t%d\n", d.Name, d.Kind, d.BDF,
-				strings.TrimPrefix(d.VendorID, "0x"), strings.TrimPrefix(d.DeviceID, "0x"), numa,
-				orNA(d.LocalCPUs.String()), link, orNone(d.Driver), len(d.IRQs))
+			g.AddRow(d.Name, string(d.Kind), d.BDF, strings.TrimPrefix(d.VendorID, "0x")+":"+strings.TrimPrefix(d.DeviceID, "0x"), numa,
+				orNA(d.LocalCPUs.String()), link, orNone(d.Driver), fmt.Sprint(len(d.IRQs)))
 		}
-		tw.Flush()
+		if err := output.Print(ew, g, o); err != nil {
+			return err
+		}
 		if inferred {
 			ew.Printf("(* NUMA node inferred: numa_node was -1)\n")
 		}

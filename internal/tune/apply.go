@@ -487,21 +487,25 @@ func (r *PlanReport) WriteTable(w io.Writer, o output.Options) error {
 	if !r.Changed && len(r.Items) == 0 && r.Mode == "apply" {
 		verb = "nothing to change"
 	}
+	g := output.Grid{Columns: []output.Column{
+		{Name: "SETTING"}, {Name: "CURRENT", Wrap: true}, {Name: "EXPECTED", Wrap: true}, {Name: "ACTION", Wrap: true},
+	}}
+	for _, it := range r.Items {
+		for i, a := range it.Actions {
+			if i == 0 {
+				g.AddRow(it.ID, orDash(it.asCheck().CurrentText()), orDash(it.asCheck().ExpectedText()), a)
+			} else {
+				g.AddRow("", "", "", a)
+			}
+		}
+	}
+	if o.NoHeaders {
+		// the runtime rows only, for scripts
+		return output.Print(w, g, o)
+	}
 	ew.Printf("profile %s: %s\n", r.Profile, verb)
 	if len(r.Items) > 0 {
 		ew.Printf("\nruntime (in the order apply makes the changes):\n")
-		g := output.Grid{Columns: []output.Column{
-			{Name: "SETTING"}, {Name: "CURRENT", Wrap: true}, {Name: "EXPECTED", Wrap: true}, {Name: "ACTION", Wrap: true},
-		}}
-		for _, it := range r.Items {
-			for i, a := range it.Actions {
-				if i == 0 {
-					g.AddRow(it.ID, orDash(it.asCheck().CurrentText()), orDash(it.asCheck().ExpectedText()), a)
-				} else {
-					g.AddRow("", "", "", a)
-				}
-			}
-		}
 		if err := output.Print(ew, g, o); err != nil {
 			return err
 		}

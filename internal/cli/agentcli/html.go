@@ -10,7 +10,6 @@ import (
 	"github.com/gpunode/gpunode/internal/agent"
 	"github.com/gpunode/gpunode/internal/bench"
 	"github.com/gpunode/gpunode/internal/cli"
-	"github.com/gpunode/gpunode/internal/journal"
 	"github.com/gpunode/gpunode/internal/report"
 )
 
@@ -19,7 +18,7 @@ func (a *app) agentHTML(s *agent.Snapshot) ([]byte, error) {
 	r := s.Result
 	var saved []*bench.Saved
 	if fs, err := a.Host(); err == nil {
-		saved, _ = bench.LoadAll(fs, journal.DefaultDir)
+		saved, _ = bench.LoadAll(fs, bench.DefaultDir)
 	}
 	return report.HTML(report.Input{Report: r.Report, Topo: r.Topo, IRQ: r.IRQ, Bench: saved,
 		Generated: s.At.UTC().Format(time.RFC3339), Version: cli.BuildVersion().Version})

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/gpunode/gpunode/internal/bench"
 	"github.com/gpunode/gpunode/internal/bench/benchplot"
@@ -17,27 +18,26 @@ import (
 	"github.com/gpunode/gpunode/internal/cli"
 	"github.com/gpunode/gpunode/internal/gpu"
 	"github.com/gpunode/gpunode/internal/hostfs"
-	"github.com/gpunode/gpunode/internal/journal"
 	"github.com/gpunode/gpunode/internal/topo"
 )
 
 // benchOut are the flags every measuring bench command shares.
 type benchOut struct {
-	plot, save, stateDir string
-	noProgress           bool
-	force                bool
+	plot, save string
+	noProgress bool
+	force      bool
 }
 
 func (b *benchOut) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringVar(&b.plot, "plot", "", "also write a plot to FILE.svg or FILE.png")
-	fl.StringVar(&b.save, "save", "", "keep the result as NAME under --state-dir (see 'gpunode bench compare')")
+	fl.StringVar(&b.save, "save", "", "keep the result as --bench-dir/NAME.json (see 'gpunode bench compare')")
 	fl.BoolVar(&b.noProgress, "no-progress", false, "no progress bar on stderr")
 	fl.BoolVar(&b.force, "force", false, "replace a symbolic link at --plot FILE (the link itself, never what it points to)")
 }
 
 func (a *app) newBenchCommand() *cobra.Command {
-	var stateDir string
+	dirs := &benchDirs{}
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure NUMA memory bandwidth/latency, host-to-device copies and allocators on this node",
@@ -57,10 +57,28 @@ Run it before and after 'gpunode tune apply' with --save NAME, then compare.`,
   gpunode bench alloc --runs 7 -- python -c 'import torch'
   gpunode bench compare before after`,
 	}
-	cmd.PersistentFlags().StringVar(&stateDir, "state-dir", journal.DefaultDir, "state directory; results are kept in its bench/ folder (a host path under --root)")
-	cmd.AddCommand(a.newBenchNUMACommand(&stateDir), a.newBenchH2DCommand(&stateDir), a.newBenchAllocCommand(&stateDir),
-		a.newBenchCompareCommand(&stateDir), a.newBenchListCommand(&stateDir), a.newBenchWorkloadCommand())
+	dirs.register(cmd.PersistentFlags())
+	cmd.AddCommand(a.newBenchNUMACommand(dirs), a.newBenchH2DCommand(dirs), a.newBenchAllocCommand(dirs),
+		a.newBenchCompareCommand(dirs), a.newBenchListCommand(dirs), a.newBenchWorkloadCommand())
 	return cmd
+}
+
+// benchDirs is where saved results are: --bench-dir, or the deprecated
+// --state-dir's bench/ folder.
+type benchDirs struct{ bench, state string }
+
+func (d *benchDirs) register(fl *pflag.FlagSet) {
+	fl.StringVar(&d.bench, "bench-dir", bench.DefaultDir, "directory of saved bench results, NAME.json each (a host path under --root)")
+	fl.StringVar(&d.state, "state-dir", "", "deprecated: --state-dir DIR is --bench-dir DIR/bench")
+	cli.DeprecatedAlias(fl, "state-dir", "use --bench-dir DIR/bench (the results directory itself)")
+}
+
+// dir is the results directory.
+func (d *benchDirs) dir() string {
+	if d.state != "" {
+		return bench.Dir(d.state)
+	}
+	return d.bench
 }
 
 func (a *app) progress(off bool) bench.Progress {
@@ -93,7 +111,7 @@ func (a *app) liveTopo(cmd *cobra.Command, out *benchOut) (*topo.Topology, error
 }
 
 // finish renders v, writes the plot and saves the result.
-func (a *app) finishBench(out *benchOut, stateDir string, v any) error {
+func (a *app) finishBench(out *benchOut, dir string, v any) error {
 	if err := a.Render(v); err != nil {
 		return err
 	}
@@ -113,7 +131,7 @@ func (a *app) finishBench(out *benchOut, stateDir string, v any) error {
 		if err != nil {
 			return err
 		}
-		p, err := bench.Save(host, stateDir, out.save, v)
+		p, err := bench.Save(host, dir, out.save, v)
 		if err != nil {
 			return benchErr(err)
 		}
@@ -129,7 +147,7 @@ func benchErr(err error) error {
 	return err
 }
 
-func (a *app) newBenchNUMACommand(stateDir *string) *cobra.Command {
+func (a *app) newBenchNUMACommand(dirs *benchDirs) *cobra.Command {
 	var out benchOut
 	var o bench.NUMAOptions
 	var cpuNodes, memNodes string
@@ -179,7 +197,7 @@ local pair and the kernel's distance matrix.`,
 			if err != nil {
 				return benchErr(err)
 			}
-			return a.finishBench(&out, *stateDir, r)
+			return a.finishBench(&out, dirs.dir(), r)
 		},
 	}
 	fl := cmd.Flags()
@@ -207,7 +225,7 @@ func parseIntList(flag, s string) ([]int, error) {
 	return out, nil
 }
 
-func (a *app) newBenchH2DCommand(stateDir *string) *cobra.Command {
+func (a *app) newBenchH2DCommand(dirs *benchDirs) *cobra.Command {
 	var out benchOut
 	var gpuSel, backend string
 	var sizeMiB, loops, samples int
@@ -243,7 +261,7 @@ sysfs) and the local/remote and pinned/pageable ratios.`,
 			if err != nil {
 				return benchErr(err)
 			}
-			return a.finishBench(&out, *stateDir, r)
+			return a.finishBench(&out, dirs.dir(), r)
 		},
 	}
 	fl := cmd.Flags()
@@ -256,7 +274,7 @@ sysfs) and the local/remote and pinned/pageable ratios.`,
 	return cmd
 }
 
-func (a *app) newBenchAllocCommand(stateDir *string) *cobra.Command {
+func (a *app) newBenchAllocCommand(dirs *benchDirs) *cobra.Command {
 	var out benchOut
 	var runs, threads int
 	var ops int64
@@ -322,7 +340,7 @@ live. A gpunode built without cgo needs a COMMAND.`,
 				return benchErr(err)
 			}
 			r.Notes = append(r.Notes, notes...)
-			return a.finishBench(&out, *stateDir, r)
+			return a.finishBench(&out, dirs.dir(), r)
 		},
 	}
 	fl := cmd.Flags()
@@ -369,7 +387,7 @@ func (a *app) newBenchWorkloadCommand() *cobra.Command {
 	return cmd
 }
 
-func (a *app) newBenchCompareCommand(stateDir *string) *cobra.Command {
+func (a *app) newBenchCompareCommand(dirs *benchDirs) *cobra.Command {
 	return &cobra.Command{
 		Use:   "compare A B",
 		Short: "Compare two saved results (before/after) with a noise estimate",
@@ -383,11 +401,11 @@ is reported as within noise.`,
 			if err != nil {
 				return err
 			}
-			x, err := bench.Load(host, *stateDir, args[0])
+			x, err := bench.Load(host, dirs.dir(), args[0])
 			if err != nil {
 				return benchErr(err)
 			}
-			y, err := bench.Load(host, *stateDir, args[1])
+			y, err := bench.Load(host, dirs.dir(), args[1])
 			if err != nil {
 				return benchErr(err)
 			}
@@ -400,7 +418,7 @@ is reported as within noise.`,
 	}
 }
 
-func (a *app) newBenchListCommand(stateDir *string) *cobra.Command {
+func (a *app) newBenchListCommand(dirs *benchDirs) *cobra.Command {
 	return &cobra.Command{
 		Use:   "list",
 		Short: "List the results kept with --save",
@@ -410,11 +428,11 @@ func (a *app) newBenchListCommand(stateDir *string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			all, errs := bench.LoadAll(host, *stateDir)
+			all, errs := bench.LoadAll(host, dirs.dir())
 			for _, e := range errs {
 				a.Warnf("%v", e)
 			}
-			l := &bench.List{SchemaVersion: bench.ListSchema, Dir: bench.Dir(*stateDir), Results: []bench.ListEntry{}}
+			l := &bench.List{SchemaVersion: bench.ListSchema, Dir: dirs.dir(), Results: []bench.ListEntry{}}
 			for _, s := range all {
 				l.Results = append(l.Results, bench.ListEntry{Name: s.Name, Kind: s.Kind, SavedAt: s.SavedAt})
 			}

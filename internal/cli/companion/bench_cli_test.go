@@ -40,10 +40,10 @@ func TestBenchCompareAndList(t *testing.T) {
 			WallSeconds: wall, UserSeconds: wall, SysSeconds: []float64{0, 0, 0}, MaxRSSBytes: []uint64{1 << 20, 1 << 20, 1 << 20},
 			MedianWallSeconds: bench.Median(wall), MedianUserSeconds: bench.Median(wall), MedianMaxRSSBytes: 1 << 20}}}
 	}
-	if _, err := bench.Save(fs, "/state", "before", mk([]float64{2, 2.02, 1.98})); err != nil {
+	if _, err := bench.Save(fs, "/state/bench", "before", mk([]float64{2, 2.02, 1.98})); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := bench.Save(fs, "/state", "after", mk([]float64{1, 1.01, 0.99})); err != nil {
+	if _, err := bench.Save(fs, "/state/bench", "after", mk([]float64{1, 1.01, 0.99})); err != nil {
 		t.Fatal(err)
 	}
 	code, out, stderr := run(t, "bench", "compare", "before", "after", "--root", root, "--state-dir", "/state", "-o", "json")
@@ -66,5 +66,34 @@ func TestBenchCompareAndList(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(root, "state", "bench", "before.json")); err != nil {
 		t.Errorf("saved file: %v", err)
+	}
+}
+
+// TestBenchDirSplit: bench and report name the results directory
+// --bench-dir; --state-dir DIR still works as --bench-dir DIR/bench, with
+// a deprecation warning on stderr, and is out of the help.
+func TestBenchDirSplit(t *testing.T) {
+	root := t.TempDir()
+	fs, err := hostfs.New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &bench.AllocResult{SchemaVersion: bench.AllocSchema, Repeats: 1, Runs: []bench.AllocRun{{Allocator: bench.Glibc, WallSeconds: []float64{1}}}}
+	if _, err := bench.Save(fs, "/state/bench", "one", r); err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr := run(t, "bench", "list", "--root", root, "--bench-dir", "/state/bench", "-o", "json")
+	ocode, old, ostderr := run(t, "bench", "list", "--root", root, "--state-dir", "/state", "-o", "json")
+	if code != 0 || ocode != 0 || out != old || !strings.Contains(out, `"name": "one"`) {
+		t.Errorf("--bench-dir: exit %d %s\n--state-dir: exit %d %s", code, out, ocode, old)
+	}
+	if strings.Contains(stderr, "deprecated") || !strings.Contains(ostderr, "warning: --state-dir is deprecated: use --bench-dir DIR/bench") {
+		t.Errorf("warnings: --bench-dir %q, --state-dir %q", stderr, ostderr)
+	}
+	for _, c := range [][]string{{"bench", "list", "--help"}, {"report", "--help"}} {
+		_, h, _ := run(t, c...)
+		if !strings.Contains(h, "--bench-dir") || strings.Contains(h, "--state-dir") {
+			t.Errorf("%v: help lacks --bench-dir or still shows --state-dir", c)
+		}
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/gpunode/gpunode/internal/cli/agentcli"
 	"github.com/gpunode/gpunode/internal/gpu"
 	"github.com/gpunode/gpunode/internal/hostfs"
-	"github.com/gpunode/gpunode/internal/journal"
 	"github.com/gpunode/gpunode/internal/report"
 	"github.com/gpunode/gpunode/internal/tune"
 )
@@ -20,7 +19,7 @@ func (a *app) newReportCommand() *cobra.Command {
 	var (
 		ao       agentcli.AuditOptions
 		htmlFile string
-		stateDir string
+		dirs     benchDirs
 		force    bool
 	)
 	cmd := &cobra.Command{
@@ -55,7 +54,7 @@ Exit status: 0 written, 2 usage, 3 failure (drift does not fail it).`,
 			if err != nil {
 				return err
 			}
-			saved, _ := bench.LoadAll(fs, stateDir)
+			saved, _ := bench.LoadAll(fs, dirs.dir())
 			b, err := report.HTML(report.Input{Report: res.Report, Topo: res.Topo, IRQ: res.IRQ, Bench: saved,
 				Generated: time.Now().UTC().Format(time.RFC3339), Version: cli.BuildVersion().Version})
 			if err != nil {
@@ -75,6 +74,6 @@ Exit status: 0 written, 2 usage, 3 failure (drift does not fail it).`,
 	f.BoolVar(&force, "force", false, "replace a symbolic link at --html FILE (the link itself, never what it points to)")
 	f.StringVar(&ao.Profile, "profile", tune.ProfileBase, "profile to audit against")
 	f.StringVar(&ao.Backend, "gpu-backend", gpu.KindAuto, "GPU backend")
-	f.StringVar(&stateDir, "state-dir", journal.DefaultDir, "state directory whose bench/ results are shown (a host path under --root)")
+	dirs.register(f)
 	return cmd
 }

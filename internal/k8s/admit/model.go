@@ -179,6 +179,18 @@ func summarize(ph []map[string][]node.Hint) map[string][]string {
 
 // WriteTable implements output.Tabler.
 func (r *Report) WriteTable(w io.Writer, o output.Options) error {
+	if o.NoHeaders {
+		// one row per pod, for scripts
+		g := output.NewGrid("POD", "QOS", "RESULT", "REASON")
+		for _, p := range r.Pods {
+			res, reason := "ADMITTED", "-"
+			if !p.Admitted {
+				res, reason = "REJECTED", p.Reason
+			}
+			g.AddRow(podName(p), p.QOSClass, res, reason)
+		}
+		return output.Print(w, g, o)
+	}
 	fmt.Fprintf(w, "Node %s: topologyManagerPolicy=%s scope=%s cpuManagerPolicy=%s memoryManagerPolicy=%s",
 		def(r.Node.Name, "(unnamed)"), r.Settings.TopologyManagerPolicy, r.Settings.TopologyManagerScope, r.Settings.CPUManagerPolicy, r.Settings.MemoryManagerPolicy)
 	if r.Settings.ReservedCPUs != "" {
@@ -207,11 +219,7 @@ func (r *Report) WriteTable(w io.Writer, o output.Options) error {
 		if !p.Admitted {
 			status = o.Paint("red", "REJECTED")
 		}
-		name := p.Name
-		if p.Namespace != "" {
-			name = p.Namespace + "/" + name
-		}
-		fmt.Fprintf(w, "\nPod %s (%s): %s", name, p.QOSClass, status)
+		fmt.Fprintf(w, "\nPod %s (%s): %s", podName(p), p.QOSClass, status)
 		if !p.Admitted {
 			fmt.Fprintf(w, " %s: %s", p.Reason, p.Message)
 		}
@@ -221,12 +229,13 @@ func (r *Report) WriteTable(w io.Writer, o output.Options) error {
 			writeProviderHints(w, "  ", p.ProviderHints)
 		}
 		if len(p.Containers) > 0 {
-			tw := output.NewTabWriter(w)
-			fmt.Fprintln(tw, "  CONTAINER\tKIND\tHINT\tCPUS\tMEMORY\tDEVICES")
+			g := output.NewGrid("CONTAINER", "KIND", "HINT", "CPUS", "MEMORY", "DEVICES")
+			g.Indent = "  "
+			g.Columns[3].Wrap, g.Columns[4].Wrap, g.Columns[5].Wrap = true, true, true
 			for _, c := range p.Containers {
-				fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", c.Name, c.Kind, c.MergedHint, dash(c.CPUs), memString(c.Memory), devString(c.Devices))
+				g.AddRow(c.Name, c.Kind, fmt.Sprint(c.MergedHint), dash(c.CPUs), memString(c.Memory), devString(c.Devices))
 			}
-			if err := tw.Flush(); err != nil {
+			if err := output.Print(w, g, o); err != nil {
 				return err
 			}
 			for _, c := range p.Containers {
@@ -237,11 +246,23 @@ func (r *Report) WriteTable(w io.Writer, o output.Options) error {
 			}
 		}
 		for _, e := range p.Explanation {
-			fmt.Fprintf(w, "  why: %s\n", e)
+			if err := output.Para(w, "  ", "why: "+e, o); err != nil {
+				return err
+			}
 		}
 	}
 	_, err := fmt.Fprintf(w, "\n%d admitted, %d rejected\n", r.Admitted, r.Rejected)
 	return err
+}
+
+// ListItems implements output.Lister: one row per pod.
+func (r *Report) ListItems() any { return r.Pods }
+
+func podName(p PodResult) string {
+	if p.Namespace != "" {
+		return p.Namespace + "/" + p.Name
+	}
+	return p.Name
 }
 
 func writeProviderHints(w io.Writer, indent string, m map[string][]string) {

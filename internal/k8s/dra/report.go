@@ -3,7 +3,6 @@ package dra
 import (
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/gpunode/gpunode/internal/output"
 )
@@ -74,25 +73,27 @@ type Failing struct {
 	Constraint string `json:"constraint,omitempty"`
 }
 
+// ListItems implements output.Lister: one row per node.
+func (r *Report) ListItems() any { return r.Nodes }
+
 // WriteTable renders the report for people.
 func (r *Report) WriteTable(w io.Writer, o output.Options) error {
-	tw := output.NewTabWriter(w)
-	fmt.Fprintln(tw, "NODE\tFITS\tCLAIM\tREQUEST\tDEVICE")
+	g := output.NewGrid("NODE", "FITS", "CLAIM", "REQUEST", "DEVICE")
 	for _, n := range r.Nodes {
 		fits := "no"
 		if n.Fits {
 			fits = "yes"
 		}
 		if len(n.Allocations) == 0 {
-			fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\n", n.Node, fits)
+			g.AddRow(n.Node, fits, "-", "-", "-")
 		}
 		for _, a := range n.Allocations {
 			for _, d := range a.Results {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s/%s/%s\n", n.Node, fits, a.Claim, d.Request, d.Driver, d.Pool, d.Device)
+				g.AddRow(n.Node, fits, a.Claim, d.Request, d.Driver+"/"+d.Pool+"/"+d.Device)
 			}
 		}
 	}
-	if err := tw.Flush(); err != nil {
+	if err := output.Print(w, g, o); err != nil || o.NoHeaders {
 		return err
 	}
 	for _, n := range r.Nodes {
@@ -116,8 +117,13 @@ func (r *Report) WriteTable(w io.Writer, o output.Options) error {
 		if len(lines) == 0 {
 			continue
 		}
-		if _, err := fmt.Fprintf(w, "\n%s (decided by %s):\n  %s\n", n.Node, e.Solver, strings.Join(lines, "\n  ")); err != nil {
+		if _, err := fmt.Fprintf(w, "\n%s (decided by %s):\n", n.Node, e.Solver); err != nil {
 			return err
+		}
+		for _, l := range lines {
+			if err := output.Para(w, "  ", l, o); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

@@ -53,12 +53,11 @@ type SliceList struct {
 }
 
 // WriteTable lists the devices of every slice.
-func (l *SliceList) WriteTable(w io.Writer, _ output.Options) error {
-	tw := output.NewTabWriter(w)
-	fmt.Fprintln(tw, "SLICE\tDEVICE\tTYPE\tPROFILE\tPCIE ROOT\tCOUNTERS")
+func (l *SliceList) WriteTable(w io.Writer, o output.Options) error {
+	g := output.NewGrid("SLICE", "DEVICE", "TYPE", "PROFILE", "PCIE ROOT", "COUNTERS")
 	for _, s := range l.Items {
 		for _, cs := range s.Spec.SharedCounters {
-			fmt.Fprintf(tw, "%s\t(counter set) %s\t-\t-\t-\t%d counters\n", s.Name, cs.Name, len(cs.Counters))
+			g.AddRow(s.Name, "(counter set) "+cs.Name, "-", "-", "-", fmt.Sprintf("%d counters", len(cs.Counters)))
 		}
 		for _, d := range s.Spec.Devices {
 			str := func(k resourceapi.QualifiedName) string {
@@ -71,11 +70,15 @@ func (l *SliceList) WriteTable(w io.Writer, _ output.Options) error {
 			if len(d.ConsumesCounters) > 0 {
 				cons = d.ConsumesCounters[0].CounterSet
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, d.Name, str("type"), str("profile"), str(AttrPCIeRoot), cons)
+			g.AddRow(s.Name, d.Name, str("type"), str("profile"), str(AttrPCIeRoot), cons)
 		}
 	}
-	return tw.Flush()
+	return output.Print(w, g, o)
 }
+
+// ListItems implements output.Lister: one row per ResourceSlice, as
+// kubectl's custom-columns over a List.
+func (l *SliceList) ListItems() any { return l.Items }
 
 // engines is gpunode's model of a MIG profile's engines (NVIDIA's published
 // A100/H100 MIG tables: one copy engine, decoder and JPEG engine per

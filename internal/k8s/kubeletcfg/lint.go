@@ -88,20 +88,38 @@ func (r Report) Errors() int {
 	return n
 }
 
-// WriteTable prints the findings for humans.
-func (r Report) WriteTable(w io.Writer, _ output.Options) error {
-	tw := output.NewTabWriter(w)
-	if len(r.Findings) > 0 {
-		fmt.Fprintf(tw, "SEVERITY\tFIELD\tSTAGE\tMESSAGE\n")
+// ListItems implements output.Lister: one row per finding.
+func (r Report) ListItems() any { return r.Findings }
+
+// WriteTable prints the findings for humans, errors first.
+func (r Report) WriteTable(w io.Writer, o output.Options) error {
+	g := output.NewGrid("SEVERITY", "FIELD", "STAGE", "MESSAGE")
+	g.Columns[1].Wrap, g.Columns[3].Wrap = true, true
+	g.Columns[0].Color = func(s string) string {
+		switch Severity(s) {
+		case SeverityError:
+			return "red"
+		case SeverityWarning:
+			return "yellow"
+		}
+		return ""
 	}
-	for _, f := range r.Findings {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", f.Severity, f.Field, f.Stage, f.Message)
+	fs := slices.Clone(r.Findings)
+	rank := map[Severity]int{SeverityError: 0, SeverityWarning: 1, SeverityInfo: 2}
+	slices.SortStableFunc(fs, func(a, b Finding) int { return rank[a.Severity] - rank[b.Severity] })
+	for _, f := range fs {
+		g.AddRow(string(f.Severity), f.Field, f.Stage, f.Message)
 		if f.Fix != "" {
-			fmt.Fprintf(tw, "\t\t\tfix: %s\n", f.Fix)
+			g.AddRow("", "", "", "fix: "+f.Fix)
 		}
 	}
-	if err := tw.Flush(); err != nil {
-		return err
+	if len(r.Findings) > 0 {
+		if err := output.Print(w, g, o); err != nil {
+			return err
+		}
+	}
+	if o.NoHeaders {
+		return nil
 	}
 	scope := "without a node model (use --node for NUMA, CPU and capacity rules)"
 	if r.NodeChecked {

@@ -3,6 +3,7 @@ package lint
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 
@@ -97,47 +98,87 @@ func (r *Report) AtLeast(s Severity) int {
 	return n
 }
 
-// WriteTable writes the findings grouped by object.
-func (r *Report) WriteTable(w io.Writer, _ output.Options) error {
+// ListItems implements output.Lister: one row per finding.
+func (r *Report) ListItems() any { return r.Findings }
+
+// WriteTable writes the findings as a table sorted by severity (error,
+// warning, info), then rule and object; each finding's message, location
+// and fix follow in a section under it (SECTION and LOCATION are -o wide
+// columns). --no-headers prints the table's rows only.
+func (r *Report) WriteTable(w io.Writer, o output.Options) error {
 	var b strings.Builder
-	r.writeSkippedFiles(&b)
+	if !o.NoHeaders {
+		r.writeSkippedFiles(&b)
+	}
 	if len(r.Findings) == 0 {
-		fmt.Fprintf(&b, "no findings (%d objects checked, %d skipped)\n", r.Objects, r.Skipped)
+		if !o.NoHeaders {
+			fmt.Fprintf(&b, "no findings (%d objects checked, %d skipped)\n", r.Objects, r.Skipped)
+		}
 		_, err := io.WriteString(w, b.String())
 		return err
 	}
-	cur := ""
-	for _, f := range r.Findings {
-		if f.Object != cur {
-			if cur != "" {
-				b.WriteString("\n")
-			}
-			cur = f.Object
-			loc := f.File
-			if f.Doc > 0 {
-				loc += fmt.Sprintf(" document %d", f.Doc)
-			}
-			if f.Item >= 0 {
-				loc += fmt.Sprintf(" items[%d]", f.Item)
-			}
-			fmt.Fprintf(&b, "%s  (%s)\n", f.Object, loc)
+	fs := slices.Clone(r.Findings)
+	slices.SortStableFunc(fs, func(a, b Finding) int {
+		if d := b.Severity.Rank() - a.Severity.Rank(); d != 0 {
+			return d
 		}
+		if d := strings.Compare(a.Rule, b.Rule); d != 0 {
+			return d
+		}
+		return strings.Compare(a.Object, b.Object)
+	})
+	g := output.Grid{Columns: []output.Column{
+		{Name: "SEVERITY", Color: severityColor}, {Name: "RULE"}, {Name: "OBJECT", Wrap: true}, {Name: "FIELD", Wrap: true},
+		{Name: "SECTION", Wide: true}, {Name: "LOCATION", Wide: true}, {Name: "MESSAGE", Wide: true},
+	}}
+	var entries [][]string
+	for _, f := range fs {
 		field := f.Field
 		if field == "" {
 			field = "-"
 		}
-		fmt.Fprintf(&b, "  %-7s %s  [%s, section %s]\n", f.Severity, field, f.Rule, f.Section)
-		fmt.Fprintf(&b, "          %s\n", f.Message)
-		fmt.Fprintf(&b, "          fix: %s\n", f.Fix)
+		g.AddRow(string(f.Severity), f.Rule, f.Object, field, f.Section, f.location(), f.Message)
+		entries = append(entries, []string{o.Paint("bold", f.Object) + " " + field + " [" + f.Rule + ", section " + f.Section + "]: " + string(f.Severity),
+			"at " + f.location(), f.Message, "fix: " + f.Fix})
+	}
+	if _, err := io.WriteString(w, b.String()); err != nil {
+		return err
+	}
+	if err := output.Print(w, g, o); err != nil || o.NoHeaders {
+		return err
+	}
+	if err := output.Section(w, "Findings:", entries, o); err != nil {
+		return err
 	}
 	counts := map[Severity]int{}
 	for _, f := range r.Findings {
 		counts[f.Severity]++
 	}
-	fmt.Fprintf(&b, "\n%d findings (%d error, %d warning, %d info); %d objects checked, %d skipped\n",
+	_, err := fmt.Fprintf(w, "\n%d findings (%d error, %d warning, %d info); %d objects checked, %d skipped\n",
 		len(r.Findings), counts[SeverityError], counts[SeverityWarning], counts[SeverityInfo], r.Objects, r.Skipped)
-	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// location is where f's object is: its file, document and list item.
+func (f Finding) location() string {
+	loc := f.File
+	if f.Doc > 0 {
+		loc += fmt.Sprintf(" document %d", f.Doc)
+	}
+	if f.Item >= 0 {
+		loc += fmt.Sprintf(" items[%d]", f.Item)
+	}
+	return loc
+}
+
+func severityColor(s string) string {
+	switch Severity(s) {
+	case SeverityError:
+		return "red"
+	case SeverityWarning:
+		return "yellow"
+	}
+	return "dim"
 }
 
 // Rule is one check. Check reports through emit; it must be bounded by the
@@ -192,19 +233,21 @@ func ListRules() *RuleList {
 	return l
 }
 
+// ListItems implements output.Lister: one row per rule.
+func (l *RuleList) ListItems() any { return l.Rules }
+
 // WriteTable lists the rules.
-func (l *RuleList) WriteTable(w io.Writer, _ output.Options) error {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%-32s %-8s %-8s %s\n", "RULE", "SEVERITY", "SECTION", "CHECKS")
+func (l *RuleList) WriteTable(w io.Writer, o output.Options) error {
+	g := output.NewGrid("RULE", "SEVERITY", "SECTION", "CHECKS")
+	g.Columns[3].Wrap = true
 	for _, r := range l.Rules {
 		s := r.Summary
 		if r.Needs != "" {
 			s += " (needs " + r.Needs + ")"
 		}
-		fmt.Fprintf(&b, "%-32s %-8s %-8s %s\n", r.ID, r.Severity, r.Section, s)
+		g.AddRow(r.ID, string(r.Severity), r.Section, s)
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
+	return output.Print(w, g, o)
 }
 
 // Run applies every rule to the input and returns the report, findings

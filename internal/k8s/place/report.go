@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/gpunode/gpunode/internal/output"
@@ -527,6 +528,13 @@ func (e *engine) excludedExamples(x *Explain, center int) {
 
 // WriteTable renders the report for people.
 func (r *Report) WriteTable(w io.Writer, o output.Options) error {
+	if o.NoHeaders {
+		// the placements only, for scripts
+		if !r.Fits {
+			return nil
+		}
+		return output.Print(w, r.placementGrid(), o)
+	}
 	ew := &output.ErrWriter{W: w}
 	x := &r.Explain
 	var tasks []string
@@ -568,48 +576,34 @@ func (r *Report) WriteTable(w io.Writer, o output.Options) error {
 		for _, p := range r.Placements {
 			nodes[p.Node] = true
 		}
-		ew.Printf("%s: %s=%s holds all %d pods on %d nodes\n\n", o.Paint("32", "FITS"), r.Domain.Level, r.Domain.Name, len(r.Placements), len(nodes))
+		ew.Printf("%s: %s=%s holds all %d pods on %d nodes\n\n", o.Paint("green", "FITS"), r.Domain.Level, r.Domain.Name, len(r.Placements), len(nodes))
 	} else if r.Undecided() {
-		ew.Printf("%s inside one %s: the exact search gave up (see the notes)\n\n", o.Paint("33", "UNDECIDED"), x.Required)
+		ew.Printf("%s inside one %s: the exact search gave up (see the notes)\n\n", o.Paint("yellow", "UNDECIDED"), x.Required)
 	} else {
-		ew.Printf("%s inside one %s\n\n", o.Paint("31", "DOES NOT FIT"), x.Required)
+		ew.Printf("%s inside one %s\n\n", o.Paint("red", "DOES NOT FIT"), x.Required)
 	}
-	tw := output.NewTabWriter(ew)
-	fmt.Fprintf(tw, "DOMAIN\tNODES\tGANG PODS\tFREE %s\t\n", x.FreeResource)
+	tree := output.NewGrid("DOMAIN", "NODES", "GANG PODS", "FREE "+x.FreeResource, "")
 	for _, row := range x.Tree {
 		name := strings.Repeat("  ", row.Depth) + row.Level + "=" + row.Name
 		if row.Level == ClusterLevel {
 			name = strings.Repeat("  ", row.Depth) + ClusterLevel
 		}
 		if row.Nodes < 0 {
-			fmt.Fprintf(tw, "%s%s\t\t\t\t\n", strings.Repeat("  ", row.Depth), row.Name)
+			tree.AddRow(strings.Repeat("  ", row.Depth) + row.Name)
 			continue
 		}
 		mark := ""
 		if row.Mark != "" {
 			mark = "<- " + row.Mark
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\n", name, row.Nodes, row.Capacity, row.Free, mark)
+		tree.AddRow(name, strconv.Itoa(row.Nodes), strconv.Itoa(row.Capacity), row.Free, mark)
 	}
-	if err := tw.Flush(); err != nil {
+	if err := output.Print(ew, tree, o); err != nil {
 		return err
 	}
 	if r.Fits {
 		ew.Printf("\n")
-		tw = output.NewTabWriter(ew)
-		fmt.Fprintln(tw, "POD\tTASK\tNODE")
-		for i, p := range r.Placements {
-			if i == MaxListed {
-				fmt.Fprintf(tw, "... and %d more (-o json lists them)\t\t\n", len(r.Placements)-MaxListed)
-				break
-			}
-			task := p.Task
-			if task == "" {
-				task = "-"
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\n", p.Pod, task, p.Node)
-		}
-		if err := tw.Flush(); err != nil {
+		if err := output.Print(ew, r.placementGrid(), o); err != nil {
 			return err
 		}
 		if x.PreferredMet != nil && !*x.PreferredMet {
@@ -634,11 +628,15 @@ func (r *Report) WriteTable(w io.Writer, o output.Options) error {
 			}
 		}
 		ew.Printf("\nexcluded nodes: %s\n", strings.Join(parts, ", "))
-		tw = output.NewTabWriter(ew)
+		ex := output.NewGrid("NODE", "REASON", "DETAIL")
+		ex.Indent = "  "
+		ex.Columns[2].Wrap = true
 		for _, n := range x.ExcludedNodes {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\n", n.Node, ReasonText(n.Reason), n.Detail)
+			ex.AddRow(n.Node, ReasonText(n.Reason), n.Detail)
 		}
-		if err := tw.Flush(); err != nil {
+		eo := o
+		eo.NoHeaders = true // a list under a title: no header line
+		if err := output.Print(ew, ex, eo); err != nil {
 			return err
 		}
 	}
@@ -665,6 +663,27 @@ func (r *Report) WriteTable(w io.Writer, o output.Options) error {
 		ew.Printf("note: %s\n", s)
 	}
 	return ew.Err
+}
+
+// ListItems implements output.Lister: one row per placed pod.
+func (r *Report) ListItems() any { return r.Placements }
+
+// placementGrid is the table of placed pods (the first MaxListed, then a
+// line saying how many more -o json lists).
+func (r *Report) placementGrid() output.Grid {
+	g := output.NewGrid("POD", "TASK", "NODE")
+	for i, p := range r.Placements {
+		if i == MaxListed {
+			g.AddRow(fmt.Sprintf("... and %d more (-o json lists them)", len(r.Placements)-MaxListed))
+			break
+		}
+		task := p.Task
+		if task == "" {
+			task = "-"
+		}
+		g.AddRow(p.Pod, task, p.Node)
+	}
+	return g
 }
 
 func plural(n int, what string) string {

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/gpunode/gpunode/internal/output"
 
@@ -294,8 +293,7 @@ func RunMergeRequest(r *MergeRequest) (MergeResult, error) {
 }
 
 // WriteTable prints the result for humans.
-func (m MergeResult) WriteTable(w io.Writer, _ output.Options) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+func (m MergeResult) WriteTable(w io.Writer, o output.Options) error {
 	aff := "any (nil)"
 	if m.Affinity != nil {
 		mask, err := NewBitmask(m.Affinity...)
@@ -311,7 +309,7 @@ func (m MergeResult) WriteTable(w io.Writer, _ output.Options) error {
 	if !m.Admit {
 		admit = "reject (TopologyAffinityError)"
 	}
-	fmt.Fprintf(tw, "POLICY\tAFFINITY\tPREFERRED\tRESULT\n")
-	fmt.Fprintf(tw, "%s\t%s\t%v\t%s\n", m.Policy, aff, m.Preferred, admit)
-	return tw.Flush()
+	g := output.NewGrid("POLICY", "AFFINITY", "PREFERRED", "RESULT")
+	g.AddRow(m.Policy, aff, fmt.Sprint(m.Preferred), admit)
+	return output.Print(w, g, o)
 }

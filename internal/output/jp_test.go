@@ -1,0 +1,84 @@
+package output
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+const jpDoc = `{"schemaVersion":"v1","checks":[{"id":"a","status":"drift","n":2},{"id":"b","status":"ok","n":1.5},{"id":"c","status":"ok","labels":{"k.io/x":"y"}}],"m":{"z":1,"a":2}}`
+
+func jpData(t testing.TB) any {
+	var v any
+	d := json.NewDecoder(strings.NewReader(jpDoc))
+	d.UseNumber()
+	if err := d.Decode(&v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// TestJSONPathEngine: kubectl's template dialect on gpunode's engine (the
+// differential test against client-go is conformance/dra/printers).
+func TestJSONPathEngine(t *testing.T) {
+	data := jpData(t)
+	for _, tc := range []struct{ tmpl, want string }{
+		{`{.schemaVersion}`, "v1"},
+		{`{.checks[*].id}`, "a b c"},
+		{`{.checks[-1].id}`, "c"},
+		{`{.checks[0:2].status}`, "drift ok"},
+		{`{.checks[?(@.status=="ok")].id}`, "b c"},
+		{`{.checks[?(@.labels)].id}`, "c"},
+		{`{range .checks[*]}{.id}={.status}{"\n"}{end}`, "a=drift\nb=ok\nc=ok\n"},
+		{`{.checks[2].labels.k\.io/x}`, "y"},
+		{`{.m.*}`, "2 1"},
+		{`{..id}`, "a b c"},
+		{`{.m}`, `{"a":2,"z":1}`},
+		{`{.missing}`, ""},
+		{`x{"\t"}y`, "x\ty"},
+	} {
+		jp, err := parseJP(tc.tmpl)
+		if err != nil {
+			t.Errorf("%s: %v", tc.tmpl, err)
+			continue
+		}
+		var b bytes.Buffer
+		if err := jp.execute(&b, data); err != nil || b.String() != tc.want {
+			t.Errorf("%s: %q, %v; want %q", tc.tmpl, b.String(), err, tc.want)
+		}
+	}
+	for _, bad := range []string{`{.a`, `{end}`, `{range .a}`, `{.a[}`, `{.a[x]}`, `{.a[?(@.b==)]}`} {
+		if _, err := parseJP(bad); err == nil {
+			t.Errorf("%s: accepted", bad)
+		}
+	}
+	for _, runtimeErr := range []string{`{.checks[7].id}`, `{.schemaVersion[0]}`, `{.checks[?(@.n>1)].id}`} {
+		jp, err := parseJP(runtimeErr)
+		if err != nil {
+			t.Fatalf("%s: %v", runtimeErr, err)
+		}
+		if err := jp.execute(&bytes.Buffer{}, data); err == nil {
+			t.Errorf("%s: no error (client-go gives one)", runtimeErr)
+		}
+	}
+}
+
+// FuzzJSONPath: no template, however malformed, panics the parser or the
+// evaluation.
+func FuzzJSONPath(f *testing.F) {
+	for _, s := range []string{`{.a.b[*].c}`, `{range .x[*]}{.y}{end}`, `{..z}`, `{.a[?(@.b>=1)]}`, `{"\n"}`, `{.a[1:5:2]}`, `{.a['b','c']}`} {
+		f.Add(s)
+	}
+	data := jpData(f)
+	f.Fuzz(func(t *testing.T, tmpl string) {
+		if len(tmpl) > 4096 {
+			return
+		}
+		jp, err := parseJP(tmpl)
+		if err != nil {
+			return
+		}
+		_ = jp.execute(&bytes.Buffer{}, data)
+	})
+}
