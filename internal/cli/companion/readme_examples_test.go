@@ -213,7 +213,7 @@ func runsOnFixtures(args []string) bool {
 func shellWords(s string) ([]string, bool) {
 	var words []string
 	var cur strings.Builder
-	in, quote, any := false, byte(0), false
+	in, quote, sawWord := false, byte(0), false
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		switch {
@@ -222,7 +222,7 @@ func shellWords(s string) ([]string, bool) {
 		case quote != 0:
 			cur.WriteByte(c)
 		case c == '"' || c == '\'':
-			quote, in, any = c, true, true
+			quote, in, sawWord = c, true, true
 		case c == ' ' || c == '\t':
 			if in {
 				words = append(words, cur.String())
@@ -231,7 +231,7 @@ func shellWords(s string) ([]string, bool) {
 			}
 		default:
 			cur.WriteByte(c)
-			in, any = true, true
+			in, sawWord = true, true
 		}
 	}
 	if quote != 0 {
@@ -240,5 +240,5 @@ func shellWords(s string) ([]string, bool) {
 	if in {
 		words = append(words, cur.String())
 	}
-	return words, any
+	return words, sawWord
 }

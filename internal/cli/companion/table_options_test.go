@@ -7,9 +7,9 @@ import (
 
 	"github.com/gpunode/gpunode/internal/bench"
 	"github.com/gpunode/gpunode/internal/hostfs"
-	"github.com/gpunode/gpunode/internal/k8s/podresources"
-	"github.com/gpunode/gpunode/internal/k8s/podresources/podresourcestest"
 	"github.com/gpunode/gpunode/internal/output/tabletest"
+	"github.com/gpunode/gpunode/internal/podresources"
+	"github.com/gpunode/gpunode/internal/podresources/podresourcestest"
 	"github.com/gpunode/gpunode/internal/testhost"
 )
 
