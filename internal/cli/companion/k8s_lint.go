@@ -1,6 +1,7 @@
 package companion
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 
@@ -84,14 +85,10 @@ context unless --nodes is given.`,
 			if err != nil {
 				return cli.WrapUsage(err)
 			}
-			var live func(*lint.Loader) error
-			if fromCluster {
-				live = func(l *lint.Loader) error { return a.liveLintInput(cmd, l, nodesFile == "") }
-			}
-			in, lines, err := a.loadLintInput(files, live)
-			if err != nil {
-				return err
-			}
+			// The context first: the per-object rules run as each object
+			// is read.
+			l := lint.NewLoader()
+			in := l.Input()
 			if shmMin != "" {
 				q, err := resource.ParseQuantity(shmMin)
 				if err != nil || q.Sign() <= 0 {
@@ -121,6 +118,14 @@ context unless --nodes is given.`,
 				if in.NodeName == "" {
 					in.NodeName = nodeFile
 				}
+			}
+			var live func(*lint.Loader) error
+			if fromCluster {
+				live = func(l *lint.Loader) error { return a.liveLintInput(cmd, l, nodesFile == "") }
+			}
+			lines, err := a.loadLintInput(l, files, live, sarif)
+			if err != nil {
+				return err
 			}
 			if (nodeFile == "") != (kcFile == "") {
 				a.Warnf("lint: topology.single-numa needs both --node-file and --kubelet-config; it is skipped")
@@ -154,47 +159,47 @@ context unless --nodes is given.`,
 	return cmd
 }
 
-// loadLintInput reads every -f source; lines maps each file to its
-// documents' start lines (for SARIF); live, when set, adds the cluster's
-// objects. A bad file is a usage error (exit 2), a failed read of the
-// cluster a failure (3).
-func (a *app) loadLintInput(paths []string, live func(*lint.Loader) error) (*lint.Input, map[string][]int, error) {
+// loadLintInput reads every -f source into l, one file at a time; lines
+// maps each file to its documents' start lines (only for SARIF); live,
+// when set, adds the cluster's objects. A bad file is a usage error (exit
+// 2), a failed read of the cluster a failure (3).
+func (a *app) loadLintInput(l *lint.Loader, paths []string, live func(*lint.Loader) error, sarif bool) (map[string][]int, error) {
 	srcs, skipped, err := lint.SourcesSkipping(paths)
 	if err != nil {
-		return nil, nil, cli.WrapUsage(err)
+		return nil, cli.WrapUsage(err)
 	}
-	l := lint.NewLoader()
 	lines := map[string][]int{}
 	stdinRead := false
 	for _, s := range srcs {
 		var b []byte
 		if s == "-" {
 			if stdinRead {
-				return nil, nil, cli.Usagef("-f -: stdin given twice")
+				return nil, cli.Usagef("-f -: stdin given twice")
 			}
 			stdinRead = true
 			if b, err = objects.ReadAll(a.Stdin, "stdin", a.MaxInputBytes); err != nil {
-				return nil, nil, cli.WrapUsage(err)
+				return nil, cli.WrapUsage(err)
 			}
 		} else if b, err = objects.ReadFile(s, a.MaxInputBytes); err != nil {
-			return nil, nil, cli.WrapUsage(err)
+			return nil, cli.WrapUsage(err)
 		}
-		if len(strings.TrimSpace(string(b))) == 0 {
+		if len(bytes.TrimSpace(b)) == 0 {
 			continue // an empty file in a directory holds nothing
 		}
 		if err := l.Add(s, b); err != nil {
-			return nil, nil, cli.WrapUsage(err)
+			return nil, cli.WrapUsage(err)
 		}
-		lines[s] = lint.DocumentLines(b)
+		if sarif {
+			lines[s] = lint.DocumentLines(b)
+		}
 	}
 	if live != nil {
 		if err := live(l); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 	}
-	in := l.Input()
-	in.SkippedFiles = skipped
-	return in, lines, nil
+	l.Input().SkippedFiles = skipped
+	return lines, nil
 }
 
 // liveLintInput adds the cluster's objects of every kind lint knows, and its

@@ -61,6 +61,13 @@ type Finding struct {
 	File string `json:"-"`
 	Doc  int    `json:"-"`
 	Item int    `json:"-"`
+
+	seq int // the object's place in the input (the table's order)
+}
+
+func newFinding(r Rule, o *Object, field, message, fix string) Finding {
+	return Finding{Rule: r.ID, Severity: r.Severity, Object: o.ID(), Field: field,
+		Message: message, Fix: fix, Section: r.Section, File: o.Src.File, Doc: o.Src.Doc, Item: o.Src.Item, seq: o.Seq}
 }
 
 // Report is the output of `gpunode k8s lint`.
@@ -148,6 +155,10 @@ type Rule struct {
 	// Needs names the optional inputs the rule uses (--nodes,
 	// --node-file, --kubelet-config); without them it stays silent.
 	Needs string
+	// Local rules read one object (and the context flags): the Loader
+	// runs them as each object is decoded, on a Context that holds that
+	// object alone. The others run in Run, on the index of the input.
+	Local bool
 	Check func(c *Context, emit Emit)
 }
 
@@ -204,13 +215,17 @@ func (l *RuleList) WriteTable(w io.Writer, _ output.Options) error {
 	return err
 }
 
-// Run applies every rule to the input and returns the report, findings
-// sorted by object (input order), then field, then rule.
+// Run applies the cross-object rules to the Loader's input and returns the
+// report with the per-object rules' findings, sorted by object (input
+// order), then field, then rule.
 func Run(in *Input) *Report {
 	c := newContext(in)
-	rep := &Report{SchemaVersion: SchemaVersion, Findings: []Finding{}, Objects: len(in.Objects), Skipped: in.Skipped, SkippedFiles: in.SkippedFiles}
+	rep := &Report{SchemaVersion: SchemaVersion, Findings: append([]Finding{}, in.local...), Objects: in.Checked, Skipped: in.Skipped, SkippedFiles: in.SkippedFiles}
 	seen := map[string]bool{}
 	for _, r := range Rules() {
+		if r.Local && !in.whole {
+			continue
+		}
 		r := r
 		r.Check(c, func(o *Object, field, message, fix string) {
 			key := r.ID + "\x00" + o.ID() + "\x00" + field + "\x00" + message
@@ -218,20 +233,13 @@ func Run(in *Input) *Report {
 				return
 			}
 			seen[key] = true
-			rep.Findings = append(rep.Findings, Finding{Rule: r.ID, Severity: r.Severity, Object: o.ID(), Field: field,
-				Message: message, Fix: fix, Section: r.Section, File: o.Src.File, Doc: o.Src.Doc, Item: o.Src.Item})
+			rep.Findings = append(rep.Findings, newFinding(r, o, field, message, fix))
 		})
-	}
-	order := map[string]int{}
-	for i, o := range in.Objects {
-		if _, ok := order[o.ID()]; !ok {
-			order[o.ID()] = i
-		}
 	}
 	sort.SliceStable(rep.Findings, func(i, j int) bool {
 		a, b := rep.Findings[i], rep.Findings[j]
-		if order[a.Object] != order[b.Object] {
-			return order[a.Object] < order[b.Object]
+		if a.seq != b.seq {
+			return a.seq < b.seq
 		}
 		if a.Field != b.Field {
 			return a.Field < b.Field
