@@ -125,3 +125,28 @@ func TestIndexIsSmall(t *testing.T) {
 		t.Fatalf("kept more than the rules read: %+v %+v", p.Obj, p.Spec)
 	}
 }
+
+// TestAPIValidationFields: each refused value is an error finding on its
+// object naming the field, as the API server would name it.
+func TestAPIValidationFields(t *testing.T) {
+	rep := lintFiles(t, filepath.Join(manifests, "rules", RuleAPIValidation, "fail.yaml"))
+	var got []string
+	for _, f := range ruleFindings(rep, RuleAPIValidation) {
+		if f.Severity != SeverityError {
+			t.Errorf("%+v: want severity error", f)
+		}
+		got = append(got, f.Object+" "+f.Field)
+	}
+	want := []string{
+		"Pod/Team-A/Bad_Name metadata.labels", "Pod/Team-A/Bad_Name metadata.labels", "Pod/Team-A/Bad_Name metadata.name",
+		"Pod/Team-A/Bad_Name metadata.namespace", "Pod/Team-A/Bad_Name spec.containers[0].name", "Pod/Team-A/Bad_Name spec.nodeSelector",
+		"Deployment/ml/web spec.template.metadata.labels", "Namespace/ml.team metadata.name",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("fields\n%q\nwant\n%q", got, want)
+	}
+	// the other rules still run on the refused objects
+	if len(ruleFindings(rep, "gpu.limits")) != 0 || rep.Objects != 3 {
+		t.Errorf("report: %s", dump(rep))
+	}
+}

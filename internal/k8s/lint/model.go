@@ -166,11 +166,11 @@ type Rule struct {
 type Emit func(o *Object, field, message, fix string)
 
 // Rules returns the registry: every area's rules, in area order. A new rule
-// goes into its area's list (workloads.go, deviceplugin.go, operator.go,
-// dra.go, computedomain.go, gang.go).
+// goes into its area's list (apivalidation.go, workloads.go,
+// deviceplugin.go, operator.go, dra.go, computedomain.go, gang.go).
 func Rules() []Rule {
 	var all []Rule
-	for _, area := range [][]Rule{workloadRules(), devicePluginRules(), operatorRules(), draRules(), computeDomainRules(), gangRules()} {
+	for _, area := range [][]Rule{apiRules(), workloadRules(), devicePluginRules(), operatorRules(), draRules(), computeDomainRules(), gangRules()} {
 		all = append(all, area...)
 	}
 	return all
