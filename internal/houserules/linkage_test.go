@@ -25,6 +25,7 @@ var heavyForNodeBinary = []string{
 	"google.golang.org/protobuf/",
 	"google.golang.org/grpc/",
 	"k8s.io/kubelet/",
+	"helm.sh/",
 }
 
 func TestNodeBinaryLinksNoHeavyLibraries(t *testing.T) {
@@ -69,6 +70,7 @@ var heavyForAgentBinary = []string{
 	"k8s.io/kube-openapi/",
 	"github.com/google/cel-go/",
 	"gonum.org/",
+	"helm.sh/",
 }
 
 // agentMayLink are the small leaves under heavyForAgentBinary that the

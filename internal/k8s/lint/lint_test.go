@@ -339,12 +339,12 @@ func TestSourcesSkipsFIFO(t *testing.T) {
 	if err := syscallMkfifo(filepath.Join(dir, "b.yaml")); err != nil {
 		t.Skipf("mkfifo: %v", err)
 	}
-	got, skipped, err := SourcesSkipping([]string{dir, "-"})
+	got, charts, err := Sources([]string{dir, "-"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(skipped) != 0 {
-		t.Errorf("skipped %v in a directory with no chart", skipped)
+	if len(charts) != 0 {
+		t.Errorf("charts %v in a directory with no chart", charts)
 	}
 	if len(got) != 2 || got[0] != filepath.Join(dir, "a.yaml") || got[1] != "-" {
 		t.Errorf("sources %v", got)

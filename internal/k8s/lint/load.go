@@ -71,8 +71,8 @@ type Input struct {
 	Objects []*Object
 	Checked int
 	Skipped int
-	// SkippedFiles are the walked files that hold no objects (SourcesSkipping).
-	SkippedFiles []SkippedFile
+	// Charts are the Helm charts rendered into the input (AddScoped).
+	Charts []RenderedChart
 
 	// Nodes (--nodes): v1 Nodes whose labels some rules read.
 	Nodes []*v1.Node
@@ -197,6 +197,7 @@ func kinds() []kindSpec {
 // one is decoded. Memory grows with the index, not with the objects.
 type Loader struct {
 	in    *Input
+	scope string // duplicates are looked for within one scope
 	seen  map[string]objects.Source
 	specs []kindSpec
 	rules []Rule // the per-object rules
@@ -216,6 +217,16 @@ func NewLoader() *Loader {
 // Input returns what was loaded (and, before the first Add, the place to
 // set the context the per-object rules read).
 func (l *Loader) Input() *Input { return l.in }
+
+// AddScoped is Add for the files of one Helm chart's rendering (scope: the
+// chart): an object is a duplicate only of one of the same scope, so a
+// chart and the plain manifests it renders to (both in one repository, as
+// deploy/ holds them) are linted side by side.
+func (l *Loader) AddScoped(scope, file string, data []byte) error {
+	l.scope = scope
+	defer func() { l.scope = "" }()
+	return l.Add(file, data)
+}
 
 // Add decodes every document of one file. Errors are *objects.Error
 // naming the file, document, item and field.
@@ -287,7 +298,7 @@ func (l *Loader) addObject(o objects.Object) error {
 // push checks obj for a duplicate, runs the per-object rules on it and
 // keeps what the cross-object rules read.
 func (l *Loader) push(obj *Object, grp string) error {
-	key := obj.Kind + "." + grp + "/" + obj.Namespace + "/" + obj.Name
+	key := l.scope + "\x00" + obj.Kind + "." + grp + "/" + obj.Namespace + "/" + obj.Name
 	if prev, dup := l.seen[key]; dup {
 		return &objects.Error{File: obj.Src.File, Doc: obj.Src.Doc, Item: obj.Src.Item, Object: obj.ID(), Field: "metadata.name",
 			Reason: fmt.Sprintf("Duplicate value: %q (also %s)", strings.TrimPrefix(obj.Namespace+"/"+obj.Name, "/"), label(prev))}

@@ -78,15 +78,28 @@ type Report struct {
 	// Skipped counts the documents of kinds it does not know.
 	Objects int `json:"objects"`
 	Skipped int `json:"skipped"`
-	// SkippedFiles are the files of walked directories that hold no
-	// Kubernetes objects (Helm charts), one line each in the table.
-	SkippedFiles []SkippedFile `json:"skippedFiles,omitempty"`
+	// Charts are the Helm charts rendered and linted, one line each in
+	// the table (findings name their template files).
+	Charts []RenderedChart `json:"charts,omitempty"`
 }
 
-// writeSkippedFiles is the table's one line per skipped file.
-func (r *Report) writeSkippedFiles(b *strings.Builder) {
-	for _, f := range r.SkippedFiles {
-		fmt.Fprintf(b, "skipped %s: %s\n", f.File, f.Reason)
+// RenderedChart is a Helm chart rendered for the lint: its directory, the
+// values files merged over its values.yaml, and the templates that
+// rendered to objects.
+type RenderedChart struct {
+	Chart     string   `json:"chart"`
+	Values    []string `json:"values,omitempty"`
+	Templates int      `json:"templates"`
+}
+
+// writeCharts is the table's one line per rendered chart.
+func (r *Report) writeCharts(b *strings.Builder) {
+	for _, c := range r.Charts {
+		vals := "its values.yaml"
+		if len(c.Values) > 0 {
+			vals = "values.yaml < " + strings.Join(c.Values, " < ")
+		}
+		fmt.Fprintf(b, "rendered Helm chart %s (%s): %d templates\n", c.Chart, vals, c.Templates)
 	}
 }
 
@@ -104,7 +117,7 @@ func (r *Report) AtLeast(s Severity) int {
 // WriteTable writes the findings grouped by object.
 func (r *Report) WriteTable(w io.Writer, _ output.Options) error {
 	var b strings.Builder
-	r.writeSkippedFiles(&b)
+	r.writeCharts(&b)
 	if len(r.Findings) == 0 {
 		fmt.Fprintf(&b, "no findings (%d objects checked, %d skipped)\n", r.Objects, r.Skipped)
 		_, err := io.WriteString(w, b.String())
@@ -220,7 +233,8 @@ func (l *RuleList) WriteTable(w io.Writer, _ output.Options) error {
 // order), then field, then rule.
 func Run(in *Input) *Report {
 	c := newContext(in)
-	rep := &Report{SchemaVersion: SchemaVersion, Findings: append([]Finding{}, in.local...), Objects: in.Checked, Skipped: in.Skipped, SkippedFiles: in.SkippedFiles}
+	rep := &Report{SchemaVersion: SchemaVersion, Findings: append([]Finding{}, in.local...), Objects: in.Checked, Skipped: in.Skipped,
+		Charts: in.Charts}
 	seen := map[string]bool{}
 	for _, r := range Rules() {
 		if r.Local && !in.whole {
