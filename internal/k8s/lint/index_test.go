@@ -150,3 +150,33 @@ func TestAPIValidationFields(t *testing.T) {
 		t.Errorf("report: %s", dump(rep))
 	}
 }
+
+// TestKubeletRefusedOnce: a kubelet config the simulator cannot start with
+// is said once for the input, not once per object (the rule runs object by
+// object).
+func TestKubeletRefusedOnce(t *testing.T) {
+	dir := filepath.Join(manifests, "rules", "topology.single-numa")
+	l := NewLoader()
+	in := l.Input()
+	var err error
+	if in.Kubelet, err = kubeletcfg.Load(filepath.Join(dir, "kubelet.yaml"), 0); err != nil {
+		t.Fatal(err)
+	}
+	in.Kubelet.KC.TopologyManagerScope = "bogus"
+	if in.Node, err = node.Load(filepath.Join(dir, "node.yaml"), 0); err != nil {
+		t.Fatal(err)
+	}
+	pods := "apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec: {containers: [{name: c, image: i}]}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: b}\nspec: {containers: [{name: c, image: i}]}\n"
+	if err := l.Add("pods.yaml", []byte(pods)); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, f := range ruleFindings(Run(in), "topology.single-numa") {
+		if strings.Contains(f.Message, "kubelet would not start") {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d 'kubelet would not start' findings for 2 pods, want 1", n)
+	}
+}

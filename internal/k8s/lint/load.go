@@ -91,6 +91,9 @@ type Input struct {
 	pods   []*PodRef
 	limits []limitRef
 	dp     []*DPConfig
+	// kubeletRefused: topology.single-numa has said that kubelet would
+	// not start with the given config (once for the input).
+	kubeletRefused bool
 	// whole keeps every object and pod template as decoded, and Run
 	// runs every rule on them (the tests' reference for the index).
 	whole bool

@@ -325,6 +325,11 @@ func checkSingleNUMA(c *Context, emit Emit) {
 		pod := defaulted(p)
 		sim, err := admit.New(c.In.Node, &c.In.Kubelet.KC, admit.Options{})
 		if err != nil {
+			// said once for the input (the rule runs object by object)
+			if c.In.kubeletRefused {
+				return
+			}
+			c.In.kubeletRefused = true
 			emit(p.Obj, p.Path, fmt.Sprintf("kubelet would not start with %s on node %s: %v", c.In.Kubelet.Name, c.In.NodeName, err), "fix the KubeletConfiguration (gpunode k8s kubelet lint)")
 			return
 		}
