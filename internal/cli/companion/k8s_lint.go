@@ -51,12 +51,14 @@ rules against the node's policies).
 
 Output: a table grouped by object; -o json
 {"schemaVersion":"gpunode.k8s.lint/v1","findings":[{"rule","severity","object",
-"field","message","fix","section"}],"objects":N,"skipped":M}; -o sarif (SARIF
-2.1.0 for CI code scanning).
+"field","message","fix","section"}],"objects":N,"skipped":M,
+"charts":[{"chart","values","templates"}]}; -o sarif (SARIF 2.1.0 for CI code
+scanning).
 
 Exit codes: 0 no finding at or above --fail-on (default warning), 1 findings
 at or above it, 2 bad input (invalid YAML, a wrong apiVersion for a known kind,
-a duplicate object: the error names the file, document and field, and
+a duplicate object, a --helm-values file that is not a YAML mapping, a chart
+that does not render: the error names the file, document and field, and
 nothing is reported).
 
 --cluster lints the live objects of every kind lint knows (listed from the API
