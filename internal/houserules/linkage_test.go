@@ -31,6 +31,7 @@ var heavyForNodeBinary = []string{
 	"github.com/ebitengine/purego",
 	// -o jsonpath is gpunode's own engine (internal/output/jp.go)
 	"k8s.io/client-go/",
+	"helm.sh/",
 }
 
 func TestNodeBinaryLinksNoHeavyLibraries(t *testing.T) {
@@ -75,6 +76,7 @@ var heavyForAgentBinary = []string{
 	"k8s.io/kube-openapi/",
 	"github.com/google/cel-go/",
 	"gonum.org/",
+	"helm.sh/",
 }
 
 // agentMayLink are the small leaves under heavyForAgentBinary that the

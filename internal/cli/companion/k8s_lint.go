@@ -1,6 +1,7 @@
 package companion
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 
@@ -8,19 +9,22 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/gpunode/gpunode/internal/cli"
+	"github.com/gpunode/gpunode/internal/k8s/helmchart"
 	"github.com/gpunode/gpunode/internal/k8s/kubeletcfg"
 	"github.com/gpunode/gpunode/internal/k8s/lint"
 	"github.com/gpunode/gpunode/internal/k8s/node"
 	"github.com/gpunode/gpunode/internal/k8s/objects"
 	"github.com/gpunode/gpunode/internal/output"
+	"github.com/gpunode/gpunode/internal/userfile"
 )
 
 func (a *app) newK8sLintCommand() *cobra.Command {
 	var files []string
-	var nodeFile, kcFile, nodesFile, failOn, shmMin string
+	var nodeFile, kcFile, nodesFile, failOn, shmMin, helmRelease, helmNamespace string
+	var helmValues []string
 	var listRules, sarif, fromCluster bool
 	cmd := &cobra.Command{
-		Use:   "lint -f PATH... [--node-file F] [--kubelet-config F] [--nodes F] [--fail-on error|warning|info]",
+		Use:   "lint -f PATH... [--helm-values F]... [--node-file F] [--kubelet-config F] [--nodes F] [--fail-on error|warning|info]",
 		Short: "Say why GPU workloads and cluster configs will not do what their authors meant",
 		Long: `Read the manifests a team already has (files or directories of YAML/JSON,
 multi-document or List, as 'kubectl get -o yaml' or a Git repo holds them;
@@ -29,7 +33,15 @@ settings that are silently wrong: GPU limits, QoS for exclusive CPUs and the
 memory manager, /dev/shm, multi-node networking, NUMA fit (seed 5.4-5.6), the
 k8s-device-plugin config (5.2), the GPU Operator ClusterPolicy or its Helm
 values (5.1), DRA claims and NVIDIA GpuConfigs (5.3), ComputeDomains (5.3.5)
-and topology-aware gangs (5.7). 'gpunode k8s lint --rules' lists the rules.
+and topology-aware gangs (5.7), and names and labels the API server refuses.
+'gpunode k8s lint --rules' lists the rules.
+
+A Helm chart (a directory with Chart.yaml, named with -f or found in a
+directory) is rendered with the Helm SDK's engine, as 'helm template' would
+(--helm-values FILE, repeatable, later files winning; --helm-release,
+--helm-namespace), and its objects are linted: findings name the template
+file. A chart's objects are duplicates only of each other, not of plain
+manifests beside it.
 
 Objects are decoded into their real types (k8s.io/api; NVIDIA and Kubeflow
 CRDs as typed structs); unknown kinds are skipped and counted. Optional
@@ -39,12 +51,14 @@ rules against the node's policies).
 
 Output: a table grouped by object; -o json
 {"schemaVersion":"gpunode.k8s.lint/v1","findings":[{"rule","severity","object",
-"field","message","fix","section"}],"objects":N,"skipped":M}; -o sarif (SARIF
-2.1.0 for CI code scanning).
+"field","message","fix","section"}],"objects":N,"skipped":M,
+"charts":[{"chart","values","templates"}]}; -o sarif (SARIF 2.1.0 for CI code
+scanning).
 
 Exit codes: 0 no finding at or above --fail-on (default warning), 1 findings
 at or above it, 2 bad input (invalid YAML, a wrong apiVersion for a known kind,
-a duplicate object: the error names the file, document and field, and
+a duplicate object, a --helm-values file that is not a YAML mapping, a chart
+that does not render: the error names the file, document and field, and
 nothing is reported).
 
 --cluster lints the live objects of every kind lint knows (listed from the API
@@ -52,6 +66,7 @@ server as kubectl would: --kubeconfig, --context, --request-timeout; every
 namespace), together with any -f files; the cluster's Nodes are the --nodes
 context unless --nodes is given.`,
 		Example: `  gpunode k8s lint -f deploy/
+  gpunode k8s lint -f deploy/helm/gpunode --helm-values prod-values.yaml
   helm template gpu-operator nvidia/gpu-operator -f values.yaml | gpunode k8s lint -f -
   gpunode k8s lint -f job.yaml --node-file node.yaml --kubelet-config kubelet.yaml -o json
   gpunode k8s lint -f manifests/ --nodes nodes.json -o sarif > lint.sarif
@@ -84,14 +99,10 @@ context unless --nodes is given.`,
 			if err != nil {
 				return cli.WrapUsage(err)
 			}
-			var live func(*lint.Loader) error
-			if fromCluster {
-				live = func(l *lint.Loader) error { return a.liveLintInput(cmd, l, nodesFile == "") }
-			}
-			in, lines, err := a.loadLintInput(files, live)
-			if err != nil {
-				return err
-			}
+			// The context first: the per-object rules run as each object
+			// is read.
+			l := lint.NewLoader()
+			in := l.Input()
 			if shmMin != "" {
 				q, err := resource.ParseQuantity(shmMin)
 				if err != nil || q.Sign() <= 0 {
@@ -122,6 +133,15 @@ context unless --nodes is given.`,
 					in.NodeName = nodeFile
 				}
 			}
+			var live func(*lint.Loader) error
+			if fromCluster {
+				live = func(l *lint.Loader) error { return a.liveLintInput(cmd, l, nodesFile == "") }
+			}
+			helm := helmOptions{values: helmValues, opt: helmchart.Options{Release: helmRelease, Namespace: helmNamespace}}
+			lines, err := a.loadLintInput(l, files, helm, live, sarif)
+			if err != nil {
+				return err
+			}
 			if (nodeFile == "") != (kcFile == "") {
 				a.Warnf("lint: topology.single-numa needs both --node-file and --kubelet-config; it is skipped")
 			}
@@ -150,51 +170,92 @@ context unless --nodes is given.`,
 	f.StringVar(&failOn, "fail-on", "warning", "exit 1 when a finding is at least this severe: error, warning or info")
 	f.StringVar(&shmMin, "shm-min", "1Gi", "smallest /dev/shm shm.size accepts for NCCL/DataLoader containers")
 	f.BoolVar(&listRules, "rules", false, "list the rules with their severities and seed sections")
+	f.StringArrayVar(&helmValues, "helm-values", nil, "values file for the Helm charts among the -f paths (as helm template -f); repeatable, later files win")
+	f.StringVar(&helmRelease, "helm-release", helmchart.DefaultRelease, "release name the Helm charts are rendered with (.Release.Name)")
+	f.StringVar(&helmNamespace, "helm-namespace", helmchart.DefaultNamespace, "namespace the Helm charts are rendered into (.Release.Namespace)")
 	f.BoolVar(&fromCluster, "cluster", false, "also lint the live objects of the cluster (kubeconfig, --context), every namespace")
 	return cmd
 }
 
-// loadLintInput reads every -f source; lines maps each file to its
-// documents' start lines (for SARIF); live, when set, adds the cluster's
-// objects. A bad file is a usage error (exit 2), a failed read of the
+// helmOptions render the Helm charts among the -f paths.
+type helmOptions struct {
+	values []string
+	opt    helmchart.Options
+}
+
+// loadLintInput reads every -f source into l, one file at a time, and
+// renders the Helm charts among them (each template's objects linted under
+// the template's path); lines maps each file to its documents' start lines
+// (only for SARIF); live, when set, adds the cluster's objects. A bad file,
+// values file or chart is a usage error (exit 2), a failed read of the
 // cluster a failure (3).
-func (a *app) loadLintInput(paths []string, live func(*lint.Loader) error) (*lint.Input, map[string][]int, error) {
-	srcs, skipped, err := lint.SourcesSkipping(paths)
+func (a *app) loadLintInput(l *lint.Loader, paths []string, helm helmOptions, live func(*lint.Loader) error, sarif bool) (map[string][]int, error) {
+	srcs, charts, err := lint.Sources(paths)
 	if err != nil {
-		return nil, nil, cli.WrapUsage(err)
+		return nil, cli.WrapUsage(err)
 	}
-	l := lint.NewLoader()
+	if len(helm.values) > 0 && len(charts) == 0 {
+		return nil, cli.Usagef("--helm-values: no Helm chart (a directory with Chart.yaml) among the -f paths")
+	}
 	lines := map[string][]int{}
+	add := func(scope, name string, b []byte) error {
+		if err := l.AddScoped(scope, name, b); err != nil {
+			return cli.WrapUsage(err)
+		}
+		if sarif {
+			lines[name] = lint.DocumentLines(b)
+		}
+		return nil
+	}
 	stdinRead := false
 	for _, s := range srcs {
 		var b []byte
 		if s == "-" {
 			if stdinRead {
-				return nil, nil, cli.Usagef("-f -: stdin given twice")
+				return nil, cli.Usagef("-f -: stdin given twice")
 			}
 			stdinRead = true
 			if b, err = objects.ReadAll(a.Stdin, "stdin", a.MaxInputBytes); err != nil {
-				return nil, nil, cli.WrapUsage(err)
+				return nil, cli.WrapUsage(err)
 			}
 		} else if b, err = objects.ReadFile(s, a.MaxInputBytes); err != nil {
-			return nil, nil, cli.WrapUsage(err)
+			return nil, cli.WrapUsage(err)
 		}
-		if len(strings.TrimSpace(string(b))) == 0 {
+		if len(bytes.TrimSpace(b)) == 0 {
 			continue // an empty file in a directory holds nothing
 		}
-		if err := l.Add(s, b); err != nil {
-			return nil, nil, cli.WrapUsage(err)
+		if err := add("", s, b); err != nil {
+			return nil, err
 		}
-		lines[s] = lint.DocumentLines(b)
+	}
+	if len(charts) > 0 {
+		var vals []helmchart.Values
+		for _, f := range helm.values {
+			b, err := userfile.Read(f, a.MaxInputBytes)
+			if err != nil {
+				return nil, cli.WrapUsage(fmt.Errorf("--helm-values: %w", err))
+			}
+			vals = append(vals, helmchart.Values{File: f, Data: b})
+		}
+		for _, c := range charts {
+			files, err := helmchart.Render(c, vals, helm.opt)
+			if err != nil {
+				return nil, cli.WrapUsage(err)
+			}
+			for _, f := range files {
+				if err := add(c, f.Path, f.Data); err != nil {
+					return nil, err
+				}
+			}
+			l.Input().Charts = append(l.Input().Charts, lint.RenderedChart{Chart: c, Values: helm.values, Templates: len(files)})
+		}
 	}
 	if live != nil {
 		if err := live(l); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 	}
-	in := l.Input()
-	in.SkippedFiles = skipped
-	return in, lines, nil
+	return lines, nil
 }
 
 // liveLintInput adds the cluster's objects of every kind lint knows, and its

@@ -93,9 +93,10 @@ type Context struct {
 // Kind returns the objects of one kind in input order.
 func (c *Context) Kind(kind string) []*Object { return c.byKind[kind] }
 
+// newContext indexes the Loader's input for the cross-object rules.
 func newContext(in *Input) *Context {
 	cache := dra.NewCELCache()
-	c := &Context{In: in, byKind: map[string][]*Object{}, Classes: map[string]*Object{},
+	c := &Context{In: in, byKind: map[string][]*Object{}, Classes: map[string]*Object{}, Pods: in.pods, DP: in.dp,
 		compileCEL: func(expr string) error { return dra.CompileSelector(cache, expr) }}
 	if len(in.Nodes) == 0 {
 		// Nodes among the manifests (a cluster dump) stand in for --nodes.
@@ -113,39 +114,45 @@ func newContext(in *Input) *Context {
 	}
 	for _, o := range in.Objects {
 		c.byKind[o.Kind] = append(c.byKind[o.Kind], o)
-		c.Pods = append(c.Pods, podRefs(o)...)
-		switch v := o.V.(type) {
-		case *configDoc:
-			c.DP = append(c.DP, decodeDP(o, "", "", v.raw))
-		case *DPChartValues:
-			keys := make([]string, 0, len(v.Config.Map))
-			for k := range v.Config.Map {
-				keys = append(keys, k)
-			}
-			sort.Strings(keys)
-			for _, k := range keys {
-				if d := configMapDP(o, k, v.Config.Map[k]); d != nil {
-					d.Prefix = fmt.Sprintf("config.map[%s]", k)
-					c.DP = append(c.DP, d)
-				}
-			}
-		case *v1.ConfigMap:
-			keys := make([]string, 0, len(v.Data))
-			for k := range v.Data {
-				keys = append(keys, k)
-			}
-			sort.Strings(keys)
-			for _, k := range keys {
-				if d := configMapDP(o, k, v.Data[k]); d != nil {
-					c.DP = append(c.DP, d)
-				}
-			}
-		}
 		if o.Kind == "DeviceClass" {
 			c.Classes[o.Name] = o
 		}
 	}
 	return c
+}
+
+// configMapDPs are the device plugin configs of a ConfigMap, keys in order.
+func configMapDPs(o *Object, v *v1.ConfigMap) []*DPConfig {
+	var out []*DPConfig
+	keys := make([]string, 0, len(v.Data))
+	for k := range v.Data {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if d := configMapDP(o, k, v.Data[k]); d != nil {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// chartDPs are the device plugin configs of the device plugin chart's
+// values (config.map), keys in order.
+func chartDPs(o *Object, v *DPChartValues) []*DPConfig {
+	var out []*DPConfig
+	keys := make([]string, 0, len(v.Config.Map))
+	for k := range v.Config.Map {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if d := configMapDP(o, k, v.Config.Map[k]); d != nil {
+			d.Prefix = fmt.Sprintf("config.map[%s]", k)
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 func jobPods(j *batchv1.JobSpec) int {

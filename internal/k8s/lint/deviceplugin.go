@@ -293,16 +293,13 @@ func checkMIGStrategy(c *Context, emit Emit) {
 			return
 		}
 	}
-	for _, p := range c.Pods {
-		for _, ct := range p.Containers() {
-			for _, r := range sortedNames(ct.C.Resources.Limits) {
-				if !strings.HasPrefix(string(r), "nvidia.com/mig-") {
-					continue
-				}
-				emit(p.Obj, fmt.Sprintf("%s.resources.limits[%s]", ct.Path, r), fmt.Sprintf("container %s asks for %s but the MIG strategy is %s (%s): only mixed advertises nvidia.com/mig-<profile>; under single MIG devices are nvidia.com/gpu, under none they are not exposed, so the pod stays Pending",
-					ct.C.Name, r, strategies[len(strategies)-1], from), "set the MIG strategy to mixed, or request nvidia.com/gpu on nodes whose MIG layout is uniform (single)")
-			}
+	for _, lr := range c.In.limits {
+		r := lr.res
+		if !strings.HasPrefix(string(r), "nvidia.com/mig-") {
+			continue
 		}
+		emit(lr.obj, fmt.Sprintf("%s.resources.limits[%s]", lr.path, r), fmt.Sprintf("container %s asks for %s but the MIG strategy is %s (%s): only mixed advertises nvidia.com/mig-<profile>; under single MIG devices are nvidia.com/gpu, under none they are not exposed, so the pod stays Pending",
+			lr.name, r, strategies[len(strategies)-1], from), "set the MIG strategy to mixed, or request nvidia.com/gpu on nodes whose MIG layout is uniform (single)")
 	}
 }
 
@@ -352,28 +349,24 @@ func checkSharedRequests(c *Context, emit Emit, failing bool) {
 	if len(byName) == 0 {
 		return
 	}
-	for _, p := range c.Pods {
-		for _, ct := range p.Containers() {
-			for _, r := range sortedNames(ct.C.Resources.Limits) {
-				cfgs := byName[string(r)]
-				q := ct.C.Resources.Limits[r]
-				if len(cfgs) == 0 || q.Value() <= 1 {
-					continue
-				}
-				for _, s := range cfgs {
-					if s.fail != failing {
-						continue
-					}
-					field := fmt.Sprintf("%s.resources.limits[%s]", ct.Path, r)
-					if failing {
-						emit(p.Obj, field, fmt.Sprintf("container %s asks for %s: %d, but %s shares it with %s and failRequestsGreaterThanOne: kubelet rejects the pod with UnexpectedAdmissionError (%q)",
-							ct.C.Name, r, q.Value(), s.d.where(), s.mode, fmt.Sprintf(quoteSharedTooLarge, r, q.Value())),
-							fmt.Sprintf("ask for %s: 1 (a shared replica is access to a GPU, not a share of it), or use full GPUs on nodes without sharing", r))
-					} else {
-						emit(p.Obj, field, fmt.Sprintf("container %s asks for %s: %d, shared with %s by %s: the %d replicas may all be the same GPU and give no more compute than 1",
-							ct.C.Name, r, q.Value(), s.mode, s.d.where(), q.Value()), fmt.Sprintf("ask for %s: 1, or set failRequestsGreaterThanOne: true so such requests fail loudly", r))
-					}
-				}
+	for _, lr := range c.In.limits {
+		r := lr.res
+		cfgs := byName[string(r)]
+		if len(cfgs) == 0 || lr.value <= 1 {
+			continue
+		}
+		for _, s := range cfgs {
+			if s.fail != failing {
+				continue
+			}
+			field := fmt.Sprintf("%s.resources.limits[%s]", lr.path, r)
+			if failing {
+				emit(lr.obj, field, fmt.Sprintf("container %s asks for %s: %d, but %s shares it with %s and failRequestsGreaterThanOne: kubelet rejects the pod with UnexpectedAdmissionError (%q)",
+					lr.name, r, lr.value, s.d.where(), s.mode, fmt.Sprintf(quoteSharedTooLarge, r, lr.value)),
+					fmt.Sprintf("ask for %s: 1 (a shared replica is access to a GPU, not a share of it), or use full GPUs on nodes without sharing", r))
+			} else {
+				emit(lr.obj, field, fmt.Sprintf("container %s asks for %s: %d, shared with %s by %s: the %d replicas may all be the same GPU and give no more compute than 1",
+					lr.name, r, lr.value, s.mode, s.d.where(), lr.value), fmt.Sprintf("ask for %s: 1, or set failRequestsGreaterThanOne: true so such requests fail loudly", r))
 			}
 		}
 	}
@@ -411,16 +404,13 @@ func checkRenamed(c *Context, emit Emit) {
 	if n == 0 {
 		return
 	}
-	for _, p := range c.Pods {
-		for _, ct := range p.Containers() {
-			for _, r := range sortedNames(ct.C.Resources.Limits) {
-				to, ok := renamed[string(r)]
-				if !ok || kept[string(r)] {
-					continue
-				}
-				emit(p.Obj, fmt.Sprintf("%s.resources.limits[%s]", ct.Path, r), fmt.Sprintf("container %s asks for %s, but every device plugin config in the input shares it under the name %s (renameByDefault or rename): no node advertises %s, so the pod stays Pending",
-					ct.C.Name, r, to, r), fmt.Sprintf("ask for %s: 1, or keep the name (renameByDefault: false) on some nodes", to))
-			}
+	for _, lr := range c.In.limits {
+		r := lr.res
+		to, ok := renamed[string(r)]
+		if !ok || kept[string(r)] {
+			continue
 		}
+		emit(lr.obj, fmt.Sprintf("%s.resources.limits[%s]", lr.path, r), fmt.Sprintf("container %s asks for %s, but every device plugin config in the input shares it under the name %s (renameByDefault or rename): no node advertises %s, so the pod stays Pending",
+			lr.name, r, to, r), fmt.Sprintf("ask for %s: 1, or keep the name (renameByDefault: false) on some nodes", to))
 	}
 }

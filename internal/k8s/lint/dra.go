@@ -7,7 +7,6 @@ import (
 	"sort"
 	"strings"
 
-	appsv1 "k8s.io/api/apps/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	sigsjson "sigs.k8s.io/json"
 
@@ -88,12 +87,14 @@ type claimSpec struct {
 
 func (c *Context) claimSpecs() []claimSpec {
 	var out []claimSpec
-	for _, o := range c.In.Objects {
-		switch v := o.V.(type) {
-		case *resourceapi.ResourceClaim:
-			out = append(out, claimSpec{o, "spec", &v.Spec})
-		case *resourceapi.ResourceClaimTemplate:
-			out = append(out, claimSpec{o, "spec.spec", &v.Spec.Spec})
+	for _, kind := range []string{"ResourceClaim", "ResourceClaimTemplate"} {
+		for _, o := range c.Kind(kind) {
+			switch v := o.V.(type) {
+			case *resourceapi.ResourceClaim:
+				out = append(out, claimSpec{o, "spec", &v.Spec})
+			case *resourceapi.ResourceClaimTemplate:
+				out = append(out, claimSpec{o, "spec.spec", &v.Spec.Spec})
+			}
 		}
 	}
 	return out
@@ -468,10 +469,8 @@ func (c *Context) featureGates() []gateSource {
 		out = append(out, gateSource{o, field, g})
 	}
 	for _, p := range c.Pods {
-		if _, ok := p.Obj.V.(*appsv1.DaemonSet); !ok {
-			if _, ok := p.Obj.V.(*appsv1.Deployment); !ok {
-				continue
-			}
+		if (p.Obj.Kind != "DaemonSet" && p.Obj.Kind != "Deployment") || p.Obj.APIVersion != "apps/v1" {
+			continue
 		}
 		for _, ct := range p.Containers() {
 			if !strings.Contains(ct.C.Image, "dra-driver") {

@@ -27,16 +27,17 @@ const manifests = "../../../testdata/manifests"
 // kubelet.yaml and node.yaml.
 func lintFiles(t *testing.T, files ...string) *Report {
 	t.Helper()
-	in, err := loadFiles(files...)
-	if err != nil {
-		t.Fatalf("load %v: %v", files, err)
-	}
 	dir := filepath.Dir(files[0])
 	variant := strings.SplitN(strings.TrimSuffix(filepath.Base(files[0]), ".yaml"), "-", 2)[0]
 	nodesFile := filepath.Join(dir, variant+".nodes.yaml")
 	if _, err := os.Stat(nodesFile); err != nil {
 		nodesFile = filepath.Join(dir, "nodes.yaml")
 	}
+	// the context is set before the objects are read: the per-object
+	// rules run as each object is decoded
+	l := NewLoader()
+	in := l.Input()
+	var err error
 	if b, err := os.ReadFile(nodesFile); err == nil {
 		if in.Nodes, err = objects.LoadNodes(nodesFile, b); err != nil {
 			t.Fatal(err)
@@ -53,21 +54,31 @@ func lintFiles(t *testing.T, files ...string) *Report {
 		}
 		in.NodeName = in.Node.Name
 	}
+	if err = addFiles(l, files...); err != nil {
+		t.Fatalf("load %v: %v", files, err)
+	}
 	return Run(in)
 }
 
 func loadFiles(files ...string) (*Input, error) {
 	l := NewLoader()
+	if err := addFiles(l, files...); err != nil {
+		return nil, err
+	}
+	return l.Input(), nil
+}
+
+func addFiles(l *Loader, files ...string) error {
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if err := l.Add(f, b); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return l.Input(), nil
+	return nil
 }
 
 func ruleFindings(r *Report, id string) []Finding {
@@ -328,12 +339,12 @@ func TestSourcesSkipsFIFO(t *testing.T) {
 	if err := syscallMkfifo(filepath.Join(dir, "b.yaml")); err != nil {
 		t.Skipf("mkfifo: %v", err)
 	}
-	got, skipped, err := SourcesSkipping([]string{dir, "-"})
+	got, charts, err := Sources([]string{dir, "-"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(skipped) != 0 {
-		t.Errorf("skipped %v in a directory with no chart", skipped)
+	if len(charts) != 0 {
+		t.Errorf("charts %v in a directory with no chart", charts)
 	}
 	if len(got) != 2 || got[0] != filepath.Join(dir, "a.yaml") || got[1] != "-" {
 		t.Errorf("sources %v", got)

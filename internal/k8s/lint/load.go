@@ -35,7 +35,10 @@ const (
 
 // Object is one decoded object and where it came from. V holds the typed
 // object (*v1.Pod, *appsv1.Deployment, *resourceapi.ResourceClaim,
-// *ComputeDomain, *DevicePluginConfig, ...).
+// *ComputeDomain, *DevicePluginConfig, ...) while the per-object rules run;
+// once they have, the Loader keeps of V only what the cross-object rules
+// read (see keep): nil for a Pod or a Deployment, a Job's counts, a
+// ConfigMap's keys. Seq is the object's place in the input.
 type Object struct {
 	Src        objects.Source
 	Kind       string
@@ -43,6 +46,7 @@ type Object struct {
 	Namespace  string
 	Name       string
 	V          any
+	Seq        int
 }
 
 // ID is kind/namespace/name, or kind/name when there is no namespace.
@@ -53,13 +57,22 @@ func (o *Object) ID() string {
 	return o.Kind + "/" + o.Namespace + "/" + o.Name
 }
 
-// Input is what lint checks: the objects in input order, the number of
-// documents skipped (unknown kinds), and the optional context.
+// Input is what lint checks, as the Loader leaves it: the findings of the
+// per-object rules (run as each object is decoded), an index for the
+// cross-object rules (the objects they read, in input order, reduced to
+// what they read; the pod templates that may concern them), the number of
+// objects checked and of documents skipped (unknown kinds), and the
+// optional context.
+//
+// The context read by the per-object rules (Kubelet, Node, NodeName,
+// ShmMin) is set before the first Add; Nodes may be set any time before
+// Run.
 type Input struct {
 	Objects []*Object
+	Checked int
 	Skipped int
-	// SkippedFiles are the walked files that hold no objects (SourcesSkipping).
-	SkippedFiles []SkippedFile
+	// Charts are the Helm charts rendered into the input (AddScoped).
+	Charts []RenderedChart
 
 	// Nodes (--nodes): v1 Nodes whose labels some rules read.
 	Nodes []*v1.Node
@@ -70,6 +83,20 @@ type Input struct {
 	Kubelet  *kubeletcfg.Config
 	// ShmMin is the smallest /dev/shm that shm.size accepts (0: 1Gi).
 	ShmMin resource.Quantity
+
+	// local are the per-object rules' findings; pods the pod templates
+	// kept (reduced) for the cross-object rules; limits the containers'
+	// extended-resource limits; dp the device plugin configs of the input.
+	local  []Finding
+	pods   []*PodRef
+	limits []limitRef
+	dp     []*DPConfig
+	// kubeletRefused: topology.single-numa has said that kubelet would
+	// not start with the given config (once for the input).
+	kubeletRefused bool
+	// whole keeps every object and pod template as decoded, and Run
+	// runs every rule on them (the tests' reference for the index).
+	whole bool
 }
 
 // group returns the API group of an apiVersion ("" for core).
@@ -167,38 +194,52 @@ func kinds() []kindSpec {
 	}
 }
 
-// Loader accumulates objects from several files and checks duplicates.
+// Loader reads objects from several files, one document at a time: each
+// object is decoded, checked for duplicates, given to the per-object rules,
+// and reduced to what the cross-object rules read (keep) before the next
+// one is decoded. Memory grows with the index, not with the objects.
 type Loader struct {
 	in    *Input
+	scope string // duplicates are looked for within one scope
 	seen  map[string]objects.Source
 	specs []kindSpec
+	rules []Rule // the per-object rules
 }
 
 // NewLoader starts an empty input.
 func NewLoader() *Loader {
-	return &Loader{in: &Input{}, seen: map[string]objects.Source{}, specs: kinds()}
+	l := &Loader{in: &Input{}, seen: map[string]objects.Source{}, specs: kinds()}
+	for _, r := range Rules() {
+		if r.Local {
+			l.rules = append(l.rules, r)
+		}
+	}
+	return l
 }
 
-// Input returns what was loaded.
+// Input returns what was loaded (and, before the first Add, the place to
+// set the context the per-object rules read).
 func (l *Loader) Input() *Input { return l.in }
+
+// AddScoped is Add for the files of one Helm chart's rendering (scope: the
+// chart): an object is a duplicate only of one of the same scope, so a
+// chart and the plain manifests it renders to (both in one repository, as
+// deploy/ holds them) are linted side by side.
+func (l *Loader) AddScoped(scope, file string, data []byte) error {
+	l.scope = scope
+	defer func() { l.scope = "" }()
+	return l.Add(file, data)
+}
 
 // Add decodes every document of one file. Errors are *objects.Error
 // naming the file, document, item and field.
-func (l *Loader) Add(file string, data []byte) (retErr error) {
-	defer func() { retErr = objects.Locate(retErr, data) }()
-	objs, err := objects.Objects(file, data)
-	if err != nil {
-		return err
-	}
-	for _, o := range objs {
-		if len(l.in.Objects) >= MaxObjects {
+func (l *Loader) Add(file string, data []byte) error {
+	return objects.EachObject(file, data, func(o objects.Object) error {
+		if l.in.Checked >= MaxObjects {
 			return &objects.Error{File: file, Doc: o.Doc, Item: o.Item, Reason: fmt.Sprintf("more than %d objects", MaxObjects)}
 		}
-		if err := l.addObject(o); err != nil {
-			return err
-		}
-	}
-	return nil
+		return l.addObject(o)
+	})
 }
 
 func (l *Loader) addObject(o objects.Object) error {
@@ -257,14 +298,22 @@ func (l *Loader) addObject(o objects.Object) error {
 	return l.push(obj, group(o.APIVersion))
 }
 
+// push checks obj for a duplicate, runs the per-object rules on it and
+// keeps what the cross-object rules read.
 func (l *Loader) push(obj *Object, grp string) error {
-	key := obj.Kind + "." + grp + "/" + obj.Namespace + "/" + obj.Name
+	key := l.scope + "\x00" + obj.Kind + "." + grp + "/" + obj.Namespace + "/" + obj.Name
 	if prev, dup := l.seen[key]; dup {
 		return &objects.Error{File: obj.Src.File, Doc: obj.Src.Doc, Item: obj.Src.Item, Object: obj.ID(), Field: "metadata.name",
 			Reason: fmt.Sprintf("Duplicate value: %q (also %s)", strings.TrimPrefix(obj.Namespace+"/"+obj.Name, "/"), label(prev))}
 	}
 	l.seen[key] = obj.Src
-	l.in.Objects = append(l.in.Objects, obj)
+	obj.Seq = l.in.Checked
+	l.in.Checked++
+	pods := podRefs(obj)
+	if !l.in.whole {
+		l.checkLocal(obj, pods)
+	}
+	l.keep(obj, pods)
 	return nil
 }
 

@@ -65,6 +65,13 @@ type Finding struct {
 	File string `json:"-"`
 	Doc  int    `json:"-"`
 	Item int    `json:"-"`
+
+	seq int // the object's place in the input (the table's order)
+}
+
+func newFinding(r Rule, o *Object, field, message, fix string) Finding {
+	return Finding{Rule: r.ID, Severity: r.Severity, Object: o.ID(), Field: field,
+		Message: message, Fix: fix, Section: r.Section, File: o.Src.File, Doc: o.Src.Doc, Item: o.Src.Item, seq: o.Seq}
 }
 
 // Report is the output of `gpunode k8s lint`.
@@ -75,15 +82,28 @@ type Report struct {
 	// Skipped counts the documents of kinds it does not know.
 	Objects int `json:"objects"`
 	Skipped int `json:"skipped"`
-	// SkippedFiles are the files of walked directories that hold no
-	// Kubernetes objects (Helm charts), one line each in the table.
-	SkippedFiles []SkippedFile `json:"skippedFiles,omitempty"`
+	// Charts are the Helm charts rendered and linted, one line each in
+	// the table (findings name their template files).
+	Charts []RenderedChart `json:"charts,omitempty"`
 }
 
-// writeSkippedFiles is the table's one line per skipped file.
-func (r *Report) writeSkippedFiles(b *strings.Builder) {
-	for _, f := range r.SkippedFiles {
-		fmt.Fprintf(b, "skipped %s: %s\n", f.File, f.Reason)
+// RenderedChart is a Helm chart rendered for the lint: its directory, the
+// values files merged over its values.yaml, and the templates that
+// rendered to objects.
+type RenderedChart struct {
+	Chart     string   `json:"chart"`
+	Values    []string `json:"values,omitempty"`
+	Templates int      `json:"templates"`
+}
+
+// writeCharts is the table's one line per rendered chart.
+func (r *Report) writeCharts(b *strings.Builder) {
+	for _, c := range r.Charts {
+		vals := "its values.yaml"
+		if len(c.Values) > 0 {
+			vals = "values.yaml < " + strings.Join(c.Values, " < ")
+		}
+		fmt.Fprintf(b, "rendered Helm chart %s (%s): %d templates\n", c.Chart, vals, c.Templates)
 	}
 }
 
@@ -108,7 +128,7 @@ func (r *Report) ListItems() any { return r.Findings }
 func (r *Report) WriteTable(w io.Writer, o output.Options) error {
 	var b strings.Builder
 	if !o.NoHeaders {
-		r.writeSkippedFiles(&b)
+		r.writeCharts(&b)
 	}
 	if len(r.Findings) == 0 {
 		if !o.NoHeaders {
@@ -192,6 +212,10 @@ type Rule struct {
 	// Needs names the optional inputs the rule uses (--nodes,
 	// --node-file, --kubelet-config); without them it stays silent.
 	Needs string
+	// Local rules read one object (and the context flags): the Loader
+	// runs them as each object is decoded, on a Context that holds that
+	// object alone. The others run in Run, on the index of the input.
+	Local bool
 	Check func(c *Context, emit Emit)
 }
 
@@ -199,11 +223,11 @@ type Rule struct {
 type Emit func(o *Object, field, message, fix string)
 
 // Rules returns the registry: every area's rules, in area order. A new rule
-// goes into its area's list (workloads.go, deviceplugin.go, operator.go,
-// dra.go, computedomain.go, gang.go).
+// goes into its area's list (apivalidation.go, workloads.go,
+// deviceplugin.go, operator.go, dra.go, computedomain.go, gang.go).
 func Rules() []Rule {
 	var all []Rule
-	for _, area := range [][]Rule{workloadRules(), devicePluginRules(), operatorRules(), draRules(), computeDomainRules(), gangRules()} {
+	for _, area := range [][]Rule{apiRules(), workloadRules(), devicePluginRules(), operatorRules(), draRules(), computeDomainRules(), gangRules()} {
 		all = append(all, area...)
 	}
 	return all
@@ -250,13 +274,18 @@ func (l *RuleList) WriteTable(w io.Writer, o output.Options) error {
 	return output.Print(w, g, o)
 }
 
-// Run applies every rule to the input and returns the report, findings
-// sorted by object (input order), then field, then rule.
+// Run applies the cross-object rules to the Loader's input and returns the
+// report with the per-object rules' findings, sorted by object (input
+// order), then field, then rule.
 func Run(in *Input) *Report {
 	c := newContext(in)
-	rep := &Report{SchemaVersion: SchemaVersion, Findings: []Finding{}, Objects: len(in.Objects), Skipped: in.Skipped, SkippedFiles: in.SkippedFiles}
+	rep := &Report{SchemaVersion: SchemaVersion, Findings: append([]Finding{}, in.local...), Objects: in.Checked, Skipped: in.Skipped,
+		Charts: in.Charts}
 	seen := map[string]bool{}
 	for _, r := range Rules() {
+		if r.Local && !in.whole {
+			continue
+		}
 		r := r
 		r.Check(c, func(o *Object, field, message, fix string) {
 			key := r.ID + "\x00" + o.ID() + "\x00" + field + "\x00" + message
@@ -264,20 +293,13 @@ func Run(in *Input) *Report {
 				return
 			}
 			seen[key] = true
-			rep.Findings = append(rep.Findings, Finding{Rule: r.ID, Severity: r.Severity, Object: o.ID(), Field: field,
-				Message: message, Fix: fix, Section: r.Section, File: o.Src.File, Doc: o.Src.Doc, Item: o.Src.Item})
+			rep.Findings = append(rep.Findings, newFinding(r, o, field, message, fix))
 		})
-	}
-	order := map[string]int{}
-	for i, o := range in.Objects {
-		if _, ok := order[o.ID()]; !ok {
-			order[o.ID()] = i
-		}
 	}
 	sort.SliceStable(rep.Findings, func(i, j int) bool {
 		a, b := rep.Findings[i], rep.Findings[j]
-		if order[a.Object] != order[b.Object] {
-			return order[a.Object] < order[b.Object]
+		if a.seq != b.seq {
+			return a.seq < b.seq
 		}
 		if a.Field != b.Field {
 			return a.Field < b.Field

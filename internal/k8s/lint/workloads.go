@@ -19,22 +19,22 @@ func workloadRules() []Rule {
 	return []Rule{
 		{ID: "gpu.limits", Severity: SeverityError, Section: "5.2",
 			Summary: "extended resources (nvidia.com/gpu, ...) set in limits, integer, requests equal to limits",
-			Check:   checkGPULimits},
+			Local:   true, Check: checkGPULimits},
 		{ID: "qos.exclusive-cpus", Severity: SeverityWarning, Section: "5.5.1",
 			Summary: "pods meant for exclusive CPUs are Guaranteed with integer CPU requests (the static CPU manager pins nothing else)",
-			Check:   checkExclusiveCPUs},
+			Local:   true, Check: checkExclusiveCPUs},
 		{ID: "qos.memory-manager", Severity: SeverityWarning, Section: "5.5.2",
 			Summary: "GPU pods are Guaranteed when the Static memory manager is on (it pins memory only for them)",
-			Needs:   "--kubelet-config", Check: checkMemoryManager},
+			Needs:   "--kubelet-config", Local: true, Check: checkMemoryManager},
 		{ID: "shm.size", Severity: SeverityWarning, Section: "5.6",
 			Summary: "NCCL/DataLoader containers mount a memory-backed /dev/shm emptyDir of at least the stated size (default 1Gi)",
-			Check:   checkShm},
+			Local:   true, Check: checkShm},
 		{ID: "net.multi-node", Severity: SeverityWarning, Section: "5.6",
 			Summary: "multi-pod GPU jobs use hostNetwork, an RDMA/SR-IOV resource, a Multus network or a ComputeDomain channel",
 			Check:   checkMultiNode},
 		{ID: "topology.single-numa", Severity: SeverityError, Section: "5.5.4",
 			Summary: "a pod fits one NUMA node of the node under single-numa-node/restricted (the `k8s admit` simulator)",
-			Needs:   "--node-file and --kubelet-config", Check: checkSingleNUMA},
+			Needs:   "--node-file and --kubelet-config", Local: true, Check: checkSingleNUMA},
 	}
 }
 
@@ -326,6 +326,11 @@ func checkSingleNUMA(c *Context, emit Emit) {
 		pod := defaulted(p)
 		sim, err := admit.New(c.In.Node, &c.In.Kubelet.KC, admit.Options{})
 		if err != nil {
+			// said once for the input (the rule runs object by object)
+			if c.In.kubeletRefused {
+				return
+			}
+			c.In.kubeletRefused = true
 			emit(p.Obj, p.Path, fmt.Sprintf("kubelet would not start with %s on node %s: %v", c.In.Kubelet.Name, c.In.NodeName, err), "fix the KubeletConfiguration (gpunode k8s kubelet lint)")
 			return
 		}

@@ -16,19 +16,14 @@
 package objects
 
 import (
-	"bufio"
 	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"sort"
 	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/resource"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	sigsjson "sigs.k8s.io/json"
-	"sigs.k8s.io/yaml"
 )
 
 // MaxDocuments bounds the documents read from one file.
@@ -88,39 +83,13 @@ func (d Document) errorf(item int, object, field, format string, args ...any) *E
 // rejected). Empty documents are skipped. Input that cannot be Kubernetes
 // objects is refused first, without conversion (sniff).
 func Documents(file string, data []byte) ([]Document, error) {
-	trimmed := bytes.TrimLeft(data, " \t\r\n")
-	isJSON := len(trimmed) > 0 && trimmed[0] == '{'
-	if err := sniff(file, data, isJSON); err != nil {
-		return nil, err
-	}
-	if isJSON {
-		return []Document{{File: file, Index: 1, JSON: trimmed}}, nil
-	}
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
 	var docs []Document
-	for n := 0; n < MaxDocuments; n++ {
-		b, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		idx := len(docs) + 1
-		if err != nil {
-			return nil, &Error{File: file, Doc: idx, Item: -1, Reason: err.Error()}
-		}
-		if isEmptyYAML(b) {
-			continue
-		}
-		j, err := yaml.YAMLToJSONStrict(b)
-		if err != nil {
-			return nil, &Error{File: file, Doc: idx, Item: -1, Reason: err.Error()}
-		}
-		if t := bytes.TrimSpace(j); len(t) == 0 || t[0] != '{' {
-			return nil, &Error{File: file, Doc: idx, Item: -1, Reason: "not an object (want a Kubernetes object with apiVersion and kind)"}
-		}
-		docs = append(docs, Document{File: file, Index: idx, JSON: j})
-	}
-	if len(docs) == 0 {
-		return nil, &Error{File: file, Item: -1, Reason: "no documents"}
+	err := EachDocument(file, data, func(d Document) error {
+		docs = append(docs, d)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return docs, nil
 }

@@ -341,38 +341,14 @@ type Object struct {
 func (o Object) Label() string { return fmt.Sprintf("%s %q", o.Kind, o.Metadata.Name) }
 
 // Objects splits data into objects, expanding Lists.
-func Objects(file string, data []byte) (_ []Object, retErr error) {
-	defer func() { retErr = Locate(retErr, data) }()
-	docs, err := Documents(file, data)
+func Objects(file string, data []byte) ([]Object, error) {
+	var out []Object
+	err := EachObject(file, data, func(o Object) error {
+		out = append(out, o)
+		return nil
+	})
 	if err != nil {
 		return nil, err
-	}
-	var out []Object
-	for _, d := range docs {
-		m, err := Peek(d)
-		if err != nil {
-			return nil, err
-		}
-		if !strings.HasSuffix(m.Kind, "List") {
-			out = append(out, Object{Source: Source{File: file, Doc: d.Index, Item: -1}, TypeMeta: m, JSON: d.JSON})
-			continue
-		}
-		var l struct {
-			APIVersion string            `json:"apiVersion"`
-			Kind       string            `json:"kind"`
-			Metadata   listMeta          `json:"metadata"`
-			Items      []json.RawMessage `json:"items"`
-		}
-		if field, reason, bad := strict(d.JSON, &l); bad {
-			return nil, d.errorf(-1, "", field, "%s", reason)
-		}
-		for i, raw := range l.Items {
-			im, err := Peek(Document{File: file, Index: d.Index, JSON: raw})
-			if err != nil {
-				return nil, d.errorf(i, "", "", "%s", err.(*Error).Reason)
-			}
-			out = append(out, Object{Source: Source{File: file, Doc: d.Index, Item: i}, TypeMeta: im, JSON: raw})
-		}
 	}
 	return out, nil
 }
