@@ -93,7 +93,7 @@ func TestK8sLintHelmChart(t *testing.T) {
 	chart := writeChart(t)
 	code, out, errs := run(t, "k8s", "lint", "-f", chart)
 	tmpl := filepath.Join(chart, "templates", "deployment.yaml")
-	if code != 1 || !strings.Contains(out, "Deployment/default/release-name  ("+tmpl+" document 1)") || !strings.Contains(out, "[gpu.limits") {
+	if code != 1 || !strings.Contains(out, "Deployment/default/release-name") || !strings.Contains(out, "at "+tmpl+" document 1") || !strings.Contains(out, "[gpu.limits") {
 		t.Fatalf("chart with a request-only GPU: exit %d\n%s%s", code, out, errs)
 	}
 	fix := filepath.Join(t.TempDir(), "fix.yaml")
