@@ -337,3 +337,66 @@ func TestSymlinkCreatesParent0755(t *testing.T) {
 	}
 	assertSame(t, orig, root)
 }
+
+// A file step whose restore cannot be written fails the rollback, and the
+// journal read back keeps the step done with its error; once writes work
+// again the rollback restores the bytes, the mode and (as root) the owner.
+func TestFileRevertWriteFailureAndOwner(t *testing.T) {
+	ctx := context.Background()
+	fsys, root := newHost(t)
+	p := filepath.Join(root, "etc/security/limits.conf")
+	asRoot := os.Geteuid() == 0
+	if asRoot {
+		if err := os.Lchown(p, 1234, 4321); err != nil {
+			t.Fatal(err)
+		}
+	}
+	orig := snap(t, root)
+	res, err := Run(ctx, fsys, stateDir, Meta{Owner: "tune"}, plan(func(tx *Tx) []Action {
+		a, err := tx.WriteFile("limits", "/etc/security/limits.conf", []byte("gpunode\n"), 0o600)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if asRoot {
+		if err := os.Lchown(p, 0, 0); err != nil { // as a later edit by root would leave it
+			t.Fatal(err)
+		}
+	}
+	broken := true
+	ffs := fsys.WithFaults(&hostfs.Faults{Hook: func(_ int, op hostfs.Op, q string) error {
+		if broken && op == hostfs.OpOpenWrite && strings.HasPrefix(q, "/etc/security/") {
+			return syscall.EIO
+		}
+		return nil
+	}})
+	if _, err := Rollback(ctx, ffs, stateDir, WithForce(true)); err == nil || !strings.Contains(err.Error(), "/etc/security/limits.conf") {
+		t.Fatalf("rollback through a failing write = %v, want an error naming the file", err)
+	}
+	tx, err := Load(fsys, stateDir+"/"+res.ID+".journal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := len(tx.Steps) - 1
+	if tx.State != StateOpen || tx.Steps[last].State != StepDone || tx.Steps[last].RevertError == "" {
+		t.Fatalf("journal after the failed restore: %s %+v", tx.State, tx.Steps[last])
+	}
+	if b, _ := os.ReadFile(p); string(b) != "gpunode\n" {
+		t.Fatalf("failed restore left %q", b)
+	}
+	broken = false
+	if _, err := Rollback(ctx, ffs, stateDir, WithForce(true)); err != nil {
+		t.Fatal(err)
+	}
+	assertSame(t, orig, root)
+	if asRoot {
+		var st syscall.Stat_t
+		if err := syscall.Lstat(p, &st); err != nil || st.Uid != 1234 || st.Gid != 4321 {
+			t.Errorf("owner after rollback %d:%d (%v), want 1234:4321", st.Uid, st.Gid, err)
+		}
+	}
+}
