@@ -592,7 +592,8 @@ func (f *FS) ReadString(p string) (string, error) {
 	return strings.TrimSpace(string(b)), nil
 }
 
-// ReadInt reads a file holding one decimal integer.
+// ReadInt reads a file holding one decimal integer. With an error it
+// returns 0.
 func (f *FS) ReadInt(p string) (int64, error) {
 	s, err := f.ReadString(p)
 	if err != nil {

@@ -1,0 +1,196 @@
+package hostfs
+
+// Edges of the door read back: ReadInt's zero with every error, ReadDir
+// across its batch size, a capture that must replace a link whose target
+// only starts like the right one, and a capture whose entry in the way
+// cannot be removed.
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// ReadInt (of the FS and of a Dir) returns 0 with every error: a missing
+// file, a value that is not a decimal integer, one beyond int64.
+func TestReadIntZeroWithError(t *testing.T) {
+	root, f := mtRoot(t)
+	mtWrite(t, filepath.Join(root, "d/ok"), []byte(" -42\n"))
+	mtWrite(t, filepath.Join(root, "d/word"), []byte("seven\n"))
+	mtWrite(t, filepath.Join(root, "d/big"), []byte("9223372036854775808\n"))
+	d := f.Dir("/d")
+	defer d.Close()
+	if n, err := f.ReadInt("/d/ok"); err != nil || n != -42 {
+		t.Errorf("FS.ReadInt(ok) = %d, %v", n, err)
+	}
+	if n, err := d.ReadInt("ok"); err != nil || n != -42 {
+		t.Errorf("Dir.ReadInt(ok) = %d, %v", n, err)
+	}
+	for _, name := range []string{"missing", "word", "big"} {
+		n, err := f.ReadInt("/d/" + name)
+		if err == nil || n != 0 || !strings.Contains(err.Error(), "/d/"+name) {
+			t.Errorf("FS.ReadInt(%s) = %d, %v; want 0 and an error naming the file", name, n, err)
+		}
+		n, err = d.ReadInt(name)
+		if err == nil || n != 0 || !strings.Contains(err.Error(), "/d/"+name) {
+			t.Errorf("Dir.ReadInt(%s) = %d, %v; want 0 and an error naming the file", name, n, err)
+		}
+	}
+}
+
+// ReadDir lists every entry, sorted by name, in directories below, at and
+// above its batch of 4096 entries; a missing directory is ErrNotExist.
+func TestReadDirAcrossBatches(t *testing.T) {
+	// Thousands of files: on a tmpfs when there is one.
+	root := t.TempDir()
+	if shm, err := os.MkdirTemp("/dev/shm", "hostfs-readdir-"); err == nil {
+		root = shm
+		t.Cleanup(func() { os.RemoveAll(shm) })
+	}
+	f, err := New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{0, 3, 4097} {
+		dir := filepath.Join(root, fmt.Sprintf("d%d", n))
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		want := make([]string, n)
+		for i := range n {
+			want[i] = fmt.Sprintf("e%05d", n-1-i) // created in reverse order
+			if err := os.WriteFile(filepath.Join(dir, want[i]), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		slices.Sort(want)
+		ents, err := f.ReadDir(fmt.Sprintf("/d%d", n))
+		if err != nil {
+			t.Fatalf("%d entries: %v", n, err)
+		}
+		got := make([]string, len(ents))
+		for i, e := range ents {
+			got[i] = e.Name()
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%d entries: ReadDir gave %d, sorted %v", n, len(got), slices.IsSorted(got))
+		}
+	}
+	if _, err := f.ReadDir("/nope"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("missing directory: %v", err)
+	}
+}
+
+// A link left in the output whose target only begins with the right one
+// ("realx" for "real") is not right: the capture replaces it.
+func TestCaptureReplacesLinkWithLongerTarget(t *testing.T) {
+	root, f := mtRoot(t)
+	mtWrite(t, filepath.Join(root, "real/file"), []byte("x"))
+	if err := os.Symlink("real", filepath.Join(root, "via")); err != nil {
+		t.Fatal(err)
+	}
+	f.Record()
+	if _, err := f.ReadFile("/via/file"); err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(t.TempDir(), "out")
+	mkdir(t, dst)
+	for _, planted := range []string{"realx", "rea", "real/", "REAL"} {
+		os.Remove(filepath.Join(dst, "via"))
+		if err := os.Symlink(planted, filepath.Join(dst, "via")); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.CopyRecordedWith(dst, CopyOptions{Force: true}); err != nil {
+			t.Fatalf("planted %q: %v", planted, err)
+		}
+		if tg, err := os.Readlink(filepath.Join(dst, "via")); err != nil || tg != "real" {
+			t.Errorf("planted %q: link is %q, %v; want real", planted, tg, err)
+		}
+		if b, err := os.ReadFile(filepath.Join(dst, "real/file")); err != nil || string(b) != "x" {
+			t.Errorf("planted %q: real/file %q, %v", planted, b, err)
+		}
+	}
+}
+
+// fsImmutable is FS_IMMUTABLE_FL of linux/fs.h (chattr +i).
+const fsImmutable = 0x10
+
+// lockDir makes entries of dir impossible to remove: chattr +i as root
+// (root ignores permissions), mode 0555 otherwise. It reports false when
+// neither works here (a filesystem without attribute flags, as root).
+func lockDir(t *testing.T, dir string) bool {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		if err := os.Chmod(dir, 0o555); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.Chmod(dir, 0o755) })
+		return true
+	}
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	var flags int
+	if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.FS_IOC_GETFLAGS, uintptr(unsafe.Pointer(&flags))); e != 0 {
+		return false
+	}
+	set := flags | fsImmutable
+	if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.FS_IOC_SETFLAGS, uintptr(unsafe.Pointer(&set))); e != 0 {
+		return false
+	}
+	t.Cleanup(func() {
+		if fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err == nil {
+			unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.FS_IOC_SETFLAGS, uintptr(unsafe.Pointer(&flags)))
+			unix.Close(fd)
+		}
+	})
+	return true
+}
+
+// A capture with --force whose entry in the way cannot be removed fails
+// with the unlink error naming that entry, and leaves the entry as it was.
+func TestCaptureUnlinkRefused(t *testing.T) {
+	src := recordedSource(t)
+	dst := filepath.Join(t.TempDir(), "out")
+	mtWrite(t, filepath.Join(dst, "proc/cpuinfo"), []byte("planted\n"))
+	if !lockDir(t, filepath.Join(dst, "proc")) {
+		t.Skip("cannot make a directory's entries unremovable here (no attribute flags on this filesystem)")
+	}
+	err := src.CopyRecordedWith(dst, CopyOptions{Force: true})
+	// The capture goes on past a failed path and joins the errors: find
+	// the one of proc/cpuinfo among them.
+	var unlink *fs.PathError
+	var walk func(error)
+	walk = func(e error) {
+		var pe *fs.PathError
+		switch {
+		case e == nil:
+		case errors.As(e, &pe) && strings.HasSuffix(pe.Path, "/proc/cpuinfo"):
+			unlink = pe
+		default:
+			if j, ok := e.(interface{ Unwrap() []error }); ok {
+				for _, x := range j.Unwrap() {
+					walk(x)
+				}
+			}
+		}
+	}
+	walk(err)
+	if unlink == nil || unlink.Op != "unlink" || !(errors.Is(unlink, syscall.EPERM) || errors.Is(unlink, syscall.EACCES)) {
+		t.Fatalf("capture over an unremovable entry: %v; want an unlink error on proc/cpuinfo", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dst, "proc/cpuinfo")); string(b) != "planted\n" {
+		t.Errorf("the entry in the way became %q", b)
+	}
+}
