@@ -1,0 +1,94 @@
+package bind
+
+// The live end of the NUMA chain over stand-ins for its two system calls:
+// get_mempolicy(2)'s words decoded, and the choice between the memory
+// policy's node and the node of the CPU gpunode runs on.
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// The mode word and node mask as get_mempolicy(2) writes them: modes 0-6
+// (MPOL_DEFAULT .. MPOL_WEIGHTED_INTERLEAVE), flags MPOL_F_STATIC_NODES
+// (1<<15), MPOL_F_RELATIVE_NODES (1<<14), MPOL_F_NUMA_BALANCING (1<<13),
+// node n in bit n%64 of word n/64.
+func TestDecodeMemPolicy(t *testing.T) {
+	mask := func(nodes ...int) []uint64 {
+		m := make([]uint64, 1024/64)
+		for _, n := range nodes {
+			m[n/64] |= 1 << (n % 64)
+		}
+		return m
+	}
+	for _, c := range []struct {
+		mode  int
+		mask  []uint64
+		want  string
+		flags []string
+		nodes []int
+	}{
+		{0, mask(), "default", nil, []int{}},
+		{1, mask(1), "preferred", nil, []int{1}},
+		{2, mask(0, 1), "bind", nil, []int{0, 1}},
+		{3, mask(0, 63, 64, 65), "interleave", nil, []int{0, 63, 64, 65}},
+		{4, mask(), "local", nil, []int{}},
+		{5, mask(127, 128, 1023), "preferred-many", nil, []int{127, 128, 1023}},
+		{6, mask(2), "weighted-interleave", nil, []int{2}},
+		{7, mask(), "mode-7", nil, []int{}},
+		{2 | 1<<15, mask(3), "bind", []string{"static"}, []int{3}},
+		{3 | 1<<14, mask(3), "interleave", []string{"relative"}, []int{3}},
+		{2 | 1<<13, mask(3), "bind", []string{"numa-balancing"}, []int{3}},
+		{1 | 1<<15 | 1<<14 | 1<<13, mask(), "preferred", []string{"static", "relative", "numa-balancing"}, []int{}},
+	} {
+		st := decodeMemPolicy(c.mode, c.mask)
+		if st.Mode != c.want || !slices.Equal(st.Flags, c.flags) || st.Nodes == nil || !slices.Equal(st.Nodes, c.nodes) {
+			t.Errorf("mode %#x: %+v, want %s %v %v", c.mode, st, c.want, c.flags, c.nodes)
+		}
+	}
+}
+
+func TestCurrentNode(t *testing.T) {
+	gh := discover(t, "gh200") // node 0 has the CPUs, nodes 1-8 memory only
+	pol := func(mode string, nodes ...int) func() (MemPolicyState, error) {
+		return func() (MemPolicyState, error) { return MemPolicyState{Mode: mode, Nodes: nodes}, nil }
+	}
+	cpu := func(c, n int) func() (int, int, error) {
+		return func() (int, int, error) { return c, n, nil }
+	}
+	for _, c := range []struct {
+		name string
+		pol  func() (MemPolicyState, error)
+		node int
+		how  string
+	}{
+		{"bind to a node with CPUs", pol("bind", 0), 0, "NUMA node 0 of the current memory policy (bind [0])"},
+		{"memory-only nodes first", pol("preferred-many", 1, 2, 0), 0, "NUMA node 0 of the current memory policy (preferred-many [1 2 0])"},
+		{"only memory-only nodes", pol("bind", 1, 2), 5, "NUMA node 5 of CPU 17, where gpunode runs (memory policy bind)"},
+		{"no such node", pol("bind", 40), 5, "NUMA node 5 of CPU 17, where gpunode runs (memory policy bind)"},
+		{"default", pol("default", 0), 5, "NUMA node 5 of CPU 17, where gpunode runs (memory policy default)"},
+		{"local", pol("local", 0), 5, "NUMA node 5 of CPU 17, where gpunode runs (memory policy local)"},
+		{"get_mempolicy fails", func() (MemPolicyState, error) {
+			return MemPolicyState{Mode: "bind", Nodes: []int{0}}, syscall.ENOSYS
+		}, 5, "NUMA node 5 of CPU 17, where gpunode runs (memory policy bind)"},
+		{"no policy", pol(""), 5, "NUMA node 5 of CPU 17, where gpunode runs (memory policy none)"},
+	} {
+		node, how, err := currentNode(gh, c.pol, cpu(17, 5))
+		if err != nil || node != c.node || how != c.how {
+			t.Errorf("%s: %d %q %v, want %d %q", c.name, node, how, err, c.node, c.how)
+		}
+	}
+	// getcpu(2) failing is an error, not node 0.
+	_, how, err := currentNode(gh, pol("default"), func() (int, int, error) { return 3, 4, syscall.EPERM })
+	if !errors.Is(err, syscall.EPERM) || how != "" {
+		t.Errorf("getcpu failing: %q %v, want the error", how, err)
+	}
+	// And the live one answers with a node of this machine.
+	node, how, err := LivePolicy{}.CurrentNode(gh)
+	if err != nil || node < 0 || !strings.HasPrefix(how, "NUMA node ") {
+		t.Errorf("live: %d %q %v", node, how, err)
+	}
+}
