@@ -11,6 +11,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -193,8 +194,10 @@ func TestFailedRevertRecordAndTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := b.String()
+	if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(res.ID) + `\s.*\sERROR \(see below\)$`).MatchString(out) {
+		t.Errorf("no row of %s ends in the cell \"ERROR (see below)\":\n%s", res.ID, out)
+	}
 	for _, w := range []string{
-		"ERROR (see below)",
 		"Not restored (fix the cause and run the rollback again, or --skip REF):",
 		res.ID + ":0 /proc/sys/vm/swappiness: " + want,
 		"rolled back 1 transaction(s), 2 step(s)",
