@@ -194,3 +194,139 @@ func TestCaptureUnlinkRefused(t *testing.T) {
 		t.Errorf("the entry in the way became %q", b)
 	}
 }
+
+// CheckOutput and WriteOutput refuse an empty file name, as a write error.
+func TestOutputEmptyName(t *testing.T) {
+	for what, err := range map[string]error{
+		"CheckOutput": CheckOutput("", OutputOptions{}),
+		"WriteOutput": WriteOutput("", []byte("x"), 0o644, OutputOptions{Force: true}),
+	} {
+		var pe *fs.PathError
+		if !errors.As(err, &pe) || pe.Op != "write" || !strings.Contains(err.Error(), "empty file name") {
+			t.Errorf("%s(\"\") = %v, want a write error for the empty name", what, err)
+		}
+	}
+}
+
+// An FS remembers 64 refused paths; beyond that it counts them.
+func TestRefusedAtItsBound(t *testing.T) {
+	for _, c := range []struct{ fifos, listed, more int }{{63, 63, 0}, {64, 64, 0}, {65, 64, 1}, {67, 64, 3}} {
+		root, f := mtRoot(t)
+		for i := range c.fifos {
+			if err := unix.Mkfifo(filepath.Join(root, fmt.Sprintf("p%03d", i)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i := range c.fifos {
+			if _, err := f.ReadFile(fmt.Sprintf("/p%03d", i)); !errors.Is(err, ErrNotRegular) {
+				t.Fatalf("fifo %d: %v", i, err)
+			}
+		}
+		_, _ = f.ReadFile("/p000") // a path already refused is not counted again
+		got := f.Refused()
+		want := c.listed
+		if c.more > 0 {
+			want++
+		}
+		if len(got) != want {
+			t.Fatalf("%d FIFOs: %d lines, want %d", c.fifos, len(got), want)
+		}
+		if got[0] != "/p000: not a regular file (FIFO)" {
+			t.Errorf("%d FIFOs: first line %q", c.fifos, got[0])
+		}
+		last := got[len(got)-1]
+		if c.more > 0 && last != fmt.Sprintf("... and %d more host paths that are not regular files", c.more) {
+			t.Errorf("%d FIFOs: last line %q", c.fifos, last)
+		}
+		if c.more == 0 && strings.HasPrefix(last, "...") {
+			t.Errorf("%d FIFOs: %q with nothing beyond the bound", c.fifos, last)
+		}
+	}
+}
+
+// A path whose parent cannot be resolved (a link loop) is a "resolve"
+// error naming the path; so is the root, which has no parent.
+func TestParentResolveErrors(t *testing.T) {
+	root, f := mtRoot(t)
+	if err := os.Symlink("/loop", filepath.Join(root, "loop")); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"/loop/x", "/"} {
+		_, err := f.Lstat(p)
+		var pe *fs.PathError
+		if !errors.As(err, &pe) || pe.Op != "resolve" || pe.Path != p {
+			t.Errorf("Lstat(%s) = %v, want a resolve error on %s", p, err, p)
+		}
+	}
+}
+
+// Temporary names: a leading dot and ".gpunode-tmp-", both.
+func TestIsTempNameLiterals(t *testing.T) {
+	for n, want := range map[string]bool{
+		".x.gpunode-tmp-1":         true,
+		".gpunode-tmp-":            true,
+		"x.gpunode-tmp-1":          false,
+		".x.gpunode-tmp":           false,
+		".x":                       false,
+		"x":                        false,
+		".a.journal.gpunode-tmp-w": true,
+	} {
+		if IsTempName(n) != want {
+			t.Errorf("IsTempName(%q) = %v", n, !want)
+		}
+	}
+	if got := TempName("/etc/x.conf", "w"); got != "/etc/.x.conf.gpunode-tmp-w" || !IsTempName(filepath.Base(got)) {
+		t.Errorf("TempName = %q", got)
+	}
+}
+
+// SymlinkVia replaces a stale file at its temporary name; a temporary name
+// that cannot be removed (a directory with something in it) is an error
+// naming it, and the link is not made.
+func TestSymlinkViaStaleTemp(t *testing.T) {
+	root, f := mtRoot(t)
+	mkdir(t, filepath.Join(root, "d"))
+	mtWrite(t, filepath.Join(root, "d/.l.tmp"), []byte("stale"))
+	if err := f.SymlinkVia("target", "/d/l", "/d/.l.tmp"); err != nil {
+		t.Fatal(err)
+	}
+	if tg, err := os.Readlink(filepath.Join(root, "d/l")); err != nil || tg != "target" {
+		t.Errorf("link %q, %v", tg, err)
+	}
+	if _, err := os.Lstat(filepath.Join(root, "d/.l.tmp")); !os.IsNotExist(err) {
+		t.Errorf("temporary name left: %v", err)
+	}
+	mtWrite(t, filepath.Join(root, "d/.m.tmp/inside"), []byte("x"))
+	err := f.SymlinkVia("target", "/d/m", "/d/.m.tmp")
+	if err == nil || !strings.Contains(err.Error(), "/d/.m.tmp") {
+		t.Errorf("a temporary name in the way: %v, want an error naming it", err)
+	}
+	if _, err := os.Lstat(filepath.Join(root, "d/m")); !os.IsNotExist(err) {
+		t.Errorf("the link was made anyway: %v", err)
+	}
+}
+
+// The directories of a capture are made with mode 0755 (under umask 0).
+func TestCaptureDirMode(t *testing.T) {
+	src := recordedSource(t)
+	old := unix.Umask(0)
+	defer unix.Umask(old)
+	dst := filepath.Join(t.TempDir(), "out")
+	if err := src.CopyRecordedWith(dst, CopyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	err := filepath.WalkDir(dst, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() || p == dst {
+			return err
+		}
+		n++
+		if fi, err := d.Info(); err != nil || fi.Mode().Perm() != 0o755 {
+			t.Errorf("%s: %v %v, want mode 0755", p, fi.Mode(), err)
+		}
+		return nil
+	})
+	if err != nil || n < 3 {
+		t.Fatalf("walked %d directories: %v", n, err)
+	}
+}
