@@ -6,10 +6,17 @@ package bind
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
 	"testing"
+
+	"k8s.io/utils/cpuset"
+
+	"github.com/gpunode/gpunode/internal/hostfs"
+	"github.com/gpunode/gpunode/internal/topo"
 )
 
 // The mode word and node mask as get_mempolicy(2) writes them: modes 0-6
@@ -90,5 +97,44 @@ func TestCurrentNode(t *testing.T) {
 	node, how, err := LivePolicy{}.CurrentNode(gh)
 	if err != nil || node < 0 || !strings.HasPrefix(how, "NUMA node ") {
 		t.Errorf("live: %d %q %v", node, how, err)
+	}
+}
+
+// setAffinity refuses an empty set with exactly that input error.
+func TestSetAffinityEmpty(t *testing.T) {
+	for _, cpus := range [][]int{nil, {}} {
+		err := setAffinity(cpus)
+		if !errors.Is(err, ErrInput) || err.Error() != "bad input: empty CPU set" {
+			t.Errorf("setAffinity(%v) = %v", cpus, err)
+		}
+	}
+}
+
+// A cgroup whose directory is missing is made (mode 0755) under a parent
+// with cpuset enabled; on a fake tree the kernel's files do not appear in
+// it, so the next step fails on cpuset.cpus - after the directory exists.
+func TestJoinCgroupMakesTheDirectory(t *testing.T) {
+	root := t.TempDir()
+	cg := filepath.Join(root, "sys/fs/cgroup")
+	if err := os.MkdirAll(filepath.Join(cg, "gpu"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"cgroup.controllers", "cgroup.subtree_control", "gpu/cgroup.subtree_control"} {
+		if err := os.WriteFile(filepath.Join(cg, f), []byte("cpuset cpu\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fsys, err := hostfs.New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &Cgroup{Name: "gpu/new", Path: DefaultCgFS + "/gpu/new", CPUs: topo.NewCPUList(cpuset.New(2, 3)), Mems: "0"}
+	err = joinCgroup(fsys, c)
+	if err == nil || !strings.Contains(err.Error(), "--cgroup gpu/new: /sys/fs/cgroup/gpu/new/cpuset.cpus: ") {
+		t.Fatalf("joinCgroup = %v, want the cpuset.cpus write to fail after the directory was made", err)
+	}
+	fi, serr := os.Stat(filepath.Join(cg, "gpu/new"))
+	if serr != nil || !fi.IsDir() || fi.Mode().Perm() != 0o755 {
+		t.Fatalf("gpu/new: %v %v, want a directory of mode 0755", fi, serr)
 	}
 }
