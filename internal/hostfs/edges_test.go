@@ -330,3 +330,41 @@ func TestCaptureDirMode(t *testing.T) {
 		t.Fatalf("walked %d directories: %v", n, err)
 	}
 }
+
+// A file of known size costs one read(2): empty, small, exactly one page,
+// big, big with no blocks (sparse), and a short attribute under /sys.
+func TestOneReadForAKnownSize(t *testing.T) {
+	root, base := mtRoot(t)
+	files := map[string][]byte{
+		"empty": {},
+		"small": []byte(strings.Repeat("s", 100)),
+		"page":  []byte(strings.Repeat("p", 4096)),
+		"big":   []byte(strings.Repeat("b", 10000)),
+	}
+	for n, b := range files {
+		mtWrite(t, filepath.Join(root, n), b)
+	}
+	sparse := filepath.Join(root, "sparse")
+	mtWrite(t, sparse, nil)
+	if err := os.Truncate(sparse, 10000); err != nil {
+		t.Fatal(err)
+	}
+	files["sparse"] = make([]byte, 10000)
+	mtWrite(t, filepath.Join(root, "sys/attr"), []byte("42\n"))
+	files["sys/attr"] = []byte("42\n")
+	reads := map[string]int{}
+	f := base.WithFaults(&Faults{Read: func(p string) { reads[p]++ }})
+	for n, want := range files {
+		got, err := f.ReadFile("/" + n)
+		if err != nil || string(got) != string(want) {
+			t.Errorf("%s: %d bytes, %v; want %d", n, len(got), err, len(want))
+		}
+		if reads["/"+n] != 1 {
+			t.Errorf("%s: %d reads, want 1", n, reads["/"+n])
+		}
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(sparse, &st); err == nil && st.Blocks != 0 {
+		t.Logf("sparse file has %d blocks here: the no-block case is not covered", st.Blocks)
+	}
+}
