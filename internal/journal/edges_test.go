@@ -9,6 +9,7 @@ package journal
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -401,5 +402,53 @@ func TestFileRevertWriteFailureAndOwner(t *testing.T) {
 		if err := syscall.Lstat(p, &st); err != nil || st.Uid != 1234 || st.Gid != 4321 {
 			t.Errorf("owner after rollback %d:%d (%v), want 1234:4321", st.Uid, st.Gid, err)
 		}
+	}
+}
+
+// A journal of a foreign version names the version it has and the ones
+// this build reads.
+func TestDecodeNamesTheForeignVersion(t *testing.T) {
+	for _, v := range []string{"v0", "v3", "v9", "x2"} {
+		_, err := Decode([]byte("gpunode-journal " + v + " sha256:00\n{}\n"))
+		if !errors.Is(err, ErrVersion) || !strings.Contains(err.Error(), "file is format "+v+", this gpunode reads v1 to v2") {
+			t.Errorf("%s: %v", v, err)
+		}
+	}
+}
+
+// A value step written by an older build (no raw original) whose restore
+// cannot be written fails the rollback; once writes work it restores the
+// original.
+func TestValueRevertWithoutRawOriginal(t *testing.T) {
+	ctx := context.Background()
+	fsys, root := newHost(t)
+	p := filepath.Join(root, "proc/sys/vm/swappiness")
+	if _, err := Run(ctx, fsys, stateDir, Meta{Owner: "tune"}, plan(func(*Tx) []Action {
+		return []Action{{
+			Step: Step{Kind: KindValue, ID: "a", Path: "/proc/sys/vm/swappiness", Original: "60", New: "0"},
+			Do:   func(context.Context) error { return fsys.WriteString("/proc/sys/vm/swappiness", "0") },
+		}}
+	})); err != nil {
+		t.Fatal(err)
+	}
+	broken := true
+	ffs := fsys.WithFaults(&hostfs.Faults{Hook: func(_ int, op hostfs.Op, q string) error {
+		if broken && op == hostfs.OpOpenWrite && q == "/proc/sys/vm/swappiness" {
+			return syscall.EIO
+		}
+		return nil
+	}})
+	if _, err := Rollback(ctx, ffs, stateDir); err == nil || !strings.Contains(err.Error(), "/proc/sys/vm/swappiness") {
+		t.Fatalf("rollback through a failing write = %v", err)
+	}
+	if b, _ := os.ReadFile(p); string(b) != "0" {
+		t.Fatalf("swappiness %q after a failed restore", b)
+	}
+	broken = false
+	if _, err := Rollback(ctx, ffs, stateDir); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(p); strings.TrimSpace(string(b)) != "60" {
+		t.Fatalf("swappiness %q, want 60", b)
 	}
 }
