@@ -190,6 +190,11 @@ func TestCaptureUnlinkRefused(t *testing.T) {
 	if unlink == nil || unlink.Op != "unlink" || !(errors.Is(unlink, syscall.EPERM) || errors.Is(unlink, syscall.EACCES)) {
 		t.Fatalf("capture over an unremovable entry: %v; want an unlink error on proc/cpuinfo", err)
 	}
+	// The directory it could not make below is named too, as its path in
+	// the output.
+	if msg := err.Error(); !strings.Contains(msg, "mkdir "+filepath.Join(dst, "proc/sys")+": ") {
+		t.Errorf("capture error %q does not name %s", msg, filepath.Join(dst, "proc/sys"))
+	}
 	if b, _ := os.ReadFile(filepath.Join(dst, "proc/cpuinfo")); string(b) != "planted\n" {
 		t.Errorf("the entry in the way became %q", b)
 	}
@@ -366,5 +371,44 @@ func TestOneReadForAKnownSize(t *testing.T) {
 	var st unix.Stat_t
 	if err := unix.Stat(sparse, &st); err == nil && st.Blocks != 0 {
 		t.Logf("sparse file has %d blocks here: the no-block case is not covered", st.Blocks)
+	}
+}
+
+// A listed directory is captured as placeholders of every entry, in any
+// order of kinds: directories as empty directories, files as empty files,
+// links as links with their targets.
+func TestCapturePlaceholders(t *testing.T) {
+	root, f := mtRoot(t)
+	d := filepath.Join(root, "sys/class/x")
+	for _, sub := range []string{"a-dir", "c-dir"} {
+		mkdir(t, filepath.Join(d, sub))
+	}
+	for _, file := range []string{"b-file", "d-file"} {
+		mtWrite(t, filepath.Join(d, file), []byte("content"))
+	}
+	if err := os.Symlink("../y", filepath.Join(d, "e-link")); err != nil {
+		t.Fatal(err)
+	}
+	f.Record()
+	if _, err := f.ReadDirNames("/sys/class/x"); err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(t.TempDir(), "out")
+	if err := f.CopyRecorded(dst); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dst, "sys/class/x")
+	for name, want := range map[string]fs.FileMode{"a-dir": fs.ModeDir, "b-file": 0, "c-dir": fs.ModeDir, "d-file": 0, "e-link": fs.ModeSymlink} {
+		fi, err := os.Lstat(filepath.Join(out, name))
+		if err != nil || fi.Mode().Type() != want {
+			t.Errorf("%s: %v %v, want type %v", name, fi, err, want)
+			continue
+		}
+		if want == 0 && fi.Size() != 0 {
+			t.Errorf("%s: %d bytes, want an empty placeholder", name, fi.Size())
+		}
+	}
+	if tg, err := os.Readlink(filepath.Join(out, "e-link")); err != nil || tg != "../y" {
+		t.Errorf("e-link -> %q, %v", tg, err)
 	}
 }
