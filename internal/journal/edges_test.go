@@ -452,3 +452,35 @@ func TestValueRevertWithoutRawOriginal(t *testing.T) {
 		t.Fatalf("swappiness %q, want 60", b)
 	}
 }
+
+// The rollback table's columns, as the spec names them: five, and four
+// more with -o wide; a dry run says WOULD RESTORE.
+func TestRollbackTableColumns(t *testing.T) {
+	ctx := context.Background()
+	fsys, _ := newHost(t)
+	if _, err := Run(ctx, fsys, stateDir, Meta{Owner: "tune", Profile: "p"}, twoSteps(t)); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		dry  bool
+		wide bool
+		want string
+	}{
+		{true, false, "TRANSACTION OWNER STEP TARGET WOULD RESTORE"},
+		{true, true, "TRANSACTION OWNER STEP TARGET WOULD RESTORE REF PROFILE STARTED WAS"},
+		{false, true, "TRANSACTION OWNER STEP TARGET RESTORED REF PROFILE STARTED WAS"},
+	} {
+		rep, err := Rollback(ctx, fsys, stateDir, WithDryRun(c.dry))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b bytes.Buffer
+		if err := (RollbackReport{Report: rep}).WriteTable(&b, output.Options{Wide: c.wide}); err != nil {
+			t.Fatal(err)
+		}
+		header, _, _ := strings.Cut(b.String(), "\n")
+		if got := strings.Join(strings.Fields(header), " "); got != c.want {
+			t.Errorf("dry %v wide %v: header %q, want %q", c.dry, c.wide, got, c.want)
+		}
+	}
+}
