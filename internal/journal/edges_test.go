@@ -484,3 +484,56 @@ func TestRollbackTableColumns(t *testing.T) {
 		}
 	}
 }
+
+// A file whose original state cannot be read (its parent is a link loop)
+// is an error when the change is planned, not a change skipped.
+func TestWriteFileUnreadableOriginal(t *testing.T) {
+	ctx := context.Background()
+	fsys, root := newHost(t)
+	if err := os.Symlink("/etc/loop", filepath.Join(root, "etc/loop")); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Run(ctx, fsys, stateDir, Meta{Owner: "tune"}, func(_ context.Context, tx *Tx) ([]Action, error) {
+		a, err := tx.WriteFile("x", "/etc/loop/x.conf", []byte("x\n"), 0o644)
+		if err == nil {
+			t.Errorf("WriteFile under a link loop = %v, nil; want an error", a)
+		}
+		return a, err
+	})
+	if err == nil {
+		t.Fatal("Run succeeded")
+	}
+	if names, _ := filepath.Glob(filepath.Join(root, stateDir, "*.journal")); len(names) != 0 {
+		t.Errorf("journals %v after a refused plan", names)
+	}
+}
+
+// Batched actions, the last of them too, are each done and journaled.
+func TestBatchToTheEnd(t *testing.T) {
+	ctx := context.Background()
+	fsys, root := newHost(t)
+	res, err := Run(ctx, fsys, stateDir, Meta{Owner: "tune"}, plan(func(tx *Tx) []Action {
+		var out []Action
+		for _, c := range [][2]string{{"/proc/sys/vm/swappiness", "1"}, {"/proc/sys/vm/dirty_ratio", "2"}} {
+			a, err := tx.SetValue(c[0], c[0], "", c[1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			a.Batch = true
+			out = append(out, a)
+		}
+		return out
+	}))
+	if err != nil || res.Steps != 2 {
+		t.Fatalf("Run = %+v, %v", res, err)
+	}
+	for p, want := range map[string]string{"proc/sys/vm/swappiness": "1", "proc/sys/vm/dirty_ratio": "2"} {
+		if b, _ := os.ReadFile(filepath.Join(root, p)); string(b) != want {
+			t.Errorf("%s = %q, want %q", p, b, want)
+		}
+	}
+	tx, err := Load(fsys, stateDir+"/"+res.ID+".journal")
+	if err != nil || len(tx.Steps) != 2 || tx.Steps[0].State != StepDone || tx.Steps[1].State != StepDone {
+		t.Fatalf("journal: %+v %v", tx, err)
+	}
+}
