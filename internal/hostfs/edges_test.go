@@ -372,6 +372,28 @@ func TestOneReadForAKnownSize(t *testing.T) {
 	if err := unix.Stat(sparse, &st); err == nil && st.Blocks != 0 {
 		t.Logf("sparse file has %d blocks here: the no-block case is not covered", st.Blocks)
 	}
+	// One page with no blocks looks like a sysfs attribute; its full
+	// first read is not the end, and it is read whole.
+	page := filepath.Join(root, "sparse-page")
+	mtWrite(t, page, nil)
+	if err := os.Truncate(page, 4096); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := f.ReadFile("/sparse-page"); err != nil || len(got) != 4096 || strings.Trim(string(got), "\x00") != "" {
+		t.Errorf("sparse page: %d bytes, %v", len(got), err)
+	}
+}
+
+// ReadHead reads at most n bytes: none for 0 or less.
+func TestReadHeadBounds(t *testing.T) {
+	root, f := mtRoot(t)
+	mtWrite(t, filepath.Join(root, "f"), []byte("abcdef"))
+	for n, want := range map[int]string{-1: "", 0: "", 1: "a", 5: "abcde", 6: "abcdef", 7: "abcdef"} {
+		got, err := f.ReadHead("/f", n)
+		if err != nil || string(got) != want {
+			t.Errorf("ReadHead(%d) = %q, %v; want %q", n, got, err, want)
+		}
+	}
 }
 
 // A listed directory is captured as placeholders of every entry, in any
