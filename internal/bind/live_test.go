@@ -8,6 +8,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -136,5 +137,23 @@ func TestJoinCgroupMakesTheDirectory(t *testing.T) {
 	fi, serr := os.Stat(filepath.Join(cg, "gpu/new"))
 	if serr != nil || !fi.IsDir() || fi.Mode().Perm() != 0o755 {
 		t.Fatalf("gpu/new: %v %v, want a directory of mode 0755", fi, serr)
+	}
+}
+
+// A policy the kernel refuses (a node that is not online) is an error
+// naming the call, the mode and the nodes; nothing is changed.
+func TestSetMemPolicyRefused(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	before, err := GetMemPolicy()
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = SetMemPolicy(MemPolicy{Mode: MemBind, Nodes: []int{1000}})
+	if err == nil || !errors.Is(err, syscall.EINVAL) || !strings.Contains(err.Error(), "set_mempolicy(bind, nodes [1000]): ") {
+		t.Fatalf("SetMemPolicy(bind 1000) = %v, want EINVAL naming the call", err)
+	}
+	if after, err := GetMemPolicy(); err != nil || after.Mode != before.Mode || !slices.Equal(after.Nodes, before.Nodes) {
+		t.Errorf("policy %+v after a refused call, was %+v (%v)", after, before, err)
 	}
 }
