@@ -263,6 +263,14 @@ func TestParentResolveErrors(t *testing.T) {
 			t.Errorf("Lstat(%s) = %v, want a resolve error on %s", p, err, p)
 		}
 	}
+	// Chmod resolves the whole path (it follows links): the loop is a
+	// resolve error too, and nothing is counted as a write.
+	fl := &Faults{}
+	err := f.WithFaults(fl).Chmod("/loop/x", 0o600)
+	var pe *fs.PathError
+	if !errors.As(err, &pe) || pe.Op != "resolve" || pe.Path != "/loop/x" || fl.Count() != 0 {
+		t.Errorf("Chmod through a loop = %v (%d writes), want a resolve error and no write", err, fl.Count())
+	}
 }
 
 // Temporary names: a leading dot and ".gpunode-tmp-", both.
