@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -262,6 +263,14 @@ func TestKeptEditInTable(t *testing.T) {
 // the next one after it. A sweep over the opens of the directory between
 // taking the lock and running the plan, every one from the k-th on failed.
 func TestRunFailsOnUnreadableJournalDir(t *testing.T) {
+	for _, only := range []bool{false, true} {
+		t.Run(fmt.Sprintf("only=%v", only), func(t *testing.T) { unreadableJournalDir(t, only) })
+	}
+}
+
+// unreadableJournalDir fails the k-th open of the journal directory under
+// the lock and, unless only, every one after it.
+func unreadableJournalDir(t *testing.T, only bool) {
 	ctx := context.Background()
 	refused := 0
 	for k := 1; k <= 20; k++ {
@@ -276,7 +285,7 @@ func TestRunFailsOnUnreadableJournalDir(t *testing.T) {
 			Open: func(p string, _ int) error {
 				if locked && !planned && p == stateDir {
 					opens++
-					if opens >= k {
+					if opens == k || !only && opens > k {
 						failed = true
 						return syscall.EACCES
 					}
