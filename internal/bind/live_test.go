@@ -157,3 +157,19 @@ func TestSetMemPolicyRefused(t *testing.T) {
 		t.Errorf("policy %+v after a refused call, was %+v (%v)", after, before, err)
 	}
 }
+
+// ParseRank: a non-negative decimal, else an input error naming the
+// variable, with 0.
+func TestParseRankEdges(t *testing.T) {
+	for in, want := range map[string]int{"0": 0, " 7 ": 7, "+3": 3} {
+		if n, err := ParseRank("LOCAL_RANK", in); err != nil || n != want {
+			t.Errorf("ParseRank(%q) = %d, %v", in, n, err)
+		}
+	}
+	for _, in := range []string{"-1", "", "x", "1.5"} {
+		n, err := ParseRank("LOCAL_RANK", in)
+		if !errors.Is(err, ErrInput) || n != 0 || !strings.Contains(err.Error(), "LOCAL_RANK=") {
+			t.Errorf("ParseRank(%q) = %d, %v; want 0 and an input error", in, n, err)
+		}
+	}
+}
