@@ -442,3 +442,31 @@ func TestCapturePlaceholders(t *testing.T) {
 		t.Errorf("e-link -> %q, %v", tg, err)
 	}
 }
+
+// Remove: an existing file goes (one unlink, and the directory is synced);
+// a missing one is no error and no write; a faulted directory sync is an
+// "fsync dir" error naming the path.
+func TestRemoveWritesAndNames(t *testing.T) {
+	root, f := mtRoot(t)
+	mtWrite(t, filepath.Join(root, "a"), []byte("x"))
+	fl := &Faults{}
+	g := f.WithFaults(fl)
+	if err := g.Remove("/a"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(filepath.Join(root, "a")); !os.IsNotExist(err) {
+		t.Errorf("a still there: %v", err)
+	}
+	if log := strings.Join(fl.Log(), "; "); log != "1 unlink /a; 2 fsync /" {
+		t.Errorf("operations %q", log)
+	}
+	if err := g.Remove("/a"); err != nil || fl.Count() != 2 {
+		t.Errorf("removing a missing file: %v, %d operations", err, fl.Count())
+	}
+	mtWrite(t, filepath.Join(root, "b"), []byte("x"))
+	err := f.WithFaults(&Faults{At: 1, Only: []Op{OpFsync}, Err: syscall.EIO}).Remove("/b")
+	var pe *fs.PathError
+	if !errors.As(err, &pe) || pe.Op != "fsync dir" || pe.Path != "/b" || !errors.Is(err, syscall.EIO) {
+		t.Errorf("faulted directory sync: %v", err)
+	}
+}
