@@ -463,6 +463,11 @@ func TestRemoveWritesAndNames(t *testing.T) {
 	if err := g.Remove("/a"); err != nil || fl.Count() != 2 {
 		t.Errorf("removing a missing file: %v, %d operations", err, fl.Count())
 	}
+	// A directory with something in it is not removed: an error.
+	mtWrite(t, filepath.Join(root, "d/in"), []byte("x"))
+	if err := f.Remove("/d"); err == nil || !strings.Contains(err.Error(), "/d") {
+		t.Errorf("removing a non-empty directory: %v", err)
+	}
 	mtWrite(t, filepath.Join(root, "b"), []byte("x"))
 	err := f.WithFaults(&Faults{At: 1, Only: []Op{OpFsync}, Err: syscall.EIO}).Remove("/b")
 	var pe *fs.PathError
