@@ -5,7 +5,9 @@ package bind
 // policy's node and the node of the CPU gpunode runs on.
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -171,5 +173,39 @@ func TestParseRankEdges(t *testing.T) {
 		if !errors.Is(err, ErrInput) || n != 0 || !strings.Contains(err.Error(), "LOCAL_RANK=") {
 			t.Errorf("ParseRank(%q) = %d, %v; want 0 and an input error", in, n, err)
 		}
+	}
+}
+
+// The live policy naming a node without CPUs (or no node at all) is an
+// input error that says to use --node, not a plan.
+func TestPolicyNodeWithoutCPUs(t *testing.T) {
+	for _, c := range []struct {
+		host string
+		node int
+	}{{"vm-2vcpu", 5}, {"gh200", 3}} {
+		tp := discover(t, c.host)
+		tp.GPUs = nil // the policy is asked only on a host without GPUs
+		p, err := Resolve(context.Background(), tp, Request{}, Sources{Policy: fakePolicy{node: c.node}})
+		want := fmt.Sprintf("current policy points at NUMA node %d, which has no CPUs; use --node", c.node)
+		if !errors.Is(err, ErrInput) || !strings.Contains(err.Error(), want) || p != nil {
+			t.Errorf("%s, policy node %d: %v, %v; want %q", c.host, c.node, p, err, want)
+		}
+	}
+}
+
+// A local world size without a local rank plans rank 0's target alone
+// (no peers to share the node with).
+func TestWorldSizeWithoutRank(t *testing.T) {
+	dgx := discover(t, "dgx-h100")
+	alone, err := Resolve(context.Background(), dgx, Request{}, Sources{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Resolve(context.Background(), dgx, Request{LocalWorldSize: 8}, Sources{})
+	if err != nil {
+		t.Fatalf("world size 8 without a rank: %v", err)
+	}
+	if p.NUMANode != alone.NUMANode || p.CPUs.String() != alone.CPUs.String() {
+		t.Errorf("world size 8 without a rank: node %d CPUs %s; alone: node %d CPUs %s", p.NUMANode, p.CPUs, alone.NUMANode, alone.CPUs)
 	}
 }
