@@ -209,3 +209,30 @@ func TestWorldSizeWithoutRank(t *testing.T) {
 		t.Errorf("world size 8 without a rank: node %d CPUs %s; alone: node %d CPUs %s", p.NUMANode, p.CPUs, alone.NUMANode, alone.CPUs)
 	}
 }
+
+// A thread's stat that cannot be parsed is an error naming the file.
+func TestReadShowBadTaskStat(t *testing.T) {
+	root := t.TempDir()
+	for p, s := range map[string]string{
+		"proc/77/status":         "Name:\tx\nCpus_allowed_list:\t0-1\n",
+		"proc/77/numa_maps":      "",
+		"proc/77/task/77/stat":   "77 x S",
+		"proc/77/task/77/status": "",
+	} {
+		full := filepath.Join(root, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fsys, err := hostfs.New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := ReadShow(fsys, discover(t, "vm-2vcpu"), 77, 1)
+	if err == nil || s != nil || !strings.Contains(err.Error(), "/proc/77/task/77/stat: no (comm) in ") {
+		t.Fatalf("ReadShow = %v, %v; want the stat file's error", s, err)
+	}
+}

@@ -475,3 +475,25 @@ func TestRemoveWritesAndNames(t *testing.T) {
 		t.Errorf("faulted directory sync: %v", err)
 	}
 }
+
+// Real of the root directory itself is "/".
+func TestDirRealOfTheRoot(t *testing.T) {
+	_, f := mtRoot(t)
+	d := f.Dir("/")
+	defer d.Close()
+	if r, err := d.Real(); err != nil || r != "/" {
+		t.Errorf("Real() = %q, %v", r, err)
+	}
+}
+
+// A listed directory's placeholder that cannot be made (a directory is in
+// the way of a file) fails the capture, naming it.
+func TestCapturePlaceholderInTheWay(t *testing.T) {
+	src := recordedSource(t)
+	dst := filepath.Join(t.TempDir(), "out")
+	mkdir(t, filepath.Join(dst, "sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/msi_irqs/40/x"))
+	err := src.CopyRecordedWith(dst, CopyOptions{Force: true})
+	if err == nil || !strings.Contains(err.Error(), "msi_irqs/40") {
+		t.Fatalf("capture with a directory in the way of a placeholder: %v", err)
+	}
+}
