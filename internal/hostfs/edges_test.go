@@ -497,3 +497,56 @@ func TestCapturePlaceholderInTheWay(t *testing.T) {
 		t.Fatalf("capture with a directory in the way of a placeholder: %v", err)
 	}
 }
+
+// lockFile makes a file unwritable: chattr +i as root, mode 0444
+// otherwise; false where neither works.
+func lockFile(t *testing.T, p string) bool {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		if err := os.Chmod(p, 0o444); err != nil {
+			t.Fatal(err)
+		}
+		return true
+	}
+	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	var flags int
+	if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.FS_IOC_GETFLAGS, uintptr(unsafe.Pointer(&flags))); e != 0 {
+		return false
+	}
+	set := flags | fsImmutable
+	if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.FS_IOC_SETFLAGS, uintptr(unsafe.Pointer(&set))); e != 0 {
+		return false
+	}
+	t.Cleanup(func() {
+		if fd, err := unix.Open(p, unix.O_RDONLY|unix.O_CLOEXEC, 0); err == nil {
+			unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.FS_IOC_SETFLAGS, uintptr(unsafe.Pointer(&flags)))
+			unix.Close(fd)
+		}
+	})
+	return true
+}
+
+// Writable names what is not writable: the directory, or the file itself,
+// as a "write access" error on that path.
+func TestWritableNamesWhat(t *testing.T) {
+	root, f := mtRoot(t)
+	mtWrite(t, filepath.Join(root, "d/f"), []byte("x"))
+	mtWrite(t, filepath.Join(root, "e/g"), []byte("x"))
+	if err := f.Writable("/d/f"); err != nil {
+		t.Fatalf("a writable file: %v", err)
+	}
+	if !lockFile(t, filepath.Join(root, "d/f")) || !lockDir(t, filepath.Join(root, "e")) {
+		t.Skip("cannot make files unwritable here (no attribute flags on this filesystem)")
+	}
+	for p, where := range map[string]string{"/d/f": "/d/f", "/e/g": "/e"} {
+		err := f.Writable(p)
+		var pe *fs.PathError
+		if !errors.As(err, &pe) || pe.Op != "write access" || pe.Path != where {
+			t.Errorf("Writable(%s) = %v, want a write access error on %s", p, err, where)
+		}
+	}
+}
