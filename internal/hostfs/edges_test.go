@@ -550,3 +550,35 @@ func TestWritableNamesWhat(t *testing.T) {
 		}
 	}
 }
+
+// The kinds of recorded accesses are the literals "file", "dir", "link"
+// and "stat".
+func TestRecordedKinds(t *testing.T) {
+	root, f := mtRoot(t)
+	mtWrite(t, filepath.Join(root, "d/f"), []byte("x"))
+	if err := os.Symlink("f", filepath.Join(root, "d/l")); err != nil {
+		t.Fatal(err)
+	}
+	f.Record()
+	if _, err := f.ReadFile("/d/f"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.ReadDirNames("/d"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Readlink("/d/l"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Lstat("/d/s"); err == nil {
+		t.Fatal("Lstat of a missing file succeeded")
+	}
+	got := map[string]string{}
+	for _, a := range f.Recorded() {
+		got[a.Path] += a.Kind + " "
+	}
+	for p, want := range map[string]string{"/d/f": "file", "/d": "dir", "/d/l": "link", "/d/s": "stat"} {
+		if got[p] != want+" " {
+			t.Errorf("%s recorded as %q, want %q", p, got[p], want)
+		}
+	}
+}
