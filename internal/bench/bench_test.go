@@ -468,10 +468,31 @@ func corrupt(b []byte, at int, v uint32) []byte {
 func FuzzParseLDCache(f *testing.F) {
 	f.Add(ldCache([][2]string{{"libjemalloc.so.2", "/usr/lib/libjemalloc.so.2"}}, 0x0303))
 	f.Add([]byte(ldCacheMagic))
+	f.Add(append([]byte("old format\x00"), ldCache([][2]string{{"a", "/a"}, {"", ""}}, -1)...))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		es, err := ParseLDCache(b)
-		if err == nil && len(es)*ldCacheEntry > len(b) {
+		if err != nil {
+			return
+		}
+		if len(es)*ldCacheEntry > len(b) {
 			t.Fatalf("%d entries from %d bytes", len(es), len(b))
+		}
+		// Write the entries as a new cache (flags per entry) and parse
+		// it: the same entries.
+		pairs := make([][2]string, len(es))
+		for i, e := range es {
+			if strings.ContainsRune(e.Name, 0) || strings.ContainsRune(e.Path, 0) {
+				t.Fatalf("entry %d holds a NUL: %+v", i, e)
+			}
+			pairs[i] = [2]string{e.Name, e.Path}
+		}
+		c := ldCache(pairs, 0)
+		for i, e := range es {
+			binary.LittleEndian.PutUint32(c[ldCacheHeader+i*ldCacheEntry:], uint32(e.Flags))
+		}
+		again, err := ParseLDCache(c)
+		if err != nil || !slices.Equal(again, es) {
+			t.Fatalf("%d entries -> %d bytes -> %+v, %v", len(es), len(c), again, err)
 		}
 	})
 }

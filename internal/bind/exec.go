@@ -303,8 +303,13 @@ func GetMemPolicy() (MemPolicyState, error) {
 	if e != 0 {
 		return MemPolicyState{}, fmt.Errorf("get_mempolicy: %w", e)
 	}
+	return decodeMemPolicy(int(mode), mask[:]), nil
+}
+
+// decodeMemPolicy reads get_mempolicy(2)'s mode word (mode and flag bits)
+// and node mask (64 nodes a word).
+func decodeMemPolicy(m int, mask []uint64) MemPolicyState {
 	st := MemPolicyState{Nodes: []int{}}
-	m := int(mode)
 	const (
 		fStatic   = 1 << 15
 		fRelative = 1 << 14
@@ -326,7 +331,7 @@ func GetMemPolicy() (MemPolicyState, error) {
 			}
 		}
 	}
-	return st, nil
+	return st
 }
 
 func modeName(m int) string {

@@ -155,6 +155,7 @@ func ParseCUDAVisibleDevices(s string) ([]VisibleDevice, error) {
 }
 
 // ParseRank parses a local rank or world size from a flag or variable.
+// With an error it returns 0.
 func ParseRank(name, s string) (int, error) {
 	n, err := strconv.Atoi(strings.TrimSpace(s))
 	if err != nil || n < 0 {

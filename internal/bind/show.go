@@ -25,7 +25,12 @@ type LivePolicy struct{}
 
 // CurrentNode implements PolicySource.
 func (LivePolicy) CurrentNode(t *topo.Topology) (int, string, error) {
-	st, err := GetMemPolicy()
+	return currentNode(t, GetMemPolicy, Getcpu)
+}
+
+// currentNode is CurrentNode over the two system calls it makes.
+func currentNode(t *topo.Topology, memPolicy func() (MemPolicyState, error), getcpu func() (cpu, node int, err error)) (int, string, error) {
+	st, err := memPolicy()
 	if err == nil && st.Mode != "default" && st.Mode != "local" {
 		for _, n := range st.Nodes {
 			if x := t.NodeByID(n); x != nil && x.CPUs.Size() > 0 {
@@ -33,7 +38,7 @@ func (LivePolicy) CurrentNode(t *topo.Topology) (int, string, error) {
 			}
 		}
 	}
-	cpu, node, err := Getcpu()
+	cpu, node, err := getcpu()
 	if err != nil {
 		return 0, "", err
 	}

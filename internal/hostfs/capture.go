@@ -338,11 +338,7 @@ func (c *copier) walk(p string, depth int) (string, error) {
 		return "", fmt.Errorf("%s: too many levels of symbolic links", p)
 	}
 	cur := "/"
-	for _, part := range splitPath(p) {
-		if part == ".." {
-			cur = path.Dir(cur)
-			continue
-		}
+	for _, part := range splitPath(p) { // a clean path: no ".."
 		next := path.Join(cur, part)
 		fi, err := os.Lstat(c.src.Path(next))
 		if err != nil {

@@ -133,7 +133,8 @@ func (d *Dir) ReadString(name string) (string, error) {
 	return strings.TrimSpace(string(b)), nil
 }
 
-// ReadInt reads entry name holding one decimal integer.
+// ReadInt reads entry name holding one decimal integer. With an error it
+// returns 0.
 func (d *Dir) ReadInt(name string) (int64, error) {
 	s, err := d.ReadString(name)
 	if err != nil {

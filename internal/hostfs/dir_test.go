@@ -43,7 +43,7 @@ func TestDirReadsLikeTheFS(t *testing.T) {
 	if resolved, err := d.Real(); err != nil || resolved != "/sys/devices/pci0000:00/0000:00:01.0" {
 		t.Errorf("Real() = %q, %v", resolved, err)
 	}
-	for _, name := range []string{"numa_node", "bad", "big", "abs", "up", "fifo", "missing"} {
+	for _, name := range []string{"numa_node", "bad", "big", "abs", "up", "fifo", "missing", "", ".", "..", "/etc/secret", "../0000:00:01.0/numa_node"} {
 		want, werr := f.ReadFile(dir + "/" + name)
 		got, gerr := d.ReadFile(name)
 		if string(want) != string(got) || (werr == nil) != (gerr == nil) || werr != nil && werr.Error() != gerr.Error() {

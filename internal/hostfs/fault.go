@@ -58,6 +58,10 @@ type Faults struct {
 	// stands for the kernel's answer to that attempt. Tests use it to
 	// inject the transient EAGAIN of RESOLVE_IN_ROOT.
 	Open func(p string, try int) error
+	// Read, when set, runs before every read(2) of a file's contents (the
+	// read side; not counted), with the host path. Tests count with it
+	// the reads a file costs: one for a file of known size.
+	Read func(p string)
 
 	mu  sync.Mutex
 	n   int

@@ -227,7 +227,7 @@ func (f *FS) ReadHead(p string, n int) ([]byte, error) {
 		return nil, err
 	}
 	buf := make([]byte, max(n, 0))
-	k, err := readOnce(fd, buf)
+	k, err := f.readOnce(fd, p, buf)
 	if err != nil {
 		return nil, &fs.PathError{Op: "read", Path: p, Err: err}
 	}
@@ -291,21 +291,21 @@ func (f *FS) readFD(fd int, p string) ([]byte, error) {
 	if st.Size >= oneRead && !isSysfsAttr(&st) {
 		// A big file of known size: one buffer of its size and a byte.
 		buf := make([]byte, st.Size+1)
-		n, err := readOnce(fd, buf)
+		n, err := f.readOnce(fd, p, buf)
 		if err != nil {
 			return nil, &fs.PathError{Op: "read", Path: p, Err: err}
 		}
 		if n < len(buf) && (n == 0 || int64(n) == st.Size) {
 			return buf[:n:n], nil
 		}
-		return readRest(fd, p, buf[:n])
+		return f.readRest(fd, p, buf[:n])
 	}
 	var small [oneRead]byte
 	first := small[:]
 	if st.Size > 0 && st.Size < oneRead {
 		first = small[:st.Size+1]
 	}
-	n, err := readOnce(fd, first)
+	n, err := f.readOnce(fd, p, first)
 	if err != nil {
 		return nil, &fs.PathError{Op: "read", Path: p, Err: err}
 	}
@@ -314,7 +314,7 @@ func (f *FS) readFD(fd int, p string) ([]byte, error) {
 	}
 	buf := make([]byte, n, max(2*n, 512))
 	copy(buf, first[:n])
-	return readRest(fd, p, buf)
+	return f.readRest(fd, p, buf)
 }
 
 // readSys reads a file under /sys: one read, and the type check only when
@@ -328,7 +328,7 @@ func (f *FS) readFD(fd int, p string) ([]byte, error) {
 // everywhere else. (A FIFO someone is writing a short value into is read.)
 func (f *FS) readSys(fd int, p string) ([]byte, error) {
 	var small [oneRead]byte
-	n, rerr := readOnce(fd, small[:])
+	n, rerr := f.readOnce(fd, p, small[:])
 	if rerr == nil && n > 0 && n < len(small) {
 		return bytes.Clone(small[:n]), nil
 	}
@@ -347,12 +347,12 @@ func (f *FS) readSys(fd int, p string) ([]byte, error) {
 	}
 	buf := make([]byte, n, 2*n)
 	copy(buf, small[:n])
-	return readRest(fd, p, buf)
+	return f.readRest(fd, p, buf)
 }
 
 // readRest reads fd to EOF after the bytes already in buf, at most
 // MaxFileSize bytes in all.
-func readRest(fd int, p string, buf []byte) ([]byte, error) {
+func (f *FS) readRest(fd int, p string, buf []byte) ([]byte, error) {
 	for {
 		if len(buf) == cap(buf) {
 			if len(buf) > MaxFileSize {
@@ -363,7 +363,7 @@ func readRest(fd int, p string, buf []byte) ([]byte, error) {
 			grow := min(cap(buf), MaxFileSize+1-len(buf))
 			buf = append(buf[:cap(buf)], make([]byte, grow)...)[:len(buf)]
 		}
-		n, err := readOnce(fd, buf[len(buf):cap(buf)])
+		n, err := f.readOnce(fd, p, buf[len(buf):cap(buf)])
 		if err != nil {
 			return nil, &fs.PathError{Op: "read", Path: p, Err: err}
 		}
@@ -384,8 +384,12 @@ func isSysfsAttr(st *unix.Stat_t) bool {
 	return st.Blocks == 0 && st.Size == int64(unix.Getpagesize())
 }
 
-// readOnce is one read(2), retried (boundedly) when a signal interrupts it.
-func readOnce(fd int, b []byte) (int, error) {
+// readOnce is one read(2) of host path p, retried (boundedly) when a
+// signal interrupts it.
+func (f *FS) readOnce(fd int, p string, b []byte) (int, error) {
+	if f.faults != nil && f.faults.Read != nil {
+		f.faults.Read(p)
+	}
 	for try := 0; ; try++ {
 		n, err := unix.Read(fd, b)
 		if err == unix.EINTR && try < maxEINTR {
@@ -592,7 +596,8 @@ func (f *FS) ReadString(p string) (string, error) {
 	return strings.TrimSpace(string(b)), nil
 }
 
-// ReadInt reads a file holding one decimal integer.
+// ReadInt reads a file holding one decimal integer. With an error it
+// returns 0.
 func (f *FS) ReadInt(p string) (int64, error) {
 	s, err := f.ReadString(p)
 	if err != nil {

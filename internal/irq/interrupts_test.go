@@ -1,6 +1,7 @@
 package irq
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -174,11 +175,26 @@ func FuzzParseInterrupts(f *testing.F) {
 
 func FuzzParseEnvFile(f *testing.F) {
 	f.Add("IRQBALANCE_BANNED_CPULIST=\"0-3\"\n# c\nexport IRQBALANCE_ARGS='--banirq=5'\n")
+	f.Add(" =\nexport export x= '\"a\"' \nexport #k=v\nA=\"b\nA=c\n")
 	f.Fuzz(func(t *testing.T, s string) {
-		for k := range parseEnvFile([]byte(s)) {
-			if strings.ContainsAny(k, "\n=") {
+		if len(s) > 1<<15 {
+			return // one line must stay under the scanner's 64 KiB
+		}
+		env := parseEnvFile([]byte(s))
+		var b strings.Builder
+		for k, v := range env {
+			if strings.ContainsAny(k, "\n=") || strings.TrimSpace(k) != k {
 				t.Fatalf("key %q", k)
 			}
+			if strings.Contains(v, "\n") {
+				t.Fatalf("value %q", v)
+			}
+			// Written back exported and double-quoted, as systemd and a
+			// shell would read it.
+			b.WriteString("export " + k + "=\"" + v + "\"\n")
+		}
+		if again := parseEnvFile([]byte(b.String())); !maps.Equal(again, env) {
+			t.Fatalf("%q -> %q -> %q -> %q", s, env, b.String(), again)
 		}
 	})
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"syscall"
 	"testing"
@@ -927,13 +928,21 @@ func FuzzDecode(f *testing.F) {
 			}
 			return
 		}
-		// Whatever decodes must re-encode and decode to the same thing.
+		// Whatever decodes must re-encode and decode to the same thing,
+		// and its encoding is a fixed point.
 		b2, err := Encode(tx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := Decode(b2); err != nil {
+		tx2, err := Decode(b2)
+		if err != nil {
 			t.Fatalf("re-decode: %v", err)
+		}
+		if !reflect.DeepEqual(tx2, tx) {
+			t.Fatalf("decoded %+v, after a round trip %+v", tx, tx2)
+		}
+		if b3, err := Encode(tx2); err != nil || !bytes.Equal(b3, b2) {
+			t.Fatalf("encoding is not a fixed point: %v\n%s\n%s", err, b2, b3)
 		}
 	})
 }

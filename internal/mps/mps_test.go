@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -302,15 +303,41 @@ func TestAddPartition(t *testing.T) {
 
 func FuzzParsePS(f *testing.F) {
 	f.Add("PID ID SERVER DEVICE NAMESPACE COMMAND\n1 2 3 GPU-1 4 a b\n")
+	f.Add("PID SERVER COMMAND\n7 9   /usr/bin/python3   train.py\n\n8 0 x\n")
 	f.Fuzz(func(t *testing.T, s string) {
 		ps, err := ParsePS(s)
-		if err != nil {
+		if err != nil || len(ps) == 0 {
 			return
 		}
+		// Render what was read as a full table (without the DEVICE or
+		// NAMESPACE column when no row has one) and parse again: the
+		// same processes.
+		hasDev, hasNS := ps[0].Device != "", ps[0].Namespace != ""
+		cols := []string{"PID", "ID", "SERVER"}
+		if hasDev {
+			cols = append(cols, "DEVICE")
+		}
+		if hasNS {
+			cols = append(cols, "NAMESPACE")
+		}
+		var b strings.Builder
+		b.WriteString(strings.Join(append(cols, "COMMAND"), " ") + "\n")
 		for _, p := range ps {
-			if p.PID <= 0 {
-				t.Fatalf("accepted PID %d", p.PID)
+			if p.PID <= 0 || p.Command == "" || (p.Device != "") != hasDev || (p.Namespace != "") != hasNS {
+				t.Fatalf("%q: accepted %+v", s, p)
 			}
+			row := []string{strconv.Itoa(p.PID), strconv.Itoa(p.ID), strconv.Itoa(p.Server)}
+			if hasDev {
+				row = append(row, p.Device)
+			}
+			if hasNS {
+				row = append(row, p.Namespace)
+			}
+			b.WriteString(strings.Join(append(row, p.Command), "  ") + "\n")
+		}
+		again, err := ParsePS(b.String())
+		if err != nil || !reflect.DeepEqual(again, ps) {
+			t.Fatalf("%q -> %+v -> %q -> %+v, %v", s, ps, b.String(), again, err)
 		}
 	})
 }

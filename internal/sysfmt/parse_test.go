@@ -2,6 +2,10 @@ package sysfmt
 
 import (
 	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -121,10 +125,31 @@ func TestParseMeminfo(t *testing.T) {
 func FuzzParseMeminfo(f *testing.F) {
 	f.Add([]byte("MemTotal:       65793868 kB\nHugePages_Total: 4\n"))
 	f.Add([]byte("X: 1 MB"))
+	f.Add([]byte(" a b :7\n: 3 kB\nMemFree: 18014398509481983 kB\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		m, err := ParseMeminfo(b)
-		if err == nil && len(m) == 0 {
+		if err != nil {
+			return
+		}
+		if len(m) == 0 {
 			t.Fatal("no error and no fields")
+		}
+		// Render every field back, as a plain count or in kB when it is
+		// a whole number of KiB, and parse again: the same fields.
+		var out strings.Builder
+		for k, v := range m {
+			if strings.TrimSpace(k) != k || strings.Contains(k, ":") {
+				t.Fatalf("key %q", k)
+			}
+			if v%1024 == 0 && v > 0 {
+				fmt.Fprintf(&out, "%s:  %d kB\n", k, v/1024)
+			} else {
+				fmt.Fprintf(&out, "%s: %d\n", k, v)
+			}
+		}
+		again, err := ParseMeminfo([]byte(out.String()))
+		if err != nil || !maps.Equal(again, m) {
+			t.Fatalf("%q -> %v -> %q -> %v, %v", b, m, out.String(), again, err)
 		}
 	})
 }
@@ -192,10 +217,30 @@ func FuzzParseCPUMask(f *testing.F) {
 func FuzzParseNodeMeminfo(f *testing.F) {
 	f.Add([]byte("Node 0 MemTotal:       65793868 kB\nNode 0 HugePages_Total: 4\n"))
 	f.Add([]byte("Node 1 X: 1"))
+	f.Add([]byte("Node 3 a::b:: 9 kB\nNode x : 0\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		m, err := ParseNodeMeminfo(b)
-		if err == nil && len(m) == 0 {
+		if err != nil {
+			return
+		}
+		if len(m) == 0 {
 			t.Fatal("no error and no fields")
+		}
+		// Render and parse again: the same fields.
+		var out strings.Builder
+		for k, v := range m {
+			if strings.ContainsAny(k, " \t\n") {
+				t.Fatalf("key %q", k)
+			}
+			if v%1024 == 0 && v > 0 {
+				fmt.Fprintf(&out, "Node 0 %s:  %d kB\n", k, v/1024)
+			} else {
+				fmt.Fprintf(&out, "Node 0 %s: %d\n", k, v)
+			}
+		}
+		again, err := ParseNodeMeminfo([]byte(out.String()))
+		if err != nil || !maps.Equal(again, m) {
+			t.Fatalf("%q -> %v -> %q -> %v, %v", b, m, out.String(), again, err)
 		}
 	})
 }
@@ -203,15 +248,28 @@ func FuzzParseNodeMeminfo(f *testing.F) {
 func FuzzParseDistances(f *testing.F) {
 	f.Add("10 21")
 	f.Add("10 x")
+	f.Add(" 0\t255 +7 010 ")
 	f.Fuzz(func(t *testing.T, s string) {
 		d, err := ParseDistances(s)
 		if err != nil {
 			return
 		}
-		for _, v := range d {
-			if v < 0 || v > 255 {
-				t.Fatalf("%q -> %v out of range", s, d)
+		// A second reader: one entry per field, each its decimal value.
+		fields := strings.Fields(s)
+		if len(d) != len(fields) {
+			t.Fatalf("%q -> %v: %d entries for %d fields", s, d, len(d), len(fields))
+		}
+		parts := make([]string, len(d))
+		for i, v := range d {
+			if n, err := strconv.Atoi(fields[i]); err != nil || n != v || v < 0 || v > 255 {
+				t.Fatalf("%q -> %v: entry %d is not field %q", s, d, i, fields[i])
 			}
+			parts[i] = strconv.Itoa(v)
+		}
+		// Render and parse again: the same distances.
+		again, err := ParseDistances(strings.Join(parts, " "))
+		if err != nil || !slices.Equal(again, d) {
+			t.Fatalf("%q -> %v -> %v, %v", s, d, again, err)
 		}
 	})
 }

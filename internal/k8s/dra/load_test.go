@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	resourceapi "k8s.io/api/resource/v1"
+
 	"github.com/gpunode/gpunode/internal/k8s/objects"
 )
 
@@ -161,29 +163,35 @@ func fuzzSeeds(f *testing.F) {
 	f.Add([]byte(`{"apiVersion":"v1","kind":"List","items":[{"apiVersion":"resource.k8s.io/v1","kind":"ResourceClaim","metadata":{"name":"a"}}]}`))
 }
 
-func fuzzLoad(f *testing.F, load func([]byte) error) {
+// fuzzLoad: a loader never panics, every failure is an *objects.Error, and
+// whatever it accepts survives being written back as a v1 List and loaded
+// again (roundTrip).
+func fuzzLoad[T any](f *testing.F, kind string, load func([]byte) ([]Loaded[T], error)) {
 	fuzzSeeds(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		err := load(data)
+		_, err := load(data)
 		var oe *objects.Error
 		if err != nil && !errors.As(err, &oe) {
 			t.Fatalf("error %v (%T) is not an *objects.Error", err, err)
 		}
+		roundTrip(t, kind, load, data)
 	})
 }
 
 func FuzzLoadSlices(f *testing.F) {
-	fuzzLoad(f, func(b []byte) error { _, err := LoadSlices("f", b); return err })
+	fuzzLoad(f, "ResourceSlice", func(b []byte) ([]Loaded[*resourceapi.ResourceSlice], error) { return LoadSlices("f", b) })
 }
 
 func FuzzLoadClasses(f *testing.F) {
-	fuzzLoad(f, func(b []byte) error { _, err := LoadClasses("f", b); return err })
+	fuzzLoad(f, "DeviceClass", func(b []byte) ([]Loaded[*resourceapi.DeviceClass], error) { return LoadClasses("f", b) })
 }
 
 func FuzzLoadClaims(f *testing.F) {
-	fuzzLoad(f, func(b []byte) error { _, err := LoadClaims("f", b); return err })
+	fuzzLoad(f, "ResourceClaim", func(b []byte) ([]Loaded[*resourceapi.ResourceClaim], error) { return LoadClaims("f", b) })
 }
 
 func FuzzLoadTemplates(f *testing.F) {
-	fuzzLoad(f, func(b []byte) error { _, err := LoadTemplates("f", b); return err })
+	fuzzLoad(f, "ResourceClaimTemplate", func(b []byte) ([]Loaded[*resourceapi.ResourceClaimTemplate], error) {
+		return LoadTemplates("f", b)
+	})
 }

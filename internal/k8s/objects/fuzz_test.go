@@ -1,9 +1,11 @@
 package objects
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 )
 
@@ -32,7 +34,53 @@ func fuzzLoader(f *testing.F, load func(string, []byte) error) {
 	})
 }
 
-func FuzzLoadNodes(f *testing.F)    { fuzzLoader(f, nodes) }
-func FuzzLoadPods(f *testing.F)     { fuzzLoader(f, pods) }
+// fuzzRoundTrip: whatever a loader of v1 objects accepts, written back as
+// a v1 List and loaded again, gives the same objects.
+func fuzzRoundTrip[T any](f *testing.F, kind string, load func(string, []byte) ([]T, error)) {
+	seeds(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		out, err := load("fuzz", data)
+		var oe *Error
+		if err != nil {
+			if !errors.As(err, &oe) {
+				t.Fatalf("error %v (%T) is not an *Error", err, err)
+			}
+			return
+		}
+		// As v1 objects in JSON, with apiVersion and kind written (a List
+		// item may leave them out).
+		asJSON := func(objs []T) []map[string]any {
+			items := make([]map[string]any, 0, len(objs))
+			for _, o := range objs {
+				b, err := json.Marshal(o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var m map[string]any
+				if err := json.Unmarshal(b, &m); err != nil {
+					t.Fatal(err)
+				}
+				m["apiVersion"], m["kind"] = "v1", kind
+				items = append(items, m)
+			}
+			return items
+		}
+		items := asJSON(out)
+		list, err := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "List", "items": items})
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := load("again", list)
+		if err != nil {
+			t.Fatalf("the loader refuses what it produced: %v\n%s", err, list)
+		}
+		if got := asJSON(again); !reflect.DeepEqual(got, items) {
+			t.Fatalf("the objects differ after the round trip:\n%v\n%v", items, got)
+		}
+	})
+}
+
+func FuzzLoadNodes(f *testing.F)    { fuzzRoundTrip(f, "Node", LoadNodes) }
+func FuzzLoadPods(f *testing.F)     { fuzzRoundTrip(f, "Pod", LoadPods) }
 func FuzzLoadWorkload(f *testing.F) { fuzzLoader(f, work) }
 func FuzzLoadTopology(f *testing.F) { fuzzLoader(f, topo) }
