@@ -88,41 +88,56 @@ func (d Document) errorf(item int, object, field, format string, args ...any) *E
 // rejected). Empty documents are skipped. Input that cannot be Kubernetes
 // objects is refused first, without conversion (sniff).
 func Documents(file string, data []byte) ([]Document, error) {
+	var docs []Document
+	err := eachDocument(file, data, func(d Document) error {
+		docs = append(docs, d)
+		return nil
+	})
+	return docs, err
+}
+
+// eachDocument calls fn with each document of data in turn, as Documents
+// splits them, converting a YAML document only when its turn comes (so that
+// the JSON of one document at a time is held, not the whole file's).
+func eachDocument(file string, data []byte, fn func(Document) error) error {
 	trimmed := bytes.TrimLeft(data, " \t\r\n")
 	isJSON := len(trimmed) > 0 && trimmed[0] == '{'
 	if err := sniff(file, data, isJSON); err != nil {
-		return nil, err
+		return err
 	}
 	if isJSON {
-		return []Document{{File: file, Index: 1, JSON: trimmed}}, nil
+		return fn(Document{File: file, Index: 1, JSON: trimmed})
 	}
 	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	var docs []Document
+	found := 0
 	for n := 0; n < MaxDocuments; n++ {
 		b, err := r.Read()
 		if errors.Is(err, io.EOF) {
 			break
 		}
-		idx := len(docs) + 1
+		idx := found + 1
 		if err != nil {
-			return nil, &Error{File: file, Doc: idx, Item: -1, Reason: err.Error()}
+			return &Error{File: file, Doc: idx, Item: -1, Reason: err.Error()}
 		}
 		if isEmptyYAML(b) {
 			continue
 		}
 		j, err := yaml.YAMLToJSONStrict(b)
 		if err != nil {
-			return nil, &Error{File: file, Doc: idx, Item: -1, Reason: err.Error()}
+			return &Error{File: file, Doc: idx, Item: -1, Reason: err.Error()}
 		}
 		if t := bytes.TrimSpace(j); len(t) == 0 || t[0] != '{' {
-			return nil, &Error{File: file, Doc: idx, Item: -1, Reason: "not an object (want a Kubernetes object with apiVersion and kind)"}
+			return &Error{File: file, Doc: idx, Item: -1, Reason: "not an object (want a Kubernetes object with apiVersion and kind)"}
 		}
-		docs = append(docs, Document{File: file, Index: idx, JSON: j})
+		found++
+		if err := fn(Document{File: file, Index: idx, JSON: j}); err != nil {
+			return err
+		}
 	}
-	if len(docs) == 0 {
-		return nil, &Error{File: file, Item: -1, Reason: "no documents"}
+	if found == 0 {
+		return &Error{File: file, Item: -1, Reason: "no documents"}
 	}
-	return docs, nil
+	return nil
 }
 
 func isEmptyYAML(b []byte) bool {

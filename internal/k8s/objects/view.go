@@ -20,9 +20,11 @@ package objects
 import (
 	"bytes"
 	"encoding"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -58,6 +60,7 @@ type plan struct {
 	kind   planKind
 	typ    reflect.Type
 	fields map[string]*fieldPlan
+	order  []*fieldPlan // fields by pos (lookup hints: documents list fields in struct order)
 	elem   *plan
 	bytes  bool // []byte: a base64 string
 }
@@ -136,7 +139,13 @@ func (c *planCache) build(t reflect.Type) *plan {
 		p.fields = map[string]*fieldPlan{}
 		if !c.structFields(p, t, nil) {
 			p.kind, p.fields = pFallback, nil
+			break
 		}
+		p.order = make([]*fieldPlan, 0, len(p.fields))
+		for _, f := range p.fields {
+			p.order = append(p.order, f)
+		}
+		sort.Slice(p.order, func(a, b int) bool { return p.order[a].pos < p.order[b].pos })
 	default:
 		p.kind = pFallback
 	}
@@ -315,6 +324,13 @@ func (d *decoder) failField(field, reason string) error {
 
 func (d *decoder) ws() {
 	for d.i < len(d.data) {
+		// indented JSON: runs of spaces, eight at a time
+		for d.i+8 <= len(d.data) && binary.LittleEndian.Uint64(d.data[d.i:]) == 0x2020202020202020 {
+			d.i += 8
+		}
+		if d.i >= len(d.data) {
+			return
+		}
 		switch d.data[d.i] {
 		case ' ', '\t', '\r', '\n':
 			d.i++
