@@ -24,7 +24,8 @@ type Resource struct {
 
 // ResourceList is a v1.ResourceList as a slice, in the document's order;
 // names are unique (a duplicate is a decode error). nil when the field is
-// absent or null, non-nil and empty for {}.
+// absent or null, non-nil and empty for {}. A decoded list may be shared
+// by the objects that wrote the same one: read-only.
 type ResourceList []Resource
 
 // Get returns the quantity of name.

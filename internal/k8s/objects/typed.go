@@ -25,6 +25,7 @@ import (
 const (
 	maxInterned    = 1 << 16
 	maxInternedLen = 64
+	maxSharedList  = 512
 )
 
 // typedPlans are the struct plans the typed decode walks.
@@ -46,9 +47,10 @@ var typedPlansOnce = sync.OnceValue(func() *typedPlans {
 // table of shared strings.
 type typedDecoder struct {
 	decoder
-	strs map[string]string
-	qs   map[string]resource.Quantity // parsed quantities by their JSON
-	res  ResourceList                 // scratch of resourceList
+	strs  map[string]string
+	qs    map[string]resource.Quantity // parsed quantities by their JSON
+	lists map[string]ResourceList      // decoded lists by their JSON
+	res   ResourceList                 // scratch of resourceList
 }
 
 func (d *typedDecoder) reset(data []byte) {
@@ -260,7 +262,31 @@ func (d *typedDecoder) stringMap(p *plan) (map[string]string, error) {
 }
 
 // resourceList decodes a ResourceList field (plan p: map of Quantity).
+// Lists written alike (the pods of one workload request the same) are one
+// shared, read-only list.
 func (d *typedDecoder) resourceList(p *plan) (ResourceList, error) {
+	d.ws()
+	start := d.i
+	if d.i < len(d.data) && d.data[d.i] == '{' {
+		if err := d.skip(); err != nil {
+			d.i = start
+		} else if l, ok := d.lists[string(d.data[start:d.i])]; ok {
+			return l, nil
+		} else {
+			d.i = start
+		}
+	}
+	l, err := d.parseResourceList(p)
+	if raw := d.data[start:d.i]; err == nil && l != nil && len(raw) <= maxSharedList && len(d.lists) < maxInterned {
+		if d.lists == nil {
+			d.lists = make(map[string]ResourceList, 64)
+		}
+		d.lists[string(raw)] = l
+	}
+	return l, err
+}
+
+func (d *typedDecoder) parseResourceList(p *plan) (ResourceList, error) {
 	mark := len(d.res) // a list inside a list's value is not possible, but stay safe
 	defer func() { d.res = d.res[:mark] }()
 	ok, err := d.entries(p, func(key []byte) error {

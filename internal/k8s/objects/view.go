@@ -63,6 +63,7 @@ type plan struct {
 	order  []*fieldPlan // fields by pos (lookup hints: documents list fields in struct order)
 	elem   *plan
 	bytes  bool // []byte: a base64 string
+	nullOK bool // pUnmarshaler: the type's UnmarshalJSON takes null
 }
 
 type fieldPlan struct {
@@ -101,6 +102,7 @@ func (c *planCache) build(t reflect.Type) *plan {
 	switch {
 	case reflect.PointerTo(t).Implements(jsonUnmarshalerType):
 		p.kind = pUnmarshaler
+		p.nullOK = reflect.New(t).Interface().(json.Unmarshaler).UnmarshalJSON([]byte("null")) == nil
 		return p
 	case reflect.PointerTo(t).Implements(textUnmarshalerType):
 		p.kind = pFallback
@@ -418,6 +420,9 @@ func (d *decoder) value(p *plan, dst reflect.Value) error {
 			return err
 		}
 		if p.kind == pUnmarshaler {
+			if !dst.IsValid() && p.nullOK {
+				return nil // checked only, and the type takes null
+			}
 			return d.unmarshal(p, dst, []byte("null"))
 		}
 		if dst.IsValid() {

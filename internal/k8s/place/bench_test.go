@@ -262,7 +262,8 @@ spec:
 
 // BenchmarkLoadCluster: decoding kubectl-style JSON exports of the
 // generated clusters (1,024, 10,240 and 51,200 nodes, with their pods)
-// through objects.LoadNodes/LoadPods (the view decode), against the
+// through objects.DecodeNodes/DecodePods (the typed decode into the
+// planner Node and Pod), against the
 // anchor of the same run: sigs.k8s.io/json's strict decode of the whole
 // v1.NodeList/PodList (what the loaders did before).
 func BenchmarkLoadCluster(b *testing.B) {
@@ -276,14 +277,14 @@ func BenchmarkLoadCluster(b *testing.B) {
 			return out
 		}
 		nb, pb := list(nodes), list(pods)
-		b.Run(fmt.Sprintf("nodes=%d/view", len(nodes)), func(b *testing.B) {
+		b.Run(fmt.Sprintf("nodes=%d/typed", len(nodes)), func(b *testing.B) {
 			b.SetBytes(int64(len(nb) + len(pb)))
 			start := testhost.CPUTime()
 			for i := 0; i < b.N; i++ {
-				if _, err := objects.LoadNodes("nodes.json", nb); err != nil {
+				if _, err := objects.DecodeNodes("nodes.json", nb); err != nil {
 					b.Fatal(err)
 				}
-				if _, err := objects.LoadPods("pods.json", pb); err != nil {
+				if _, err := objects.DecodePods("pods.json", pb); err != nil {
 					b.Fatal(err)
 				}
 			}
