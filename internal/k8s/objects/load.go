@@ -301,6 +301,9 @@ func LoadPods(file string, data []byte) ([]*v1.Pod, error) {
 }
 
 func checkItem(d Document, i int, kind, apiVersion, want, name string) error {
+	if (kind == "" || kind == want) && (apiVersion == "" || apiVersion == "v1") && name != "" {
+		return nil
+	}
 	obj := fmt.Sprintf("%s %q", want, name)
 	if kind != "" && kind != want {
 		return d.errorf(i, obj, "kind", "Unsupported value: %q: supported values: %q", kind, want)

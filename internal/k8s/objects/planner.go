@@ -134,6 +134,7 @@ type Pod struct {
 	Labels           map[string]string
 	NodeName         string
 	Phase            v1.PodPhase
+	QOSClass         v1.PodQOSClass
 	Containers       []Container
 	InitContainers   []Container
 	More             *PodMore
@@ -153,7 +154,6 @@ type PodMore struct {
 	Priority          *int32
 	PriorityClassName string
 	SchedulerName     string
-	QOSClass          v1.PodQOSClass
 }
 
 // Overhead is the pod's spec.overhead (nil when unset).
@@ -187,7 +187,7 @@ func (p *Pod) V1() *v1.Pod {
 		TypeMeta:   metav1.TypeMeta{Kind: p.Kind, APIVersion: p.APIVersion},
 		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID, Labels: p.Labels},
 		Spec:       v1.PodSpec{NodeName: p.NodeName, Containers: containersV1(p.Containers), InitContainers: containersV1(p.InitContainers)},
-		Status:     v1.PodStatus{Phase: p.Phase},
+		Status:     v1.PodStatus{Phase: p.Phase, QOSClass: p.QOSClass},
 	}
 	if m := p.More; m != nil {
 		out.Annotations, out.OwnerReferences = m.Annotations, m.OwnerReferences
@@ -195,7 +195,6 @@ func (p *Pod) V1() *v1.Pod {
 		s.NodeSelector, s.Affinity, s.Tolerations, s.Resources, s.Overhead = m.NodeSelector, m.Affinity, m.Tolerations, m.Resources, m.Overhead.V1()
 		s.ResourceClaims, s.SchedulingGates, s.Priority = m.ResourceClaims, m.SchedulingGates, m.Priority
 		s.PriorityClassName, s.SchedulerName = m.PriorityClassName, m.SchedulerName
-		out.Status.QOSClass = m.QOSClass
 	}
 	return out
 }
@@ -215,16 +214,15 @@ func containersV1(cs []Container) []v1.Container {
 // client-go): the same fields a decode keeps.
 func PodFromV1(in *v1.Pod) *Pod {
 	p := &Pod{Kind: in.Kind, APIVersion: in.APIVersion, Name: in.Name, Namespace: in.Namespace, UID: in.UID, Labels: in.Labels,
-		NodeName: in.Spec.NodeName, Phase: in.Status.Phase,
+		NodeName: in.Spec.NodeName, Phase: in.Status.Phase, QOSClass: in.Status.QOSClass,
 		Containers: containersFromV1(in.Spec.Containers), InitContainers: containersFromV1(in.Spec.InitContainers)}
 	s := &in.Spec
 	if in.Annotations != nil || in.OwnerReferences != nil || s.NodeSelector != nil || s.Affinity != nil || s.Tolerations != nil ||
 		s.Resources != nil || s.Overhead != nil || s.ResourceClaims != nil || s.SchedulingGates != nil || s.Priority != nil ||
-		s.PriorityClassName != "" || s.SchedulerName != "" || in.Status.QOSClass != "" {
+		s.PriorityClassName != "" || s.SchedulerName != "" {
 		p.More = &PodMore{Annotations: in.Annotations, OwnerReferences: in.OwnerReferences, NodeSelector: s.NodeSelector, Affinity: s.Affinity,
 			Tolerations: s.Tolerations, Resources: s.Resources, Overhead: resourceListFromV1(s.Overhead), ResourceClaims: s.ResourceClaims,
-			SchedulingGates: s.SchedulingGates, Priority: s.Priority, PriorityClassName: s.PriorityClassName, SchedulerName: s.SchedulerName,
-			QOSClass: in.Status.QOSClass}
+			SchedulingGates: s.SchedulingGates, Priority: s.Priority, PriorityClassName: s.PriorityClassName, SchedulerName: s.SchedulerName}
 	}
 	return p
 }

@@ -486,9 +486,8 @@ func (d *typedDecoder) podObject(p *plan, pod *Pod, items *[]*Pod, hasItems *boo
 					s, err = d.text(f.plan, true)
 					pod.Phase = v1.PodPhase(s)
 				case "qosClass":
-					if s, err = d.text(f.plan, true); s != "" {
-						pod.more().QOSClass = v1.PodQOSClass(s)
-					}
+					s, err = d.text(f.plan, true)
+					pod.QOSClass = v1.PodQOSClass(s)
 				default:
 					return false, nil
 				}

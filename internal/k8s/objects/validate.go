@@ -218,11 +218,19 @@ func nativeResource(n string) bool {
 
 func hugePages(n string) bool { return strings.HasPrefix(n, v1.ResourceHugePagesPrefix) }
 
+// extendedResource: not native, and "requests." + n is a qualified name
+// (judged without building that string: n's prefix must leave room for
+// "requests." in a DNS-1123 subdomain).
 func extendedResource(n string) bool {
 	if nativeResource(n) || strings.HasPrefix(n, v1.DefaultResourceRequestsPrefix) {
 		return false
 	}
-	return qualifiedName(v1.DefaultResourceRequestsPrefix + n)
+	prefix, name, found := strings.Cut(n, "/")
+	if !found {
+		return qualifiedName(v1.DefaultResourceRequestsPrefix + n)
+	}
+	return prefix != "" && len(prefix)+len(v1.DefaultResourceRequestsPrefix) <= validation.DNS1123SubdomainMaxLength &&
+		dns1123Subdomain(prefix) && !strings.Contains(name, "/") && qualifiedPart(name)
 }
 
 func integerResource(n string) bool {
@@ -259,6 +267,18 @@ func checkQuantity(e *fieldErrors, field, name string, q resource.Quantity) {
 	}
 }
 
+// containerResourceNameOK is checkContainerResourceName's verdict without
+// the message.
+func containerResourceNameOK(n string) bool {
+	if !qualifiedName(n) {
+		return false
+	}
+	if !strings.Contains(n, "/") {
+		return standardContainerResource(n)
+	}
+	return nativeResource(n) || extendedResource(n)
+}
+
 // checkContainerResourceName is ValidateContainerResourceName.
 func checkContainerResourceName(e *fieldErrors, field, n string) {
 	if !qualifiedName(n) {
@@ -293,7 +313,7 @@ func (l ResourceList) ordered() ResourceList {
 func checkResources(e *fieldErrors, field string, limits, requests ResourceList) {
 	for _, r := range limits.ordered() {
 		n := string(r.Name)
-		if !standardContainerResource(n) || !quantityOK(n, &r.Quantity) {
+		if !containerResourceNameOK(n) || !quantityOK(n, &r.Quantity) {
 			f := field + ".limits[" + n + "]"
 			checkContainerResourceName(e, f, n)
 			checkQuantity(e, f, n, r.Quantity)
@@ -301,7 +321,7 @@ func checkResources(e *fieldErrors, field string, limits, requests ResourceList)
 	}
 	for _, r := range requests.ordered() {
 		n, q := string(r.Name), r.Quantity
-		if !standardContainerResource(n) || !quantityOK(n, &q) {
+		if !containerResourceNameOK(n) || !quantityOK(n, &q) {
 			f := field + ".requests[" + n + "]"
 			checkContainerResourceName(e, f, n)
 			checkQuantity(e, f, n, q)
