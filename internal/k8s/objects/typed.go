@@ -240,12 +240,11 @@ func (d *typedDecoder) text(p *plan, intern bool) (string, error) {
 	return string(b), nil
 }
 
-// stringMap decodes a map[string]string field (plan p), keys and values
-// shared.
+// stringMap decodes a map[string]string field (plan p), keys shared.
 func (d *typedDecoder) stringMap(p *plan) (map[string]string, error) {
 	var m map[string]string
 	ok, err := d.entries(p, func(key []byte) error {
-		v, err := d.text(p.elem, true)
+		v, err := d.text(p.elem, false) // values are often unique (hostnames)
 		if err != nil {
 			return err
 		}

@@ -805,6 +805,21 @@ func (d *decoder) strBytes() ([]byte, error) {
 	d.i++ // "
 	start := d.i
 	for d.i < len(d.data) {
+		// eight plain ASCII bytes at a time (none a quote, a backslash, a
+		// control character or past ASCII; a false alarm only drops to
+		// the byte loop)
+		const lo, hi = 0x0101010101010101, 0x8080808080808080
+		for d.i+8 <= len(d.data) {
+			x := binary.LittleEndian.Uint64(d.data[d.i:])
+			q, b := x^(lo*'"'), x^(lo*'\\')
+			if ((q-lo)&^q|(b-lo)&^b|(x-lo*0x20)&^x|x)&hi != 0 {
+				break
+			}
+			d.i += 8
+		}
+		if d.i >= len(d.data) {
+			break
+		}
 		c := d.data[d.i]
 		if c >= 0x20 && c < utf8.RuneSelf && c != '"' && c != '\\' {
 			d.i++
