@@ -122,24 +122,11 @@ func (d *typedDecoder) fields(p *plan, keep func(f *fieldPlan) (bool, error)) er
 	if n := (len(p.fields) + 63) / 64; n > len(seen) {
 		seen = make([]uint64, n)
 	}
-	hint := 0 // where the next field is likely to be in p.order
+	hint := 0
 	return d.members(func(key []byte) error {
-		var f *fieldPlan
-		for k := hint; k < len(p.order) && k < hint+4; k++ {
-			if p.order[k].name == string(key) {
-				f, hint = p.order[k], k+1
-				break
-			}
-		}
-		if f == nil {
-			var ok bool
-			if f, ok = p.fields[string(key)]; !ok {
-				return d.failField(string(key), "unknown field")
-			}
-			hint = 0
-			if f.pos < len(p.order) && p.order[f.pos] == f {
-				hint = f.pos + 1
-			}
+		f, err := p.lookup(key, &hint)
+		if err != nil {
+			return d.failField(string(key), "unknown field")
 		}
 		if seen[f.pos/64]&(1<<(f.pos%64)) != 0 {
 			return d.failField(f.name, "duplicate field")

@@ -22,6 +22,7 @@ import (
 	"encoding"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"sort"
@@ -254,6 +255,30 @@ func (c *planCache) keepPath(v, full *plan, steps []string) *plan {
 		return v
 	}
 	panic(fmt.Sprintf("objects: view of %s: %q goes below a %s", full.typ, strings.Join(steps, "."), full.typ.Kind()))
+}
+
+// errUnknownField is lookup's miss.
+var errUnknownField = errors.New("unknown field")
+
+// lookup finds the field named key: first among the few after the last
+// one found (*hint; documents list fields in struct order, skipping empty
+// ones), then by name.
+func (p *plan) lookup(key []byte, hint *int) (*fieldPlan, error) {
+	for k := *hint; k < len(p.order) && k < *hint+4; k++ {
+		if p.order[k].name == string(key) {
+			*hint = k + 1
+			return p.order[k], nil
+		}
+	}
+	f, ok := p.fields[string(key)]
+	if !ok {
+		return nil, errUnknownField
+	}
+	*hint = 0
+	if f.pos < len(p.order) && p.order[f.pos] == f {
+		*hint = f.pos + 1
+	}
+	return f, nil
 }
 
 // viewError is a decode failure at a JSON path ("spec.containers[0].name").
@@ -668,9 +693,10 @@ func (d *decoder) object(p *plan, dst reflect.Value) error {
 	if n := (len(p.fields) + 63) / 64; n > len(seen) {
 		seen = make([]uint64, n)
 	}
+	hint := 0
 	return d.members(func(key []byte) error {
-		f, ok := p.fields[string(key)]
-		if !ok {
+		f, err := p.lookup(key, &hint)
+		if err != nil {
 			return d.failField(string(key), "unknown field")
 		}
 		if seen[f.pos/64]&(1<<(f.pos%64)) != 0 {
