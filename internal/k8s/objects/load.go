@@ -3,6 +3,7 @@ package objects
 import (
 	"encoding/json"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"reflect"
 	"strconv"
@@ -230,15 +231,15 @@ func DecodePods(file string, data []byte) (_ []*Pod, retErr error) {
 			return viewDocError(d, "Pod", err)
 		}
 		switch {
-		case isList(top.Kind, "Pod"):
-			if top.APIVersion != "v1" {
-				return d.errorf(-1, "", "apiVersion", "Unsupported value: %q: supported values: \"v1\"", top.APIVersion)
+		case isList(top.Kind(), "Pod"):
+			if top.APIVersion() != "v1" {
+				return d.errorf(-1, "", "apiVersion", "Unsupported value: %q: supported values: \"v1\"", top.APIVersion())
 			}
 			for i, p := range items {
 				if p == nil {
 					return d.errorf(i, "", "", "Invalid value: null (want a Pod)")
 				}
-				if err := checkItem(d, i, p.Kind, p.APIVersion, "Pod", p.Name); err != nil {
+				if err := checkItem(d, i, p.Kind(), p.APIVersion(), "Pod", p.Name); err != nil {
 					return err
 				}
 				if err := validPod(d, i, p); err != nil {
@@ -246,8 +247,8 @@ func DecodePods(file string, data []byte) (_ []*Pod, retErr error) {
 				}
 			}
 			out = append(out, items...)
-		case top.Kind == "Pod":
-			if err := checkObject(d, top.APIVersion, hasItems, "Pod", top.Name); err != nil {
+		case top.Kind() == "Pod":
+			if err := checkObject(d, top.APIVersion(), hasItems, "Pod", top.Name); err != nil {
 				return err
 			}
 			if err := validPod(d, -1, &top); err != nil {
@@ -259,7 +260,7 @@ func DecodePods(file string, data []byte) (_ []*Pod, retErr error) {
 			if wk := wrongKind(d, "Pod", "v1 Pod (or a List of Pods)"); wk != nil {
 				return wk
 			}
-			return d.errorf(-1, "", "kind", "Unsupported value: %q: supported values: \"Pod\", \"List\", \"PodList\"", top.Kind)
+			return d.errorf(-1, "", "kind", "Unsupported value: %q: supported values: \"Pod\", \"List\", \"PodList\"", top.Kind())
 		}
 		return nil
 	})
@@ -331,23 +332,57 @@ func checkObject(d Document, apiVersion string, hasItems bool, want, name string
 	return nil
 }
 
+// uniqueNames refuses two objects of the same namespace and name. It
+// keeps a 64-bit hash per object, not the names (a 100k-pod file is at
+// its largest when this runs); a hash seen twice is compared by name.
 func uniqueNames(file string, n int, at func(int) (namespace, name, kind string)) error {
-	type nsName struct{ ns, name string }
-	seen := make(map[nsName]int, n)
+	seed := maphash.MakeSeed()
+	var h maphash.Hash
+	return uniqueNamesHashed(file, n, at, func(ns, name string) uint64 {
+		h.SetSeed(seed)
+		h.WriteString(ns)
+		h.WriteByte('/') // a name has no '/'
+		h.WriteString(name)
+		return h.Sum64()
+	})
+}
+
+func uniqueNamesHashed(file string, n int, at func(int) (namespace, name, kind string), hash func(ns, name string) uint64) error {
+	seen := make(map[uint64]int32, n)
+	var collided map[[2]string]int // every name whose hash another name has
 	for i := 0; i < n; i++ {
 		ns, name, kind := at(i)
-		k := nsName{ns, name}
-		if j, ok := seen[k]; ok {
-			key := name
-			if ns != "" {
-				key = ns + "/" + name
-			}
-			return &Error{File: file, Item: -1, Object: fmt.Sprintf("%s %q", kind, key), Field: "metadata.name",
-				Reason: fmt.Sprintf("Duplicate value: %q (objects %d and %d of the file)", key, j+1, i+1)}
+		k := hash(ns, name)
+		j, ok := seen[k]
+		if !ok {
+			seen[k] = int32(i)
+			continue
 		}
-		seen[k] = i
+		jns, jname, _ := at(int(j))
+		if jns == ns && jname == name {
+			return duplicateName(file, kind, ns, name, int(j), i)
+		}
+		if collided == nil {
+			collided = map[[2]string]int{}
+		}
+		if _, ok := collided[[2]string{jns, jname}]; !ok {
+			collided[[2]string{jns, jname}] = int(j)
+		}
+		if c, ok := collided[[2]string{ns, name}]; ok {
+			return duplicateName(file, kind, ns, name, c, i)
+		}
+		collided[[2]string{ns, name}] = i
 	}
 	return nil
+}
+
+func duplicateName(file, kind, ns, name string, j, i int) error {
+	key := name
+	if ns != "" {
+		key = ns + "/" + name
+	}
+	return &Error{File: file, Item: -1, Object: fmt.Sprintf("%s %q", kind, key), Field: "metadata.name",
+		Reason: fmt.Sprintf("Duplicate value: %q (objects %d and %d of the file)", key, j+1, i+1)}
 }
 
 // locateItemError turns a failed decode of a whole document into an error

@@ -111,24 +111,39 @@ func (n *Node) V1() *v1.Node {
 }
 
 // Container is the part of a container the planners read: its name,
-// resources and restart policy (an init container with Always is a sidecar).
+// resources and restart policy (an init container with Always is a sidecar),
+// the last two in More (nil when neither is set).
 type Container struct {
-	Name          string
-	Requests      ResourceList
-	Limits        ResourceList
+	Name     string
+	Requests ResourceList
+	Limits   ResourceList
+	More     *ContainerMore
+}
+
+// ContainerMore is the rest of what the planners read of a container.
+type ContainerMore struct {
 	Claims        []v1.ResourceClaim
 	RestartPolicy *v1.ContainerRestartPolicy
 }
 
+func (c *Container) more() *ContainerMore {
+	if c.More == nil {
+		c.More = &ContainerMore{}
+	}
+	return c.More
+}
+
 func (c *Container) v1() v1.Container {
-	return v1.Container{Name: c.Name, RestartPolicy: c.RestartPolicy,
-		Resources: v1.ResourceRequirements{Requests: c.Requests.V1(), Limits: c.Limits.V1(), Claims: c.Claims}}
+	out := v1.Container{Name: c.Name, Resources: v1.ResourceRequirements{Requests: c.Requests.V1(), Limits: c.Limits.V1()}}
+	if c.More != nil {
+		out.RestartPolicy, out.Resources.Claims = c.More.RestartPolicy, c.More.Claims
+	}
+	return out
 }
 
 // Pod is the part of a v1 Pod the planners read. The fields most exports
 // leave unset for most pods are in More (nil when none is set).
 type Pod struct {
-	Kind, APIVersion string
 	Name, Namespace  string
 	UID              types.UID
 	Labels           map[string]string
@@ -136,12 +151,69 @@ type Pod struct {
 	Phase            v1.PodPhase
 	QOSClass         v1.PodQOSClass
 	Containers       []Container
-	InitContainers   []Container
 	More             *PodMore
+	// kind and apiVersion as codes (a decoded Pod has "Pod" and "v1", or
+	// none in a List's items); any other value is in More.
+	kind, apiVersion typeCode
+}
+
+// typeCode is a kind or apiVersion: none, the usual one, or another.
+type typeCode uint8
+
+const (
+	typeNone typeCode = iota
+	typeUsual
+	typeOther
+)
+
+// Kind is the pod's kind as written ("" when not).
+func (p *Pod) Kind() string {
+	switch p.kind {
+	case typeUsual:
+		return "Pod"
+	case typeOther:
+		return p.More.kind
+	}
+	return ""
+}
+
+// APIVersion is the pod's apiVersion as written ("" when not).
+func (p *Pod) APIVersion() string {
+	switch p.apiVersion {
+	case typeUsual:
+		return "v1"
+	case typeOther:
+		return p.More.apiVersion
+	}
+	return ""
+}
+
+func (p *Pod) setKind(s string) {
+	switch s {
+	case "":
+		p.kind = typeNone
+	case "Pod":
+		p.kind = typeUsual
+	default:
+		p.kind, p.more().kind = typeOther, s
+	}
+}
+
+func (p *Pod) setAPIVersion(s string) {
+	switch s {
+	case "":
+		p.apiVersion = typeNone
+	case "v1":
+		p.apiVersion = typeUsual
+	default:
+		p.apiVersion, p.more().apiVersion = typeOther, s
+	}
 }
 
 // PodMore is the rest of what the planners read of a Pod.
 type PodMore struct {
+	kind, apiVersion  string // when not "Pod" and "v1"
+	InitContainers    []Container
 	Annotations       map[string]string
 	OwnerReferences   []metav1.OwnerReference
 	NodeSelector      map[string]string
@@ -154,6 +226,14 @@ type PodMore struct {
 	Priority          *int32
 	PriorityClassName string
 	SchedulerName     string
+}
+
+// Inits is the pod's init containers (nil when unset).
+func (p *Pod) Inits() []Container {
+	if p.More == nil {
+		return nil
+	}
+	return p.More.InitContainers
 }
 
 // Overhead is the pod's spec.overhead (nil when unset).
@@ -184,14 +264,15 @@ func (p *Pod) more() *PodMore {
 // other than resource lists shared with p).
 func (p *Pod) V1() *v1.Pod {
 	out := &v1.Pod{
-		TypeMeta:   metav1.TypeMeta{Kind: p.Kind, APIVersion: p.APIVersion},
+		TypeMeta:   metav1.TypeMeta{Kind: p.Kind(), APIVersion: p.APIVersion()},
 		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID, Labels: p.Labels},
-		Spec:       v1.PodSpec{NodeName: p.NodeName, Containers: containersV1(p.Containers), InitContainers: containersV1(p.InitContainers)},
+		Spec:       v1.PodSpec{NodeName: p.NodeName, Containers: containersV1(p.Containers)},
 		Status:     v1.PodStatus{Phase: p.Phase, QOSClass: p.QOSClass},
 	}
 	if m := p.More; m != nil {
 		out.Annotations, out.OwnerReferences = m.Annotations, m.OwnerReferences
 		s := &out.Spec
+		s.InitContainers = containersV1(m.InitContainers)
 		s.NodeSelector, s.Affinity, s.Tolerations, s.Resources, s.Overhead = m.NodeSelector, m.Affinity, m.Tolerations, m.Resources, m.Overhead.V1()
 		s.ResourceClaims, s.SchedulingGates, s.Priority = m.ResourceClaims, m.SchedulingGates, m.Priority
 		s.PriorityClassName, s.SchedulerName = m.PriorityClassName, m.SchedulerName
@@ -213,17 +294,19 @@ func containersV1(cs []Container) []v1.Container {
 // PodFromV1 returns the planner Pod of a v1 Pod (a live cluster's, from
 // client-go): the same fields a decode keeps.
 func PodFromV1(in *v1.Pod) *Pod {
-	p := &Pod{Kind: in.Kind, APIVersion: in.APIVersion, Name: in.Name, Namespace: in.Namespace, UID: in.UID, Labels: in.Labels,
+	p := &Pod{Name: in.Name, Namespace: in.Namespace, UID: in.UID, Labels: in.Labels,
 		NodeName: in.Spec.NodeName, Phase: in.Status.Phase, QOSClass: in.Status.QOSClass,
-		Containers: containersFromV1(in.Spec.Containers), InitContainers: containersFromV1(in.Spec.InitContainers)}
+		Containers: containersFromV1(in.Spec.Containers)}
 	s := &in.Spec
-	if in.Annotations != nil || in.OwnerReferences != nil || s.NodeSelector != nil || s.Affinity != nil || s.Tolerations != nil ||
+	if s.InitContainers != nil || in.Annotations != nil || in.OwnerReferences != nil || s.NodeSelector != nil || s.Affinity != nil || s.Tolerations != nil ||
 		s.Resources != nil || s.Overhead != nil || s.ResourceClaims != nil || s.SchedulingGates != nil || s.Priority != nil ||
 		s.PriorityClassName != "" || s.SchedulerName != "" {
-		p.More = &PodMore{Annotations: in.Annotations, OwnerReferences: in.OwnerReferences, NodeSelector: s.NodeSelector, Affinity: s.Affinity,
+		p.More = &PodMore{InitContainers: containersFromV1(s.InitContainers), Annotations: in.Annotations, OwnerReferences: in.OwnerReferences, NodeSelector: s.NodeSelector, Affinity: s.Affinity,
 			Tolerations: s.Tolerations, Resources: s.Resources, Overhead: resourceListFromV1(s.Overhead), ResourceClaims: s.ResourceClaims,
 			SchedulingGates: s.SchedulingGates, Priority: s.Priority, PriorityClassName: s.PriorityClassName, SchedulerName: s.SchedulerName}
 	}
+	p.setKind(in.Kind)
+	p.setAPIVersion(in.APIVersion)
 	return p
 }
 
@@ -248,8 +331,10 @@ func containersFromV1(cs []v1.Container) []Container {
 	out := make([]Container, len(cs))
 	for i := range cs {
 		c := &cs[i]
-		out[i] = Container{Name: c.Name, Requests: resourceListFromV1(c.Resources.Requests), Limits: resourceListFromV1(c.Resources.Limits),
-			Claims: c.Resources.Claims, RestartPolicy: c.RestartPolicy}
+		out[i] = Container{Name: c.Name, Requests: resourceListFromV1(c.Resources.Requests), Limits: resourceListFromV1(c.Resources.Limits)}
+		if c.Resources.Claims != nil || c.RestartPolicy != nil {
+			out[i].More = &ContainerMore{Claims: c.Resources.Claims, RestartPolicy: c.RestartPolicy}
+		}
 	}
 	return out
 }

@@ -451,9 +451,13 @@ func (d *typedDecoder) podObject(p *plan, pod *Pod, items *[]*Pod, hasItems *boo
 		var err error
 		switch f.name {
 		case "kind":
-			pod.Kind, err = d.text(f.plan, true)
+			var k string
+			k, err = d.text(f.plan, true)
+			pod.setKind(k)
 		case "apiVersion":
-			pod.APIVersion, err = d.text(f.plan, true)
+			var v string
+			v, err = d.text(f.plan, true)
+			pod.setAPIVersion(v)
 		case "metadata":
 			err = d.metadata(f.plan, &m, func(f *fieldPlan) error {
 				if isNull, err := d.null(); isNull || err != nil {
@@ -522,7 +526,10 @@ func (d *typedDecoder) podSpec(p *plan, pod *Pod) error {
 		case "containers":
 			pod.Containers, err = d.containers(f.plan)
 		case "initContainers":
-			pod.InitContainers, err = d.containers(f.plan)
+			var cs []Container
+			if cs, err = d.containers(f.plan); cs != nil {
+				pod.more().InitContainers = cs
+			}
 		case "nodeSelector", "affinity", "tolerations", "resources", "overhead", "resourceClaims", "schedulingGates",
 			"priority", "priorityClassName", "schedulerName":
 			if isNull, err := d.null(); isNull || err != nil {
@@ -569,7 +576,10 @@ func (d *typedDecoder) containers(p *plan) ([]Container, error) {
 			case "name":
 				c.Name, err = d.text(f.plan, true)
 			case "restartPolicy":
-				err = d.into(f, &c.RestartPolicy)
+				if isNull, err := d.null(); isNull || err != nil {
+					return true, err
+				}
+				err = d.into(f, &c.more().RestartPolicy)
 			case "resources":
 				err = d.fields(f.plan, func(f *fieldPlan) (bool, error) {
 					var err error
@@ -579,7 +589,10 @@ func (d *typedDecoder) containers(p *plan) ([]Container, error) {
 					case "limits":
 						c.Limits, err = d.resourceList(f.plan)
 					case "claims":
-						err = d.into(f, &c.Claims)
+						if isNull, err := d.null(); isNull || err != nil {
+							return true, err
+						}
+						err = d.into(f, &c.more().Claims)
 					default:
 						return false, nil
 					}

@@ -401,7 +401,7 @@ func podFieldError(p *Pod) (field, reason string) {
 		ann, sel = p.More.Annotations, p.More.NodeSelector
 	}
 	checkMeta(&e, p.Name, p.Namespace, p.Labels, ann)
-	checkPodSpec(&e, "spec", p.NodeName, sel, p.Containers, p.InitContainers)
+	checkPodSpec(&e, "spec", p.NodeName, sel, p.Containers, p.Inits())
 	return e.field, e.reason
 }
 

@@ -144,7 +144,7 @@ func EffectiveRequests(pod *v1.Pod) v1.ResourceList {
 // the rest (a sum over app containers of request-else-limit, plus overhead)
 // it reads the quantities directly, without building maps.
 func (rs Resources) requestVector(pod *objects.Pod, out []int64) {
-	if len(pod.InitContainers) > 0 || pod.PodResources() != nil {
+	if len(pod.Inits()) > 0 || pod.PodResources() != nil {
 		req := EffectiveRequests(pod.V1())
 		for i, name := range rs {
 			if q, ok := req[name]; ok {
