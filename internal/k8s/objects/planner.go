@@ -144,14 +144,14 @@ func (c *Container) v1() v1.Container {
 // Pod is the part of a v1 Pod the planners read. The fields most exports
 // leave unset for most pods are in More (nil when none is set).
 type Pod struct {
-	Name, Namespace  string
-	UID              types.UID
-	Labels           map[string]string
-	NodeName         string
-	Phase            v1.PodPhase
-	QOSClass         v1.PodQOSClass
-	Containers       []Container
-	More             *PodMore
+	Name, Namespace string
+	UID             types.UID
+	Labels          map[string]string
+	NodeName        string
+	Phase           v1.PodPhase
+	QOSClass        v1.PodQOSClass
+	Containers      []Container
+	More            *PodMore
 	// kind and apiVersion as codes (a decoded Pod has "Pod" and "v1", or
 	// none in a List's items); any other value is in More.
 	kind, apiVersion typeCode
