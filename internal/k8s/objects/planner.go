@@ -4,7 +4,7 @@ package objects
 // admit` and `k8s dra` read (nodeFields, podFields), decoded in one strict
 // pass (typed.go) without building whole v1 objects. A v1.Pod is ~1,240
 // bytes before any field is set, and its ResourceLists are maps of 56-byte
-// Quantities; a Pod here is ~180 bytes plus what it holds, and the rarely
+// Quantities; a Pod here is 144 bytes plus what it holds, and the rarely
 // set pod fields sit behind one pointer (PodMore).
 
 import (
