@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	v1 "k8s.io/api/core/v1"
 
 	"github.com/gpunode/gpunode/internal/cli"
 	"github.com/gpunode/gpunode/internal/k8s/objects"
@@ -120,11 +119,11 @@ func loadPlaceInput(nodesFile, podsFile, topoFile, levels, workFile string, maxB
 	}
 	var nodesCh chan res
 	if nodesFile != "" {
-		nodesCh = load(nodesFile, func(f string, b []byte) (any, error) { return objects.LoadNodes(f, b) })
+		nodesCh = load(nodesFile, func(f string, b []byte) (any, error) { return objects.DecodeNodes(f, b) })
 	}
 	var podsCh chan res
 	if podsFile != "" {
-		podsCh = load(podsFile, func(f string, b []byte) (any, error) { return objects.LoadPods(f, b) })
+		podsCh = load(podsFile, func(f string, b []byte) (any, error) { return objects.DecodePods(f, b) })
 	}
 	var err error
 	if workFile != "" {
@@ -154,10 +153,10 @@ func loadPlaceInput(nodesFile, podsFile, topoFile, levels, workFile string, maxB
 		}
 	}
 	if nodesCh != nil {
-		in.Nodes = nr.nodes.([]*v1.Node)
+		in.Nodes = nr.nodes.([]*objects.Node)
 	}
 	if podsCh != nil {
-		in.Pods = pr.nodes.([]*v1.Pod)
+		in.Pods = pr.nodes.([]*objects.Pod)
 	}
 	if levels != "" {
 		for _, k := range strings.Split(levels, ",") {
@@ -181,15 +180,15 @@ func (a *app) livePlaceInput(cmd *cobra.Command, in *place.Input, nodes, topolog
 		return err
 	}
 	type res struct {
-		nodes []*v1.Node
-		pods  []*v1.Pod
+		nodes []*objects.Node
+		pods  []*objects.Pod
 		err   error
 	}
 	var nodesCh, podsCh chan res
 	if nodes {
 		nodesCh, podsCh = make(chan res, 1), make(chan res, 1)
-		go func() { n, err := c.Nodes(ctx); nodesCh <- res{nodes: n, err: err} }()
-		go func() { p, err := c.BoundPods(ctx, ""); podsCh <- res{pods: p, err: err} }()
+		go func() { n, err := c.PlannerNodes(ctx); nodesCh <- res{nodes: n, err: err} }()
+		go func() { p, err := c.PlannerPods(ctx, ""); podsCh <- res{pods: p, err: err} }()
 	}
 	if fromCluster != "" {
 		w, err := c.Workload(ctx, fromCluster)

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -81,6 +82,20 @@ func TestEveryReadPathHealthy(t *testing.T) {
 	pods, err := c.BoundPods(context.Background(), "")
 	if err != nil || len(pods) != 1 || pods[0].Name != "run" {
 		t.Errorf("bound pods %v, %v: want only a/run (bound, not terminal)", pods, err)
+	}
+	pp, err := c.PlannerPods(context.Background(), "")
+	if err != nil || len(pp) != 1 || pp[0].Name != "run" || pp[0].NodeName != pods[0].Spec.NodeName {
+		t.Errorf("planner pods %v, %v: want only a/run, as BoundPods", pp, err)
+	}
+	nodes, err := c.Nodes(context.Background())
+	pn, perr := c.PlannerNodes(context.Background())
+	if err != nil || perr != nil || len(pn) != len(nodes) || len(nodes) == 0 {
+		t.Errorf("planner nodes %d (%v), nodes %d (%v)", len(pn), perr, len(nodes), err)
+	}
+	for i := range pn {
+		if pn[i].Name != nodes[i].Name || !reflect.DeepEqual(pn[i].Labels, nodes[i].Labels) {
+			t.Errorf("planner node %d: %+v, want %s", i, pn[i], nodes[i].Name)
+		}
 	}
 	found := false
 	for _, r := range f.Requests() {

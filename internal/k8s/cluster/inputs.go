@@ -115,20 +115,44 @@ func (c *Client) Nodes(ctx context.Context) ([]*v1.Node, error) {
 // terminal (Succeeded, Failed), in every namespace. The field selector
 // asks the server to filter; the same rule is applied here too.
 func (c *Client) BoundPods(ctx context.Context, nodeName string) ([]*v1.Pod, error) {
+	var out []*v1.Pod
+	err := c.eachBoundPod(ctx, nodeName, func(p *v1.Pod) { out = append(out, p) })
+	return out, err
+}
+
+func (c *Client) eachBoundPod(ctx context.Context, nodeName string, fn func(*v1.Pod)) error {
 	sel := "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"
 	if nodeName != "" {
 		sel = "spec.nodeName=" + nodeName + ",status.phase!=Succeeded,status.phase!=Failed"
 	}
-	var out []*v1.Pod
-	err := listTyped[v1.PodList](ctx, c, c.cs.CoreV1().RESTClient(), ResPods, metav1.ListOptions{FieldSelector: sel}, func(l *v1.PodList) {
+	return listTyped[v1.PodList](ctx, c, c.cs.CoreV1().RESTClient(), ResPods, metav1.ListOptions{FieldSelector: sel}, func(l *v1.PodList) {
 		for i := range l.Items {
 			p := &l.Items[i]
 			if p.Spec.NodeName == "" || (nodeName != "" && p.Spec.NodeName != nodeName) || p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed {
 				continue
 			}
-			out = append(out, p)
+			fn(p)
 		}
 	})
+}
+
+// PlannerNodes lists every Node as the planners read it (objects.Node),
+// each page converted as it arrives so that no whole v1 Node is kept.
+func (c *Client) PlannerNodes(ctx context.Context) ([]*objects.Node, error) {
+	var out []*objects.Node
+	err := listTyped[v1.NodeList](ctx, c, c.cs.CoreV1().RESTClient(), ResNodes, metav1.ListOptions{}, func(l *v1.NodeList) {
+		for i := range l.Items {
+			out = append(out, objects.NodeFromV1(&l.Items[i]))
+		}
+	})
+	return out, err
+}
+
+// PlannerPods is BoundPods as the planners read them (objects.Pod), each
+// page converted as it arrives.
+func (c *Client) PlannerPods(ctx context.Context, nodeName string) ([]*objects.Pod, error) {
+	var out []*objects.Pod
+	err := c.eachBoundPod(ctx, nodeName, func(p *v1.Pod) { out = append(out, objects.PodFromV1(p)) })
 	return out, err
 }
 

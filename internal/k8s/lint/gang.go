@@ -273,7 +273,11 @@ func checkHyperNodes(c *Context, emit Emit) {
 			}
 		}
 	}
-	cluster := place.NewCluster(c.In.Nodes, nil, nil)
+	nodes := make([]*objects.Node, len(c.In.Nodes))
+	for i, n := range c.In.Nodes {
+		nodes[i] = objects.NodeFromV1(n)
+	}
+	cluster := place.NewCluster(nodes, nil, nil)
 	if _, err := place.HyperNodeTopology(cluster, hns); err != nil {
 		var oe *objects.Error
 		if errors.As(err, &oe) {

@@ -15,11 +15,12 @@ import (
 
 // The bad-input corpus of issue 26: each input is generated here (nothing
 // committed), written to a file and loaded by a child process (this test
-// binary, TestBadInputChild) through ReadFile and LoadPods, so that its
+// binary, TestBadInputChild) through ReadFile and DecodePods, so that its
 // CPU time and peak RSS are the whole load's. Refusals must come within
 // 1 s of CPU time (the best of 3 runs); peak memory stays within 3x the file's size + 64 MB. The default
 // run uses small sizes; GPUNODE_BIG_INPUTS=1 (a .ci/run step) uses the
-// issue's: 200 MB of junk, 300 MB of one scalar, 100k pods.
+// issue's: 200 MB of junk, 300 MB of one scalar (on one line, as a block
+// scalar, as a plain and as a quoted scalar over lines), 100k pods.
 
 func TestBadInputChild(t *testing.T) {
 	path := os.Getenv("GPUNODE_BADINPUT_FILE")
@@ -40,7 +41,7 @@ func TestBadInputChild(t *testing.T) {
 	data, err := ReadFile(path, maxBytes)
 	if err == nil {
 		var pods int
-		p, e := LoadPods("in", data)
+		p, e := DecodePods("in", data)
 		err, pods = e, len(p)
 		if err == nil {
 			fmt.Printf("LOADED %d pods\n", pods)
@@ -79,10 +80,13 @@ func TestBadInputCorpus(t *testing.T) {
 	if scalar > MaxLineBytes {
 		yamlScalarWant = "more than 8388608"
 	}
-	blockScalarWant := "LOADED 1 pods"
+	blockScalarWant, plainScalarWant, quotedScalarWant := "LOADED 1 pods", "LOADED 1 pods", "LOADED 1 pods"
 	if scalar > MaxLineBytes {
 		blockScalarWant = "block scalar of more than 8388608 bytes"
+		plainScalarWant = "plain scalar of more than 8388608 bytes over several lines"
+		quotedScalarWant = "quoted scalar of more than 8388608 bytes over several lines"
 	}
+	scalarLines := strings.Repeat("    "+strings.Repeat("y", 59)+"\n", scalar/64)
 	for _, tc := range []struct {
 		name   string
 		data   []byte
@@ -101,6 +105,8 @@ func TestBadInputCorpus(t *testing.T) {
 		{"a list document", []byte(pod(1) + "---\n- a\n- b\n"), "document 2", true},
 		{"one YAML scalar", []byte("apiVersion: v1\nkind: Pod\nmetadata: {name: p, uid: " + strings.Repeat("x", scalar) + "}\n"), yamlScalarWant, scalar > MaxLineBytes},
 		{"one multi-line YAML block scalar", []byte("apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  uid: |\n" + strings.Repeat("    "+strings.Repeat("y", 59)+"\n", scalar/64) + "spec: {containers: [{name: c}]}\n"), blockScalarWant, scalar > MaxLineBytes},
+		{"one multi-line YAML plain scalar", []byte("apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  uid: x\n" + scalarLines + "spec: {containers: [{name: c}]}\n"), plainScalarWant, scalar > MaxLineBytes},
+		{"one multi-line YAML quoted scalar", []byte("apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  uid: \"x\n" + scalarLines + "    y\"\nspec: {containers: [{name: c}]}\n"), quotedScalarWant, scalar > MaxLineBytes},
 		{"one JSON scalar", []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","uid":"` + strings.Repeat("x", scalar) + `"},"spec":{"containers":[{"name":"c"}]}}`), "LOADED 1 pods", false},
 		{"pods", []byte(pods.String()), fmt.Sprintf("LOADED %d pods", scale(5000, 100000)), false},
 	} {
@@ -221,7 +227,7 @@ func TestSniffBlockScalar(t *testing.T) {
 		{"key in a sequence item", "apiVersion: v1\nkind: List\nitems:\n- data: |\n" + block + "      y\n", true},
 		{"split by a key", head + "  a: |\n" + block[:MaxLineBytes/2] + "  b: |\n" + block[:MaxLineBytes/2] + "\n", false},
 		{"split by a document", head + "  a: |\n" + block + "---\n" + head + "  b: |\n" + block, false},
-		{"not a block", head + "  a: x|\n" + block + block, false},
+		{"not a block", head + "  a: x|\n" + block[:MaxLineBytes/2], false},
 	} {
 		err := sniff("f.yaml", []byte(tc.in), false)
 		if tc.refuse != (err != nil) {
@@ -244,5 +250,45 @@ func TestSniffBlockScalar(t *testing.T) {
 	}
 	if _, err := ReadFile(path, 1<<30); err == nil || !strings.Contains(err.Error(), "block scalar") {
 		t.Errorf("ReadFile of a %d-byte block scalar: %v", len(big), err)
+	}
+}
+
+// TestSniffFlowScalar: a plain or quoted scalar that goes on over lines
+// (no indicator) of more than MaxLineBytes is refused before conversion,
+// naming the line it starts on; lines that hold keys or items, or a
+// document marker, end it.
+func TestSniffFlowScalar(t *testing.T) {
+	line := "    " + strings.Repeat("y", 59) + "\n" // 64 bytes
+	body := strings.Repeat(line, MaxLineBytes/64)
+	keyish := strings.Repeat("    a: b "+strings.Repeat("y", 54)+"\n", MaxLineBytes/64)
+	head := "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n"
+	for _, tc := range []struct {
+		name, in string
+		want     string // "" not refused
+		line     int
+	}{
+		{"plain after a key", head + "  uid: x\n" + body, "plain scalar", 5},
+		{"plain under an empty key", head + "  uid:\n" + body + line, "plain scalar", 6},
+		{"plain item", head + "  finalizers:\n  - x\n" + body, "plain scalar", 6},
+		{"blank lines count", head + "  uid: x\n" + body[:MaxLineBytes-64] + "\n\n" + line, "plain scalar", 5},
+		{"double-quoted", head + "  uid: \"x\n" + body + "    y\"\n", "quoted scalar", 5},
+		{"single-quoted, keys inside", head + "  uid: 'x\n" + keyish + "    y'\n", "quoted scalar", 5},
+		{"quoted, escaped quotes", head + "  uid: \"x\\\"\n" + strings.Repeat("    \\\"y\n", MaxLineBytes/8) + "  \"\n", "quoted scalar", 5},
+		{"at the bound", head + "  uid: x\n" + body[:MaxLineBytes-64-len("  uid: x\n")] + line, "", 0},
+		{"split by a key", head + "  uid: x\n" + body[:MaxLineBytes/2] + "  b: x\n" + body[:MaxLineBytes/2], "", 0},
+		{"split by a document", head + "  uid: x\n" + body[:MaxLineBytes/2] + "---\n" + head + "  uid: x\n" + body[:MaxLineBytes/2], "", 0},
+		{"split by a comment", head + "  uid: x\n" + body[:MaxLineBytes/2] + "# c\n" + body[:MaxLineBytes/2], "", 0},
+		{"quotes closed on their line", head + strings.Repeat("  a: \"x\"\n  b: 'y''s'\n", MaxLineBytes/16), "", 0},
+		{"many small pods", strings.Repeat("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n    args: [a,\n      b]\n---\n", MaxLineBytes/60), "", 0},
+	} {
+		err := sniff("f.yaml", []byte(tc.in), false)
+		if (tc.want == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tc.want+" of more than 8388608 bytes over several lines") {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+			continue
+		}
+		var e *Error
+		if err != nil && (!errors.As(err, &e) || e.Line != tc.line) {
+			t.Errorf("%s: refusal names line %v, want %d", tc.name, e, tc.line)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package objects
 import (
 	"encoding/json"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"reflect"
 	"strconv"
@@ -140,124 +141,170 @@ func viewDocError(d Document, kind string, err error) *Error {
 	return d.errorf(item, obj, path, "%s", ve.reason)
 }
 
-// LoadNodes decodes v1 Nodes (documents or Lists) from data: the fields the
-// planners read (nodeFields) are kept, the others checked strictly.
-func LoadNodes(file string, data []byte) (_ []*v1.Node, retErr error) {
+// DecodeNodes decodes v1 Nodes (documents or Lists) from data into the
+// planner Node (the fields the planners read, nodeFields); every other
+// field is checked as strictly as a whole decode would, without being kept.
+func DecodeNodes(file string, data []byte) (_ []*Node, retErr error) {
 	defer func() { retErr = Locate(retErr, data) }()
-	docs, err := Documents(file, data)
+	var out []*Node
+	td := &typedDecoder{}
+	pl := typedPlansOnce()
+	err := EachDocument(file, data, func(d Document) error {
+		td.reset(d.JSON)
+		var top Node
+		var items []*Node
+		var hasItems bool
+		err := td.nodeObject(pl.nodeDoc, &top, &items, &hasItems)
+		if err == nil {
+			err = td.finish()
+		}
+		if err != nil {
+			if wk := wrongKind(d, "Node", "v1 Node (or a List of Nodes)"); wk != nil {
+				return wk
+			}
+			return viewDocError(d, "Node", err)
+		}
+		switch {
+		case isList(top.Kind, "Node"):
+			if top.APIVersion != "v1" {
+				return d.errorf(-1, "", "apiVersion", "Unsupported value: %q: supported values: \"v1\"", top.APIVersion)
+			}
+			for i, n := range items {
+				if n == nil {
+					return d.errorf(i, "", "", "Invalid value: null (want a Node)")
+				}
+				if err := checkItem(d, i, n.Kind, n.APIVersion, "Node", n.Name); err != nil {
+					return err
+				}
+				if err := validNode(d, i, n); err != nil {
+					return err
+				}
+			}
+			out = append(out, items...)
+		case top.Kind == "Node":
+			if err := checkObject(d, top.APIVersion, hasItems, "Node", top.Name); err != nil {
+				return err
+			}
+			if err := validNode(d, -1, &top); err != nil {
+				return err
+			}
+			n := top
+			out = append(out, &n)
+		default:
+			if wk := wrongKind(d, "Node", "v1 Node (or a List of Nodes)"); wk != nil {
+				return wk
+			}
+			return d.errorf(-1, "", "kind", "Unsupported value: %q: supported values: \"Node\", \"List\", \"NodeList\"", top.Kind)
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	var out []*v1.Node
-	for _, d := range docs {
-		var nd nodeDoc
-		if err := decodeView(d.JSON, nodeDocView(), &nd); err != nil {
-			if wk := wrongKind(d, "Node", "v1 Node (or a List of Nodes)"); wk != nil {
-				return nil, wk
-			}
-			return nil, viewDocError(d, "Node", err)
-		}
-		switch {
-		case isList(nd.Kind, "Node"):
-			if nd.APIVersion != "v1" {
-				return nil, d.errorf(-1, "", "apiVersion", "Unsupported value: %q: supported values: \"v1\"", nd.APIVersion)
-			}
-			for i, n := range nd.Items {
-				if n == nil {
-					return nil, d.errorf(i, "", "", "Invalid value: null (want a Node)")
-				}
-				if err := checkItem(d, i, n.Kind, n.APIVersion, "Node", n.Name); err != nil {
-					return nil, err
-				}
-				if err := validNode(d, i, n); err != nil {
-					return nil, err
-				}
-				out = append(out, n)
-			}
-		case nd.Kind == "Node":
-			n := &v1.Node{TypeMeta: nd.TypeMeta, ObjectMeta: nd.Metadata.ObjectMeta, Spec: nd.Spec, Status: nd.Status}
-			if err := checkObject(d, nd.TypeMeta, nd.Items != nil, "Node", n.Name); err != nil {
-				return nil, err
-			}
-			if err := validNode(d, -1, n); err != nil {
-				return nil, err
-			}
-			out = append(out, n)
-		default:
-			if wk := wrongKind(d, "Node", "v1 Node (or a List of Nodes)"); wk != nil {
-				return nil, wk
-			}
-			return nil, d.errorf(-1, "", "kind", "Unsupported value: %q: supported values: \"Node\", \"List\", \"NodeList\"", nd.Kind)
-		}
-	}
-	if err := uniqueNames(file, len(out), func(i int) (string, string) { return out[i].Name, "Node" }); err != nil {
+	if err := uniqueNames(file, len(out), func(i int) (string, string, string) { return "", out[i].Name, "Node" }); err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
-// LoadPods decodes v1 Pods (documents or Lists) from data: the fields the
-// planners read (podFields) are kept, the others checked strictly.
-func LoadPods(file string, data []byte) (_ []*v1.Pod, retErr error) {
+// DecodePods decodes v1 Pods (documents or Lists) from data into the
+// planner Pod (the fields the planners read, podFields); every other field
+// is checked as strictly as a whole decode would, without being kept.
+func DecodePods(file string, data []byte) (_ []*Pod, retErr error) {
 	defer func() { retErr = Locate(retErr, data) }()
-	docs, err := Documents(file, data)
+	var out []*Pod
+	td := &typedDecoder{}
+	pl := typedPlansOnce()
+	err := EachDocument(file, data, func(d Document) error {
+		td.reset(d.JSON)
+		var top Pod
+		var items []*Pod
+		var hasItems bool
+		err := td.podObject(pl.podDoc, &top, &items, &hasItems)
+		if err == nil {
+			err = td.finish()
+		}
+		if err != nil {
+			if wk := wrongKind(d, "Pod", "v1 Pod (or a List of Pods)"); wk != nil {
+				return wk
+			}
+			return viewDocError(d, "Pod", err)
+		}
+		switch {
+		case isList(top.Kind(), "Pod"):
+			if top.APIVersion() != "v1" {
+				return d.errorf(-1, "", "apiVersion", "Unsupported value: %q: supported values: \"v1\"", top.APIVersion())
+			}
+			for i, p := range items {
+				if p == nil {
+					return d.errorf(i, "", "", "Invalid value: null (want a Pod)")
+				}
+				if err := checkItem(d, i, p.Kind(), p.APIVersion(), "Pod", p.Name); err != nil {
+					return err
+				}
+				if err := validPod(d, i, p); err != nil {
+					return err
+				}
+			}
+			out = append(out, items...)
+		case top.Kind() == "Pod":
+			if err := checkObject(d, top.APIVersion(), hasItems, "Pod", top.Name); err != nil {
+				return err
+			}
+			if err := validPod(d, -1, &top); err != nil {
+				return err
+			}
+			p := top
+			out = append(out, &p)
+		default:
+			if wk := wrongKind(d, "Pod", "v1 Pod (or a List of Pods)"); wk != nil {
+				return wk
+			}
+			return d.errorf(-1, "", "kind", "Unsupported value: %q: supported values: \"Pod\", \"List\", \"PodList\"", top.Kind())
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	var out []*v1.Pod
-	for _, d := range docs {
-		var pd podDoc
-		if err := decodeView(d.JSON, podDocView(), &pd); err != nil {
-			if wk := wrongKind(d, "Pod", "v1 Pod (or a List of Pods)"); wk != nil {
-				return nil, wk
-			}
-			return nil, viewDocError(d, "Pod", err)
-		}
-		switch {
-		case isList(pd.Kind, "Pod"):
-			if pd.APIVersion != "v1" {
-				return nil, d.errorf(-1, "", "apiVersion", "Unsupported value: %q: supported values: \"v1\"", pd.APIVersion)
-			}
-			for i, p := range pd.Items {
-				if p == nil {
-					return nil, d.errorf(i, "", "", "Invalid value: null (want a Pod)")
-				}
-				if err := checkItem(d, i, p.Kind, p.APIVersion, "Pod", p.Name); err != nil {
-					return nil, err
-				}
-				if err := validPod(d, i, p); err != nil {
-					return nil, err
-				}
-				out = append(out, p)
-			}
-		case pd.Kind == "Pod":
-			p := &v1.Pod{TypeMeta: pd.TypeMeta, ObjectMeta: pd.Metadata.ObjectMeta, Spec: pd.Spec, Status: pd.Status}
-			if err := checkObject(d, pd.TypeMeta, pd.Items != nil, "Pod", p.Name); err != nil {
-				return nil, err
-			}
-			if err := validPod(d, -1, p); err != nil {
-				return nil, err
-			}
-			out = append(out, p)
-		default:
-			if wk := wrongKind(d, "Pod", "v1 Pod (or a List of Pods)"); wk != nil {
-				return nil, wk
-			}
-			return nil, d.errorf(-1, "", "kind", "Unsupported value: %q: supported values: \"Pod\", \"List\", \"PodList\"", pd.Kind)
-		}
-	}
-	if err := uniqueNames(file, len(out), func(i int) (string, string) {
-		if out[i].Namespace == "" {
-			return out[i].Name, "Pod"
-		}
-		return out[i].Namespace + "/" + out[i].Name, "Pod"
-	}); err != nil {
+	if err := uniqueNames(file, len(out), func(i int) (string, string, string) { return out[i].Namespace, out[i].Name, "Pod" }); err != nil {
 		return nil, err
+	}
+	return out, nil
+}
+
+// LoadNodes is DecodeNodes as v1 Nodes (holding the same fields), for the
+// users that want those.
+func LoadNodes(file string, data []byte) ([]*v1.Node, error) {
+	nodes, err := DecodeNodes(file, data)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*v1.Node, len(nodes))
+	for i, n := range nodes {
+		out[i] = n.V1()
+	}
+	return out, nil
+}
+
+// LoadPods is DecodePods as v1 Pods (holding the same fields), for the
+// users that want those.
+func LoadPods(file string, data []byte) ([]*v1.Pod, error) {
+	pods, err := DecodePods(file, data)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*v1.Pod, len(pods))
+	for i, p := range pods {
+		out[i] = p.V1()
 	}
 	return out, nil
 }
 
 func checkItem(d Document, i int, kind, apiVersion, want, name string) error {
+	if (kind == "" || kind == want) && (apiVersion == "" || apiVersion == "v1") && name != "" {
+		return nil
+	}
 	obj := fmt.Sprintf("%s %q", want, name)
 	if kind != "" && kind != want {
 		return d.errorf(i, obj, "kind", "Unsupported value: %q: supported values: %q", kind, want)
@@ -271,10 +318,10 @@ func checkItem(d Document, i int, kind, apiVersion, want, name string) error {
 	return nil
 }
 
-func checkObject(d Document, tm metav1.TypeMeta, hasItems bool, want, name string) error {
+func checkObject(d Document, apiVersion string, hasItems bool, want, name string) error {
 	obj := fmt.Sprintf("%s %q", want, name)
-	if tm.APIVersion != "v1" {
-		return d.errorf(-1, obj, "apiVersion", "Unsupported value: %q: supported values: \"v1\"", tm.APIVersion)
+	if apiVersion != "v1" {
+		return d.errorf(-1, obj, "apiVersion", "Unsupported value: %q: supported values: \"v1\"", apiVersion)
 	}
 	if hasItems {
 		return d.errorf(-1, obj, "items", "Forbidden: only a List has items")
@@ -285,17 +332,57 @@ func checkObject(d Document, tm metav1.TypeMeta, hasItems bool, want, name strin
 	return nil
 }
 
-func uniqueNames(file string, n int, at func(int) (string, string)) error {
-	seen := make(map[string]int, n)
+// uniqueNames refuses two objects of the same namespace and name. It
+// keeps a 64-bit hash per object, not the names (a 100k-pod file is at
+// its largest when this runs); a hash seen twice is compared by name.
+func uniqueNames(file string, n int, at func(int) (namespace, name, kind string)) error {
+	seed := maphash.MakeSeed()
+	var h maphash.Hash
+	return uniqueNamesHashed(file, n, at, func(ns, name string) uint64 {
+		h.SetSeed(seed)
+		h.WriteString(ns)
+		h.WriteByte('/') // a name has no '/'
+		h.WriteString(name)
+		return h.Sum64()
+	})
+}
+
+func uniqueNamesHashed(file string, n int, at func(int) (namespace, name, kind string), hash func(ns, name string) uint64) error {
+	seen := make(map[uint64]int32, n)
+	var collided map[[2]string]int // every name whose hash another name has
 	for i := 0; i < n; i++ {
-		key, kind := at(i)
-		if j, ok := seen[key]; ok {
-			return &Error{File: file, Item: -1, Object: fmt.Sprintf("%s %q", kind, key), Field: "metadata.name",
-				Reason: fmt.Sprintf("Duplicate value: %q (objects %d and %d of the file)", key, j+1, i+1)}
+		ns, name, kind := at(i)
+		k := hash(ns, name)
+		j, ok := seen[k]
+		if !ok {
+			seen[k] = int32(i)
+			continue
 		}
-		seen[key] = i
+		jns, jname, _ := at(int(j))
+		if jns == ns && jname == name {
+			return duplicateName(file, kind, ns, name, int(j), i)
+		}
+		if collided == nil {
+			collided = map[[2]string]int{}
+		}
+		if _, ok := collided[[2]string{jns, jname}]; !ok {
+			collided[[2]string{jns, jname}] = int(j)
+		}
+		if c, ok := collided[[2]string{ns, name}]; ok {
+			return duplicateName(file, kind, ns, name, c, i)
+		}
+		collided[[2]string{ns, name}] = i
 	}
 	return nil
+}
+
+func duplicateName(file, kind, ns, name string, j, i int) error {
+	key := name
+	if ns != "" {
+		key = ns + "/" + name
+	}
+	return &Error{File: file, Item: -1, Object: fmt.Sprintf("%s %q", kind, key), Field: "metadata.name",
+		Reason: fmt.Sprintf("Duplicate value: %q (objects %d and %d of the file)", key, j+1, i+1)}
 }
 
 // locateItemError turns a failed decode of a whole document into an error

@@ -155,3 +155,26 @@ func TestWorkloadPodGroupVersions(t *testing.T) {
 		t.Errorf("unknown version: %v", err)
 	}
 }
+
+// TestUniqueNamesCollisions: names whose hashes collide are told apart by
+// name, and a duplicate among them is still found.
+func TestUniqueNamesCollisions(t *testing.T) {
+	names := [][2]string{{"a", "p"}, {"b", "p"}, {"", "p"}, {"a", "q"}, {"b", "p"}}
+	at := func(i int) (string, string, string) { return names[i][0], names[i][1], "Pod" }
+	for _, hash := range []func(string, string) uint64{
+		func(string, string) uint64 { return 7 },                            // every hash collides
+		func(ns, _ string) uint64 { return uint64(len(ns)) },                // some do
+		func(ns, name string) uint64 { return uint64(len(ns) + len(name)) }, // others
+	} {
+		err := uniqueNamesHashed("f", len(names), at, hash)
+		if err == nil || !strings.Contains(err.Error(), `Duplicate value: "b/p" (objects 2 and 5 of the file)`) {
+			t.Errorf("got %v", err)
+		}
+		if err := uniqueNamesHashed("f", 4, at, hash); err != nil {
+			t.Errorf("distinct names: %v", err)
+		}
+	}
+	if err := uniqueNames("f", len(names), at); err == nil || !strings.Contains(err.Error(), "objects 2 and 5") {
+		t.Errorf("uniqueNames: %v", err)
+	}
+}

@@ -33,6 +33,14 @@ func sniff(file string, data []byte, json bool) error {
 	// A block scalar ("key: |", "- >-") open since line blockLine: its
 	// lines are those indented more than blockIndent (and blank ones).
 	blockLine, blockIndent, blockBytes := 0, 0, 0
+	// A flow scalar (plain or quoted) that goes on over lines, with no
+	// indicator: open since line runLine, quoted with runQuote (0: plain).
+	runLine, runBytes := 0, 0
+	var runQuote byte
+	tooBig := func(what string) error {
+		return &Error{File: file, Line: runLine, Item: -1,
+			Reason: fmt.Sprintf("%s scalar of more than %d bytes over several lines: no Kubernetes object has one (the API server refuses objects over 3 MiB)", what, MaxLineBytes)}
+	}
 	for off, line := 0, 1; off < len(data); line++ {
 		end := bytes.IndexByte(data[off:], '\n')
 		next := len(data)
@@ -60,10 +68,61 @@ func sniff(file string, data []byte, json bool) error {
 			blockLine = 0
 		}
 		t := bytes.TrimRight(l, " \t\r\n")
+		isDoc := bytes.HasPrefix(t, []byte("---")) && (len(t) == 3 || t[3] == ' ' || t[3] == '\t' || t[3] == '#')
+		switch {
+		case isDoc:
+			runLine, runQuote = 0, 0
+		case runQuote != 0:
+			// inside a quoted scalar: every line counts up to the quote
+			if runBytes += len(l); runBytes > MaxLineBytes {
+				return tooBig("quoted")
+			}
+			if closesQuote(t, runQuote) {
+				runLine, runQuote = 0, 0
+			}
+			continue
+		default:
+			if err := func() error {
+				c := bytes.TrimLeft(t, " \t")
+				if len(c) == 0 {
+					if runLine > 0 {
+						runBytes += len(l)
+					}
+					return nil
+				}
+				val, structural := flowValue(c)
+				if !structural {
+					// a line that goes on with the scalar above (or starts
+					// one under an empty "key:")
+					if c[0] == '#' {
+						runLine = 0
+						return nil
+					}
+					if runLine == 0 {
+						runLine, runBytes = line, 0
+					}
+					if runBytes += len(l); runBytes > MaxLineBytes {
+						return tooBig("plain")
+					}
+					return nil
+				}
+				runLine = 0
+				if len(val) > 0 && val[0] != '#' && val[0] != '|' && val[0] != '>' && val[0] != '{' && val[0] != '[' {
+					runLine, runBytes = line, len(l)
+					if (val[0] == '"' || val[0] == '\'') && !closesQuote(val[1:], val[0]) {
+						runQuote = val[0]
+					}
+				}
+				return nil
+			}(); err != nil {
+				return err
+			}
+		}
 		if ind, ok := blockStart(t); ok {
 			blockLine, blockIndent, blockBytes = line, ind, 0
+			runLine, runQuote = 0, 0
 		}
-		if bytes.HasPrefix(t, []byte("---")) && (len(t) == 3 || t[3] == ' ' || t[3] == '\t' || t[3] == '#') {
+		if isDoc {
 			expect = true
 			rest := bytes.TrimLeft(t[3:], " \t")
 			if len(rest) == 0 || rest[0] == '#' {
@@ -134,6 +193,86 @@ func blockStart(t []byte) (int, bool) {
 		return len(pre) - 1, true // "- |": the dash's column
 	}
 	return 0, false
+}
+
+// flowValue splits a content line (left-trimmed, no line end) into its
+// structure ("- " items, a "key:") and the value after it: structural is
+// false for a line that is neither an item nor a key (the rest of a
+// scalar that goes on over lines, or a comment).
+func flowValue(c []byte) (val []byte, structural bool) {
+	for len(c) > 0 && c[0] == '-' && (len(c) == 1 || c[1] == ' ' || c[1] == '\t') {
+		structural = true
+		c = bytes.TrimLeft(c[1:], " \t")
+	}
+	if len(c) == 0 {
+		return nil, structural
+	}
+	if k := keyEnd(c); k >= 0 {
+		return bytes.TrimLeft(c[k+1:], " \t"), true
+	}
+	if c[0] == '{' || c[0] == '[' || c[0] == '?' {
+		return nil, true
+	}
+	if structural {
+		return c, true
+	}
+	return nil, false
+}
+
+// keyEnd is the index of the ':' that ends c's mapping key, -1 when c does
+// not start with one (a plain or quoted key, as startsMapping judges).
+func keyEnd(c []byte) int {
+	switch c[0] {
+	case '"', '\'':
+		q := c[0]
+		for i := 1; i < len(c); i++ {
+			if c[i] == '\\' && q == '"' {
+				i++
+				continue
+			}
+			if c[i] == q {
+				if q == '\'' && i+1 < len(c) && c[i+1] == '\'' {
+					i++
+					continue
+				}
+				r := bytes.TrimLeft(c[i+1:], " \t")
+				if len(r) > 0 && r[0] == ':' {
+					return len(c) - len(r)
+				}
+				return -1
+			}
+		}
+		return -1
+	case '#', '-', '[', '{', '|', '>', '*', '&', '!', '@', '`', '%':
+		return -1
+	}
+	for i := 0; i < len(c); i++ {
+		if c[i] == ':' && (i+1 == len(c) || c[i+1] == ' ' || c[i+1] == '\t') {
+			return i
+		}
+		if c[i] == '#' && i > 0 && (c[i-1] == ' ' || c[i-1] == '\t') {
+			return -1
+		}
+	}
+	return -1
+}
+
+// closesQuote reports whether t (the part of a quoted scalar after its
+// opening quote q, or a line inside it) holds the closing quote.
+func closesQuote(t []byte, q byte) bool {
+	for i := 0; i < len(t); i++ {
+		switch {
+		case q == '"' && t[i] == '\\':
+			i++
+		case t[i] == q:
+			if q == '\'' && i+1 < len(t) && t[i+1] == '\'' {
+				i++
+				continue
+			}
+			return true
+		}
+	}
+	return false
 }
 
 // startsMapping reports whether a document's first content line starts a

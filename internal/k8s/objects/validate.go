@@ -18,13 +18,14 @@ package objects
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
@@ -199,15 +200,15 @@ func checkAnnotations(e *fieldErrors, field string, ann map[string]string) {
 
 // checkMeta is ValidateObjectMeta for the name, namespace, labels and
 // annotations (the name a DNS-1123 subdomain for Nodes, Pods and Jobs).
-func checkMeta(e *fieldErrors, m *metav1.ObjectMeta) {
-	if m.Name != "" {
-		checkDNSSubdomain(e, "metadata.name", m.Name)
+func checkMeta(e *fieldErrors, name, namespace string, labels, annotations map[string]string) {
+	if name != "" {
+		checkDNSSubdomain(e, "metadata.name", name)
 	}
-	if m.Namespace != "" {
-		checkDNSLabel(e, "metadata.namespace", m.Namespace)
+	if namespace != "" {
+		checkDNSLabel(e, "metadata.namespace", namespace)
 	}
-	checkLabels(e, "metadata.labels", m.Labels)
-	checkAnnotations(e, "metadata.annotations", m.Annotations)
+	checkLabels(e, "metadata.labels", labels)
+	checkAnnotations(e, "metadata.annotations", annotations)
 }
 
 // Resource name classes (core/helper).
@@ -217,11 +218,19 @@ func nativeResource(n string) bool {
 
 func hugePages(n string) bool { return strings.HasPrefix(n, v1.ResourceHugePagesPrefix) }
 
+// extendedResource: not native, and "requests." + n is a qualified name
+// (judged without building that string: n's prefix must leave room for
+// "requests." in a DNS-1123 subdomain).
 func extendedResource(n string) bool {
 	if nativeResource(n) || strings.HasPrefix(n, v1.DefaultResourceRequestsPrefix) {
 		return false
 	}
-	return qualifiedName(v1.DefaultResourceRequestsPrefix + n)
+	prefix, name, found := strings.Cut(n, "/")
+	if !found {
+		return qualifiedName(v1.DefaultResourceRequestsPrefix + n)
+	}
+	return prefix != "" && len(prefix)+len(v1.DefaultResourceRequestsPrefix) <= validation.DNS1123SubdomainMaxLength &&
+		dns1123Subdomain(prefix) && !strings.Contains(name, "/") && qualifiedPart(name)
 }
 
 func integerResource(n string) bool {
@@ -243,6 +252,11 @@ func standardContainerResource(n string) bool {
 	return hugePages(n)
 }
 
+// quantityOK is checkQuantity's verdict without the message.
+func quantityOK(name string, q *resource.Quantity) bool {
+	return q.Sign() >= 0 && (!integerResource(name) || q.MilliValue()%1000 == 0)
+}
+
 // checkQuantity is ValidateResourceQuantityValue.
 func checkQuantity(e *fieldErrors, field, name string, q resource.Quantity) {
 	if q.Sign() < 0 {
@@ -251,6 +265,18 @@ func checkQuantity(e *fieldErrors, field, name string, q resource.Quantity) {
 	if integerResource(name) && q.MilliValue()%1000 != 0 {
 		e.add(field, fmt.Sprintf("Invalid value: %q: %s", q.String(), msgNotInteger))
 	}
+}
+
+// containerResourceNameOK is checkContainerResourceName's verdict without
+// the message.
+func containerResourceNameOK(n string) bool {
+	if !qualifiedName(n) {
+		return false
+	}
+	if !strings.Contains(n, "/") {
+		return standardContainerResource(n)
+	}
+	return nativeResource(n) || extendedResource(n)
 }
 
 // checkContainerResourceName is ValidateContainerResourceName.
@@ -269,20 +295,38 @@ func checkContainerResourceName(e *fieldErrors, field, n string) {
 	}
 }
 
+// ordered returns l sorted by name: l itself when it is (as kubectl and
+// json.Marshal write maps), else a sorted copy.
+func (l ResourceList) ordered() ResourceList {
+	for i := 1; i < len(l); i++ {
+		if l[i].Name < l[i-1].Name {
+			out := append(ResourceList(nil), l...)
+			sort.Slice(out, func(a, b int) bool { return out[a].Name < out[b].Name })
+			return out
+		}
+	}
+	return l
+}
+
 // checkResources is validateResourceRequirements for names and
 // quantities (claims are not read by gpunode's loaders' users).
-func checkResources(e *fieldErrors, field string, r *v1.ResourceRequirements) {
-	for _, n := range sortedKeys(r.Limits) {
-		f := field + ".limits[" + n + "]"
-		checkContainerResourceName(e, f, n)
-		checkQuantity(e, f, n, r.Limits[v1.ResourceName(n)])
+func checkResources(e *fieldErrors, field string, limits, requests ResourceList) {
+	for _, r := range limits.ordered() {
+		n := string(r.Name)
+		if !containerResourceNameOK(n) || !quantityOK(n, &r.Quantity) {
+			f := field + ".limits[" + n + "]"
+			checkContainerResourceName(e, f, n)
+			checkQuantity(e, f, n, r.Quantity)
+		}
 	}
-	for _, n := range sortedKeys(r.Requests) {
-		f := field + ".requests[" + n + "]"
-		q := r.Requests[v1.ResourceName(n)]
-		checkContainerResourceName(e, f, n)
-		checkQuantity(e, f, n, q)
-		lim, ok := r.Limits[v1.ResourceName(n)]
+	for _, r := range requests.ordered() {
+		n, q := string(r.Name), r.Quantity
+		if !containerResourceNameOK(n) || !quantityOK(n, &q) {
+			f := field + ".requests[" + n + "]"
+			checkContainerResourceName(e, f, n)
+			checkQuantity(e, f, n, q)
+		}
+		lim, ok := limits.Get(r.Name)
 		switch {
 		case ok && q.Cmp(lim) != 0 && !overcommitAllowed(n):
 			e.add(field+".requests", fmt.Sprintf("Invalid value: %q: must be equal to %s limit of %s", q.String(), n, lim.String()))
@@ -297,56 +341,77 @@ func checkResources(e *fieldErrors, field string, r *v1.ResourceRequirements) {
 // checkPodSpec checks the parts of a pod spec gpunode reads: nodeName,
 // nodeSelector, container names (DNS-1123 labels, unique across
 // containers and init containers) and resources.
-func checkPodSpec(e *fieldErrors, field string, s *v1.PodSpec) {
-	if s.NodeName != "" {
-		checkDNSSubdomain(e, field+".nodeName", s.NodeName)
+func checkPodSpec(e *fieldErrors, field, nodeName string, nodeSelector map[string]string, containers, initContainers []Container) {
+	if nodeName != "" {
+		checkDNSSubdomain(e, field+".nodeName", nodeName)
 	}
-	checkLabels(e, field+".nodeSelector", s.NodeSelector)
-	seen := make(map[string]bool, len(s.Containers)+len(s.InitContainers))
-	check := func(kind string, cs []v1.Container) {
+	checkLabels(e, field+".nodeSelector", nodeSelector)
+	var seenSmall [4]string
+	seen := seenSmall[:0]
+	check := func(kind string, cs []Container) {
 		for i := range cs {
 			c := &cs[i]
-			f := fmt.Sprintf("%s.%s[%d]", field, kind, i)
-			if c.Name == "" {
-				e.add(f+".name", "Required value")
-			} else {
-				checkDNSLabel(e, f+".name", c.Name)
-				if seen[c.Name] {
-					e.add(f+".name", fmt.Sprintf("Duplicate value: %q", c.Name))
+			f := ""
+			at := func() string {
+				if f == "" {
+					f = field + "." + kind + "[" + strconv.Itoa(i) + "]"
 				}
-				seen[c.Name] = true
+				return f
 			}
-			checkResources(e, f+".resources", &c.Resources)
+			if c.Name == "" {
+				e.add(at()+".name", "Required value")
+			} else {
+				if !dns1123Label(c.Name) {
+					checkDNSLabel(e, at()+".name", c.Name)
+				}
+				if slices.Contains(seen, c.Name) {
+					e.add(at()+".name", fmt.Sprintf("Duplicate value: %q", c.Name))
+				}
+				seen = append(seen, c.Name)
+			}
+			if len(c.Limits) > 0 || len(c.Requests) > 0 {
+				checkResources(e, at()+".resources", c.Limits, c.Requests)
+			}
 		}
 	}
-	check("containers", s.Containers)
-	check("initContainers", s.InitContainers)
+	check("containers", containers)
+	check("initContainers", initContainers)
+}
+
+func nodeFieldError(n *Node) (field, reason string) {
+	var e fieldErrors
+	checkMeta(&e, n.Name, n.Namespace, n.Labels, n.Annotations)
+	for _, part := range []struct {
+		field string
+		list  ResourceList
+	}{{"status.capacity", n.Capacity}, {"status.allocatable", n.Allocatable}} {
+		for _, r := range part.list.ordered() {
+			if !quantityOK(string(r.Name), &r.Quantity) {
+				checkQuantity(&e, part.field+"["+string(r.Name)+"]", string(r.Name), r.Quantity)
+			}
+		}
+	}
+	return e.field, e.reason
+}
+
+func podFieldError(p *Pod) (field, reason string) {
+	var e fieldErrors
+	var ann, sel map[string]string
+	if p.More != nil {
+		ann, sel = p.More.Annotations, p.More.NodeSelector
+	}
+	checkMeta(&e, p.Name, p.Namespace, p.Labels, ann)
+	checkPodSpec(&e, "spec", p.NodeName, sel, p.Containers, p.Inits())
+	return e.field, e.reason
 }
 
 // NodeFieldError is the first field of n the API server would refuse
 // (ValidateNode's metadata and ValidateNodeResources), "" when none.
-func NodeFieldError(n *v1.Node) (field, reason string) {
-	var e fieldErrors
-	checkMeta(&e, &n.ObjectMeta)
-	for _, part := range []struct {
-		field string
-		list  v1.ResourceList
-	}{{"status.capacity", n.Status.Capacity}, {"status.allocatable", n.Status.Allocatable}} {
-		for _, k := range sortedKeys(part.list) {
-			checkQuantity(&e, part.field+"["+k+"]", k, part.list[v1.ResourceName(k)])
-		}
-	}
-	return e.field, e.reason
-}
+func NodeFieldError(n *v1.Node) (field, reason string) { return nodeFieldError(NodeFromV1(n)) }
 
 // PodFieldError is the first field of p the API server would refuse (of
 // those gpunode reads), "" when none.
-func PodFieldError(p *v1.Pod) (field, reason string) {
-	var e fieldErrors
-	checkMeta(&e, &p.ObjectMeta)
-	checkPodSpec(&e, "spec", &p.Spec)
-	return e.field, e.reason
-}
+func PodFieldError(p *v1.Pod) (field, reason string) { return podFieldError(PodFromV1(p)) }
 
 // podTemplateFieldError checks a workload's pod template (labels and
 // spec) under field.
@@ -354,20 +419,20 @@ func podTemplateFieldError(field string, t *v1.PodTemplateSpec) (string, string)
 	var e fieldErrors
 	checkLabels(&e, field+".metadata.labels", t.Labels)
 	checkAnnotations(&e, field+".metadata.annotations", t.Annotations)
-	checkPodSpec(&e, field+".spec", &t.Spec)
+	checkPodSpec(&e, field+".spec", t.Spec.NodeName, t.Spec.NodeSelector, containersFromV1(t.Spec.Containers), containersFromV1(t.Spec.InitContainers))
 	return e.field, e.reason
 }
 
 // validNode and validPod turn a refused field into the loaders' *Error.
-func validNode(d Document, item int, n *v1.Node) error {
-	if f, r := NodeFieldError(n); f != "" || r != "" {
+func validNode(d Document, item int, n *Node) error {
+	if f, r := nodeFieldError(n); f != "" || r != "" {
 		return d.errorf(item, fmt.Sprintf("Node %q", short(n.Name)), f, "%s", r)
 	}
 	return nil
 }
 
-func validPod(d Document, item int, p *v1.Pod) error {
-	if f, r := PodFieldError(p); f != "" || r != "" {
+func validPod(d Document, item int, p *Pod) error {
+	if f, r := podFieldError(p); f != "" || r != "" {
 		return d.errorf(item, fmt.Sprintf("Pod %q", short(p.Name)), f, "%s", r)
 	}
 	return nil
@@ -376,7 +441,7 @@ func validPod(d Document, item int, p *v1.Pod) error {
 // validJob checks a batch/v1 Job's name, labels, counts and pod template.
 func validJob(o Object, j *batchv1.Job) error {
 	var e fieldErrors
-	checkMeta(&e, &j.ObjectMeta)
+	checkMeta(&e, j.Name, j.Namespace, j.Labels, j.Annotations)
 	if p := j.Spec.Parallelism; p != nil && *p < 0 {
 		e.add("spec.parallelism", fmt.Sprintf("Invalid value: %d: %s", *p, msgNegative))
 	}
@@ -395,7 +460,7 @@ func validJob(o Object, j *batchv1.Job) error {
 // validVolcanoJob checks a Volcano Job's name, task counts and templates.
 func validVolcanoJob(o Object, j *VolcanoJob) error {
 	var e fieldErrors
-	checkMeta(&e, &j.ObjectMeta)
+	checkMeta(&e, j.Name, j.Namespace, j.Labels, j.Annotations)
 	for i := range j.Spec.Tasks {
 		t := &j.Spec.Tasks[i]
 		f := fmt.Sprintf("spec.tasks[%d]", i)

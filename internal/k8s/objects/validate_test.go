@@ -104,3 +104,17 @@ func TestLoadersRefuseWhatTheAPIServerRefuses(t *testing.T) {
 		t.Fatal("254-byte node name loaded")
 	}
 }
+
+// TestExtendedResource: the verdict without building "requests." + n is
+// the one with it.
+func TestExtendedResource(t *testing.T) {
+	long := strings.Repeat("a", 63)
+	for _, n := range []string{"nvidia.com/gpu", "example.com/a/b", "/gpu", "requests.x/y", "kubernetes.io/x", "cpu", "x.y/-a", "x..y/a",
+		long + "." + long + "." + long + "." + strings.Repeat("b", 52) + "/g", long + "." + long + "." + long + "." + strings.Repeat("b", 53) + "/g",
+		long + "." + long + "." + long + "." + strings.Repeat("b", 60) + "/g", "Example.com/gpu", "a/" + long, "a/" + long + "x"} {
+		want := !nativeResource(n) && !strings.HasPrefix(n, "requests.") && qualifiedName("requests."+n)
+		if got := extendedResource(n); got != want {
+			t.Errorf("%q: %v, want %v", n, got, want)
+		}
+	}
+}

@@ -20,9 +20,12 @@ package objects
 import (
 	"bytes"
 	"encoding"
+	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -58,8 +61,10 @@ type plan struct {
 	kind   planKind
 	typ    reflect.Type
 	fields map[string]*fieldPlan
+	order  []*fieldPlan // fields by pos (lookup hints: documents list fields in struct order)
 	elem   *plan
 	bytes  bool // []byte: a base64 string
+	nullOK bool // pUnmarshaler: the type's UnmarshalJSON takes null
 }
 
 type fieldPlan struct {
@@ -98,6 +103,7 @@ func (c *planCache) build(t reflect.Type) *plan {
 	switch {
 	case reflect.PointerTo(t).Implements(jsonUnmarshalerType):
 		p.kind = pUnmarshaler
+		p.nullOK = reflect.New(t).Interface().(json.Unmarshaler).UnmarshalJSON([]byte("null")) == nil
 		return p
 	case reflect.PointerTo(t).Implements(textUnmarshalerType):
 		p.kind = pFallback
@@ -136,7 +142,13 @@ func (c *planCache) build(t reflect.Type) *plan {
 		p.fields = map[string]*fieldPlan{}
 		if !c.structFields(p, t, nil) {
 			p.kind, p.fields = pFallback, nil
+			break
 		}
+		p.order = make([]*fieldPlan, 0, len(p.fields))
+		for _, f := range p.fields {
+			p.order = append(p.order, f)
+		}
+		sort.Slice(p.order, func(a, b int) bool { return p.order[a].pos < p.order[b].pos })
 	default:
 		p.kind = pFallback
 	}
@@ -245,6 +257,30 @@ func (c *planCache) keepPath(v, full *plan, steps []string) *plan {
 	panic(fmt.Sprintf("objects: view of %s: %q goes below a %s", full.typ, strings.Join(steps, "."), full.typ.Kind()))
 }
 
+// errUnknownField is lookup's miss.
+var errUnknownField = errors.New("unknown field")
+
+// lookup finds the field named key: first among the few after the last
+// one found (*hint; documents list fields in struct order, skipping empty
+// ones), then by name.
+func (p *plan) lookup(key []byte, hint *int) (*fieldPlan, error) {
+	for k := *hint; k < len(p.order) && k < *hint+4; k++ {
+		if p.order[k].name == string(key) {
+			*hint = k + 1
+			return p.order[k], nil
+		}
+	}
+	f, ok := p.fields[string(key)]
+	if !ok {
+		return nil, errUnknownField
+	}
+	*hint = 0
+	if f.pos < len(p.order) && p.order[f.pos] == f {
+		*hint = f.pos + 1
+	}
+	return f, nil
+}
+
 // viewError is a decode failure at a JSON path ("spec.containers[0].name").
 // A named error ("unknown field", "duplicate field") quotes the path in its
 // reason, as sigs.k8s.io/json's strict errors do.
@@ -315,6 +351,13 @@ func (d *decoder) failField(field, reason string) error {
 
 func (d *decoder) ws() {
 	for d.i < len(d.data) {
+		// indented JSON: runs of spaces, eight at a time
+		for d.i+8 <= len(d.data) && binary.LittleEndian.Uint64(d.data[d.i:]) == 0x2020202020202020 {
+			d.i += 8
+		}
+		if d.i >= len(d.data) {
+			return
+		}
 		switch d.data[d.i] {
 		case ' ', '\t', '\r', '\n':
 			d.i++
@@ -402,6 +445,9 @@ func (d *decoder) value(p *plan, dst reflect.Value) error {
 			return err
 		}
 		if p.kind == pUnmarshaler {
+			if !dst.IsValid() && p.nullOK {
+				return nil // checked only, and the type takes null
+			}
 			return d.unmarshal(p, dst, []byte("null"))
 		}
 		if dst.IsValid() {
@@ -647,9 +693,10 @@ func (d *decoder) object(p *plan, dst reflect.Value) error {
 	if n := (len(p.fields) + 63) / 64; n > len(seen) {
 		seen = make([]uint64, n)
 	}
+	hint := 0
 	return d.members(func(key []byte) error {
-		f, ok := p.fields[string(key)]
-		if !ok {
+		f, err := p.lookup(key, &hint)
+		if err != nil {
 			return d.failField(string(key), "unknown field")
 		}
 		if seen[f.pos/64]&(1<<(f.pos%64)) != 0 {
@@ -784,6 +831,21 @@ func (d *decoder) strBytes() ([]byte, error) {
 	d.i++ // "
 	start := d.i
 	for d.i < len(d.data) {
+		// eight plain ASCII bytes at a time (none a quote, a backslash, a
+		// control character or past ASCII; a false alarm only drops to
+		// the byte loop)
+		const lo, hi = 0x0101010101010101, 0x8080808080808080
+		for d.i+8 <= len(d.data) {
+			x := binary.LittleEndian.Uint64(d.data[d.i:])
+			q, b := x^(lo*'"'), x^(lo*'\\')
+			if ((q-lo)&^q|(b-lo)&^b|(x-lo*0x20)&^x|x)&hi != 0 {
+				break
+			}
+			d.i += 8
+		}
+		if d.i >= len(d.data) {
+			break
+		}
 		c := d.data[d.i]
 		if c >= 0x20 && c < utf8.RuneSelf && c != '"' && c != '\\' {
 			d.i++

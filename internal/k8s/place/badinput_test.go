@@ -64,7 +64,7 @@ spec:
 		t.Run(tc.name, func(t *testing.T) {
 			var in Input
 			var err error
-			if in.Nodes, err = objects.LoadNodes("n.yaml", []byte(nodesYAML)); err != nil {
+			if in.Nodes, err = objects.DecodeNodes("n.yaml", []byte(nodesYAML)); err != nil {
 				t.Fatal(err)
 			}
 			if in.Workload, err = objects.LoadWorkload("w.yaml", []byte(tc.workload)); err != nil {
@@ -86,7 +86,7 @@ spec:
 }
 
 func TestEffectiveRequestsSidecarsAndOverhead(t *testing.T) {
-	pods, err := objects.LoadPods("p.yaml", []byte(`apiVersion: v1
+	pods, err := objects.DecodePods("p.yaml", []byte(`apiVersion: v1
 kind: Pod
 metadata: {name: p, namespace: default}
 spec:
@@ -101,13 +101,20 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
-	req := EffectiveRequests(pods[0])
+	v := pods[0].V1()
+	req := EffectiveRequests(v)
 	// init 4 cpu (before the sidecar starts) vs app 2 + sidecar 1; gpu max(3, 2); plus 250m overhead
 	cpu, gpu := req["cpu"], req[ResourceGPU]
 	if cpu.MilliValue() != 4250 || gpu.Value() != 3 {
 		t.Errorf("cpu %s gpu %s, want 4250m and 3", cpu.String(), gpu.String())
 	}
-	if _, ok := pods[0].Spec.InitContainers[0].Resources.Requests[ResourceGPU]; ok {
+	if _, ok := v.Spec.InitContainers[0].Resources.Requests[ResourceGPU]; ok {
 		t.Error("EffectiveRequests modified the pod")
+	}
+	// what a bound pod counts for on its node
+	out := make([]int64, 2)
+	Resources{"cpu", ResourceGPU}.requestVector(pods[0], out)
+	if out[0] != 4250 || out[1] != 3 {
+		t.Errorf("request vector %v, want [4250 3]", out)
 	}
 }

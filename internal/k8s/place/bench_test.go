@@ -114,7 +114,7 @@ func benchGang(pods, gpus int, required string, levels []string) *Gang {
 
 // placeParsed is the in-process work after parsing: free resources, the
 // domains, the search and the report.
-func placeParsed(b *testing.B, nodes []*v1.Node, pods []*v1.Pod, g *Gang) *Report {
+func placeParsed(b *testing.B, nodes []*objects.Node, pods []*objects.Pod, g *Gang) *Report {
 	c := NewCluster(nodes, pods, GangResources(g.Tasks))
 	rep, err := Place(context.Background(), c, LabelTopology(c, benchLevels), g)
 	if err != nil {
@@ -126,7 +126,7 @@ func placeParsed(b *testing.B, nodes []*v1.Node, pods []*v1.Pod, g *Gang) *Repor
 // BenchmarkPlace10k is the target: 20 blocks x 16 racks x 32 nodes,
 // a 1,024-pod x 4-GPU gang, input parsed (<= 50 ms).
 func BenchmarkPlace10k(b *testing.B) {
-	nodes, pods := genCluster(20, 16, 32, 1)
+	nodes, pods := genPlanner(20, 16, 32, 1)
 	for _, req := range []string{"", "example.com/block"} {
 		name := "anywhere"
 		if req != "" {
@@ -148,7 +148,7 @@ func BenchmarkPlace10k(b *testing.B) {
 // x 4 GPUs, and 512 + 512 workers of two GPU sizes: the exact multi-task
 // search on 10,240 nodes.
 func BenchmarkPlace10kTwoTasks(b *testing.B) {
-	nodes, pods := genCluster(20, 16, 32, 1)
+	nodes, pods := genPlanner(20, 16, 32, 1)
 	mk := func(name string, n int, cpu string, gpus int) *Task {
 		names := make([]string, n)
 		for i := range names {
@@ -183,7 +183,7 @@ func BenchmarkPlace10kTwoTasks(b *testing.B) {
 // BenchmarkPlaceScale: cost against nodes (1k, 10k, 50k) and gang size.
 func BenchmarkPlaceScale(b *testing.B) {
 	for _, blocks := range []int{2, 20, 100} {
-		nodes, pods := genCluster(blocks, 16, 32, 1)
+		nodes, pods := genPlanner(blocks, 16, 32, 1)
 		for _, gang := range []int{64, 1024, 4096} {
 			b.Run(fmt.Sprintf("nodes=%d/gang=%d", len(nodes), gang), func(b *testing.B) {
 				var rep *Report
@@ -200,7 +200,7 @@ func BenchmarkPlaceScale(b *testing.B) {
 
 // BenchmarkSearchOnly: the search and report on a built cluster model.
 func BenchmarkSearchOnly(b *testing.B) {
-	nodes, pods := genCluster(20, 16, 32, 1)
+	nodes, pods := genPlanner(20, 16, 32, 1)
 	g := benchGang(1024, 4, "", benchLevels)
 	c := NewCluster(nodes, pods, GangResources(g.Tasks))
 	topo := LabelTopology(c, benchLevels)
@@ -262,7 +262,8 @@ spec:
 
 // BenchmarkLoadCluster: decoding kubectl-style JSON exports of the
 // generated clusters (1,024, 10,240 and 51,200 nodes, with their pods)
-// through objects.LoadNodes/LoadPods (the view decode), against the
+// through objects.DecodeNodes/DecodePods (the typed decode into the
+// planner Node and Pod), against the
 // anchor of the same run: sigs.k8s.io/json's strict decode of the whole
 // v1.NodeList/PodList (what the loaders did before).
 func BenchmarkLoadCluster(b *testing.B) {
@@ -276,14 +277,14 @@ func BenchmarkLoadCluster(b *testing.B) {
 			return out
 		}
 		nb, pb := list(nodes), list(pods)
-		b.Run(fmt.Sprintf("nodes=%d/view", len(nodes)), func(b *testing.B) {
+		b.Run(fmt.Sprintf("nodes=%d/typed", len(nodes)), func(b *testing.B) {
 			b.SetBytes(int64(len(nb) + len(pb)))
 			start := testhost.CPUTime()
 			for i := 0; i < b.N; i++ {
-				if _, err := objects.LoadNodes("nodes.json", nb); err != nil {
+				if _, err := objects.DecodeNodes("nodes.json", nb); err != nil {
 					b.Fatal(err)
 				}
-				if _, err := objects.LoadPods("pods.json", pb); err != nil {
+				if _, err := objects.DecodePods("pods.json", pb); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -307,4 +308,31 @@ func BenchmarkLoadCluster(b *testing.B) {
 			testhost.ReportCPU(b, start)
 		})
 	}
+}
+
+// plannerNodes and plannerPods are generated v1 objects as the loaders
+// give them.
+func plannerNodes(in []*v1.Node) []*objects.Node {
+	out := make([]*objects.Node, len(in))
+	for i, n := range in {
+		out[i] = objects.NodeFromV1(n)
+	}
+	return out
+}
+
+func plannerPods(in []*v1.Pod) []*objects.Pod {
+	if in == nil {
+		return nil
+	}
+	out := make([]*objects.Pod, len(in))
+	for i, p := range in {
+		out[i] = objects.PodFromV1(p)
+	}
+	return out
+}
+
+// genPlanner is genCluster as the loaders give it.
+func genPlanner(blocks, racks, per int, seed int64) ([]*objects.Node, []*objects.Pod) {
+	nodes, pods := genCluster(blocks, racks, per, seed)
+	return plannerNodes(nodes), plannerPods(pods)
 }

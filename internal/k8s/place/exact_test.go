@@ -36,7 +36,7 @@ func placeCounts(t *testing.T, counts, cpus []int, nodes [][2]int) *Report {
 		vs = append(vs, cpuNode(fmt.Sprintf("n%d", i), n[0], n[1]))
 	}
 	g := gangOf(ts)
-	c := NewCluster(vs, nil, GangResources(g.Tasks))
+	c := NewCluster(plannerNodes(vs), plannerPods(nil), GangResources(g.Tasks))
 	rep, err := Place(context.Background(), c, LabelTopology(c, []string{"kubernetes.io/hostname"}), g)
 	if err != nil {
 		t.Fatal(err)
@@ -248,7 +248,7 @@ func TestMaximalCountsMatchesDefinition(t *testing.T) {
 				Conditions:  []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue}},
 			},
 		}
-		cl := NewCluster([]*v1.Node{node}, nil, GangResources(g.Tasks))
+		cl := NewCluster(plannerNodes([]*v1.Node{node}), nil, GangResources(g.Tasks))
 		e := newEngine(cl, LabelTopology(cl, []string{"kubernetes.io/hostname"}), g)
 		demand := make([]int, T)
 		lim := make([]int, T)
@@ -274,7 +274,7 @@ func TestCountBoundIsUndecided(t *testing.T) {
 	counts := []int{40, 40, 40}
 	g := gangOf([]otask{{count: 40, cpu: 1}, {count: 40, cpu: 1}, {count: 40, cpu: 1}})
 	nodes := []*v1.Node{cpuNode("n0", 110, 110), cpuNode("n1", 110, 110)}
-	cl := NewCluster(nodes, nil, GangResources(g.Tasks))
+	cl := NewCluster(plannerNodes(nodes), plannerPods(nil), GangResources(g.Tasks))
 	topo := LabelTopology(cl, []string{"kubernetes.io/hostname"})
 	// the walk visits 1 + 41 + 41*41 points (root, first task, prefixes)
 	visits := 1 + 41 + 41*41
@@ -299,7 +299,7 @@ func TestCountBoundIsUndecided(t *testing.T) {
 	// but each node holds 30 pods. Decided, it does not fit; cut short, it is
 	// undecided, never "does not fit"
 	g = gangOf([]otask{{count: 21, cpu: 2}, {count: 20, cpu: 2}, {count: 20, cpu: 2}})
-	cl = NewCluster([]*v1.Node{cpuNode("n0", 61, 110), cpuNode("n1", 61, 110)}, nil, GangResources(g.Tasks))
+	cl = NewCluster(plannerNodes([]*v1.Node{cpuNode("n0", 61, 110), cpuNode("n1", 61, 110)}), nil, GangResources(g.Tasks))
 	topo = LabelTopology(cl, []string{"kubernetes.io/hostname"})
 	if rep, _ = newEngine(cl, topo, g).report(context.Background()); rep.Verdict != "does-not-fit" {
 		t.Fatalf("decided: verdict %q", rep.Verdict)

@@ -26,12 +26,12 @@ func FuzzRun(f *testing.F) {
 		f.Fatal(err)
 	}
 	pb, _ := os.ReadFile(filepath.Join("testdata", "volcano-tasks", "pods.yaml"))
-	nodes, err := objects.LoadNodes("n", nb)
+	nodes, err := objects.DecodeNodes("n", nb)
 	if err != nil {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, wb, tb []byte) {
-		pods, err := objects.LoadPods("p", pb)
+		pods, err := objects.DecodePods("p", pb)
 		if err != nil {
 			t.Fatal(err)
 		}

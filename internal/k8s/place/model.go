@@ -30,12 +30,14 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
 	"github.com/gpunode/gpunode/internal/k8s/admit/podres"
+	"github.com/gpunode/gpunode/internal/k8s/objects"
 )
 
 // ResourceGPU is the NVIDIA device plugin's resource name.
@@ -76,14 +78,14 @@ func (rs Resources) Format(i int, amount int64) string {
 
 // BoundPod is a pod already running on a node and its effective requests.
 type BoundPod struct {
-	Pod *v1.Pod
+	Pod *objects.Pod
 	Req []int64
 }
 
 // Node is a node with what is free on it.
 type Node struct {
 	Name          string
-	Obj           *v1.Node
+	Obj           *objects.Node
 	Alloc         []int64
 	Free          []int64
 	FreePods      int64
@@ -141,9 +143,9 @@ func EffectiveRequests(pod *v1.Pod) v1.ResourceList {
 // init containers or pod-level resources go through EffectiveRequests; for
 // the rest (a sum over app containers of request-else-limit, plus overhead)
 // it reads the quantities directly, without building maps.
-func (rs Resources) requestVector(pod *v1.Pod, out []int64) {
-	if len(pod.Spec.InitContainers) > 0 || pod.Spec.Resources != nil {
-		req := EffectiveRequests(pod)
+func (rs Resources) requestVector(pod *objects.Pod, out []int64) {
+	if len(pod.Inits()) > 0 || pod.PodResources() != nil {
+		req := EffectiveRequests(pod.V1())
 		for i, name := range rs {
 			if q, ok := req[name]; ok {
 				out[i] = rs.amount(name, q)
@@ -153,15 +155,15 @@ func (rs Resources) requestVector(pod *v1.Pod, out []int64) {
 	}
 	for i, name := range rs {
 		var sum int64
-		for c := range pod.Spec.Containers {
-			r := &pod.Spec.Containers[c].Resources
-			if q, ok := r.Requests[name]; ok {
+		for c := range pod.Containers {
+			r := &pod.Containers[c]
+			if q, ok := r.Requests.Get(name); ok {
 				sum += rs.amount(name, q)
-			} else if q, ok := r.Limits[name]; ok {
+			} else if q, ok := r.Limits.Get(name); ok {
 				sum += rs.amount(name, q)
 			}
 		}
-		if q, ok := pod.Spec.Overhead[name]; ok {
+		if q, ok := pod.Overhead().Get(name); ok {
 			sum += rs.amount(name, q)
 		}
 		out[i] = sum
@@ -185,7 +187,7 @@ func needsDefault(pod *v1.Pod) bool {
 // NewCluster computes each node's free resources for res: allocatable minus
 // the effective requests of every pod bound to it (spec.nodeName set, not
 // Succeeded or Failed).
-func NewCluster(nodes []*v1.Node, pods []*v1.Pod, res Resources) *Cluster {
+func NewCluster(nodes []*objects.Node, pods []*objects.Pod, res Resources) *Cluster {
 	R := len(res)
 	c := &Cluster{Res: res, Nodes: make([]Node, len(nodes)), index: make(map[string]int, len(nodes))}
 	flat := make([]int64, 2*R*len(nodes))
@@ -196,22 +198,17 @@ func NewCluster(nodes []*v1.Node, pods []*v1.Pod, res Resources) *Cluster {
 		nd.Alloc = flat[2*R*i : 2*R*i+R : 2*R*i+R]
 		nd.Free = flat[2*R*i+R : 2*R*(i+1) : 2*R*(i+1)]
 		for r, name := range res {
-			if q, ok := n.Status.Allocatable[name]; ok {
+			if q, ok := n.Allocatable.Get(name); ok {
 				nd.Alloc[r] = res.amount(name, q)
 			}
 		}
 		copy(nd.Free, nd.Alloc)
 		nd.FreePods = 110
-		if q, ok := n.Status.Allocatable[v1.ResourcePods]; ok {
+		if q, ok := n.Allocatable.Get(v1.ResourcePods); ok {
 			nd.FreePods = q.Value()
 		}
-		nd.Unschedulable = n.Spec.Unschedulable
-		nd.NotReady = true
-		for _, cond := range n.Status.Conditions {
-			if cond.Type == v1.NodeReady {
-				nd.NotReady = cond.Status != v1.ConditionTrue
-			}
-		}
+		nd.Unschedulable = n.Unschedulable
+		nd.NotReady = !n.Ready()
 		c.index[n.Name] = i
 	}
 	// bound pods: node of each, then one flat array of pods and requests
@@ -219,10 +216,10 @@ func NewCluster(nodes []*v1.Node, pods []*v1.Pod, res Resources) *Cluster {
 	count := make([]int32, len(nodes)+1)
 	for pi, p := range pods {
 		on[pi] = -1
-		if p.Spec.NodeName == "" || p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed {
+		if p.NodeName == "" || p.Phase == v1.PodSucceeded || p.Phase == v1.PodFailed {
 			continue
 		}
-		i, ok := c.index[p.Spec.NodeName]
+		i, ok := c.index[p.NodeName]
 		if !ok {
 			c.Ignored++
 			continue
@@ -301,6 +298,7 @@ type Task struct {
 	Requests v1.ResourceList
 	req      []int64
 	affinity nodeaffinity.RequiredNodeAffinity
+	selects  bool // the template has a nodeSelector or required node affinity
 }
 
 // Exclusion reasons (JSON codes), in the order they are checked.
@@ -333,12 +331,14 @@ func (t *Task) fit(n *Node) (int, string, string) {
 	if n.NotReady {
 		return 0, ReasonNotReady, "Ready condition is not True"
 	}
-	if taint, bad := corev1helpers.FindMatchingUntoleratedTaint(klog.Background(), n.Obj.Spec.Taints, t.Template.Spec.Tolerations, func(tt *v1.Taint) bool {
+	if taint, bad := corev1helpers.FindMatchingUntoleratedTaint(klog.Background(), n.Obj.Taints, t.Template.Spec.Tolerations, func(tt *v1.Taint) bool {
 		return tt.Effect == v1.TaintEffectNoSchedule || tt.Effect == v1.TaintEffectNoExecute
 	}, false); bad {
 		return 0, ReasonTainted, taint.ToString()
 	}
-	if ok, err := t.affinity.Match(n.Obj); err != nil || !ok {
+	if !t.selects {
+		// nothing to match: every node matches
+	} else if ok, err := t.affinity.Match(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Obj.Name, Labels: n.Obj.Labels}}); err != nil || !ok {
 		return 0, ReasonAffinity, "does not match the pod's nodeSelector/required node affinity"
 	}
 	k := n.FreePods

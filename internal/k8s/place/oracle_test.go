@@ -232,7 +232,7 @@ func TestAgainstBruteForce(t *testing.T) {
 		required := r.Intn(4) - 1 // -1 none, 0 block, 1 rack, 2 hostname
 		want := oracle(ns, ts, required)
 		g := gangOf(ts)
-		c := NewCluster(nodes, pods, GangResources(g.Tasks))
+		c := NewCluster(plannerNodes(nodes), plannerPods(pods), GangResources(g.Tasks))
 		topo := LabelTopology(c, levels)
 		if required >= 0 {
 			g.Required, g.RequiredKey = required, levels[required]

@@ -62,11 +62,11 @@ func loadCase(t testing.TB, gc goldenCase) Input {
 	var in Input
 	var err error
 	p := gc.path(gc.nodes, "nodes.yaml")
-	if in.Nodes, err = objects.LoadNodes(p, read(p)); err != nil {
+	if in.Nodes, err = objects.DecodeNodes(p, read(p)); err != nil {
 		t.Fatal(err)
 	}
 	p = gc.path(gc.pods, "pods.yaml")
-	if in.Pods, err = objects.LoadPods(p, read(p)); err != nil {
+	if in.Pods, err = objects.DecodePods(p, read(p)); err != nil {
 		t.Fatal(err)
 	}
 	if gc.topology != "" {

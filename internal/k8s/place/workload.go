@@ -37,8 +37,8 @@ const MaxGangPods = 1 << 20
 
 // Input is everything place reads.
 type Input struct {
-	Nodes    []*v1.Node
-	Pods     []*v1.Pod
+	Nodes    []*objects.Node
+	Pods     []*objects.Pod
 	Topology *objects.Topology // nil: none
 	Levels   []string          // --levels
 	Workload *objects.Workload
@@ -56,8 +56,10 @@ type spec struct {
 
 func newTask(name string, count int, names []string, tmpl *v1.PodTemplateSpec) *Task {
 	pod := &v1.Pod{ObjectMeta: tmpl.ObjectMeta, Spec: tmpl.Spec}
+	a := pod.Spec.Affinity
 	return &Task{Name: name, Count: count, PodNames: names, Template: pod, Requests: EffectiveRequests(pod),
-		affinity: nodeaffinity.GetRequiredNodeAffinity(pod)}
+		affinity: nodeaffinity.GetRequiredNodeAffinity(pod),
+		selects:  len(pod.Spec.NodeSelector) > 0 || a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil}
 }
 
 func readSpec(w *objects.Workload) (*spec, error) {
