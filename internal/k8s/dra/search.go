@@ -434,8 +434,9 @@ func (s *searcher) devicesOf(ci int) (bool, error) {
 		}
 	}
 	ok, err := s.request(ci, 0)
-	if ci > 0 && errors.Is(err, errLimit) {
-		// Back to the previous claim's devices, as before.
+	if errors.Is(err, errLimit) {
+		// Back to the previous claim's devices, as before (at the first
+		// claim, solveOnce reads it as no solution either way).
 		return false, nil
 	}
 	return ok, err
@@ -655,7 +656,7 @@ func (s *searcher) allDevices(at altAt, a *alt) (bool, error) {
 		var r bool
 		r, err = s.request(at.claim, at.request+1)
 		if r {
-			return r, err
+			return true, nil
 		}
 	}
 	for i := taken - 1; i >= 0; i-- {
