@@ -24,7 +24,7 @@ func TestPerDeviceNodeSelection(t *testing.T) {
 		return &Input{Slices: []*resourceapi.ResourceSlice{s}, Classes: gpuClasses(), Nodes: []string{"n1"},
 			Claims: []*resourceapi.ResourceClaim{claimOf("c", []resourceapi.DeviceRequest{exact("gpu", "gpu.nvidia.com", count)})}}
 	}
-	for _, s := range []Solver{SolverAuto, SolverUpstream} {
+	for _, s := range []Solver{SolverAuto, SolverGpunode, SolverUpstream} {
 		nr := runOne(t, mk(1), Options{Solver: s})
 		if !nr.Fits || nr.Allocations[0].Results[0].Device != "gpu-0" {
 			t.Fatalf("solver %q, one device: %+v %+v", s, nr, nr.Explain)
