@@ -3,6 +3,8 @@ package dra
 import (
 	"strings"
 	"testing"
+
+	resourceapi "k8s.io/api/resource/v1"
 )
 
 // TestSliceNamesLiteral: slice names are the node's and the driver's names
@@ -30,5 +32,17 @@ func TestClassSelectorCompileError(t *testing.T) {
 	err := Validate(in)
 	if err == nil || !strings.HasPrefix(err.Error(), `DeviceClass "gpu.nvidia.com": spec.selectors[0].cel.expression: Invalid value: `) {
 		t.Fatalf("err %v", err)
+	}
+}
+
+// TestValidateAllocationMode: Validate (inputs built in process, as from a
+// cluster) names an unknown allocation mode by its field.
+func TestValidateAllocationMode(t *testing.T) {
+	c := claimOf("c", []resourceapi.DeviceRequest{exact("r", "gpu.nvidia.com", 1)})
+	c.Spec.Devices.Requests[0].Exactly.AllocationMode = "Some"
+	err := validateClaim(t, c)
+	want := `ResourceClaim "default/c": spec.devices.requests[0].exactly.allocationMode: Unsupported value: "Some": supported values: "All", "ExactCount"`
+	if err == nil || err.Error() != want {
+		t.Fatalf("err %v\nwant %s", err, want)
 	}
 }
