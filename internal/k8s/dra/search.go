@@ -397,10 +397,8 @@ func (s *searcher) claim(ci int) (bool, error) {
 				continue
 			}
 			ok, err := assign(j + 1)
-			if errors.Is(err, errLimit) {
-				// The limit does not depend on the values: try no other.
-				return false, err
-			}
+			// An error ends the loop: errLimit too (the limit does not
+			// depend on the values, so no other is tried).
 			if ok || err != nil {
 				return ok, err
 			}

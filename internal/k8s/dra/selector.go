@@ -151,10 +151,7 @@ func (p *eqParser) term() (eqTerm, bool) {
 		}
 		t.attr, t.domain, t.id = true, dom, id
 	case p.lit("driver"):
-		// "device.driverX" is another field.
-		if p.i < len(p.s) && isIdentByte(p.s[p.i]) {
-			return t, false
-		}
+		// "device.driverX" is another field: "==" must follow.
 	default:
 		return t, false
 	}
@@ -169,10 +166,6 @@ func (p *eqParser) term() (eqTerm, bool) {
 	}
 	t.value = v
 	return t, true
-}
-
-func isIdentByte(c byte) bool {
-	return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
 }
 
 // eval decides sel on a device of driver; decided is false where CEL must
