@@ -149,7 +149,7 @@ func (in *Input) RunUpstream(ctx context.Context, node *corev1.Node) ([]resource
 	if in.FeatureSet != nil {
 		f = *in.FeatureSet
 	}
-	a, err := structured.NewAllocator(ctx, f, in.AllocatedState(), classLister(in.classes), in.Slices, in.cel)
+	a, err := structured.NewAllocator(ctx, f, in.AllocatedState(), classLister(in.classes), in.Slices, in.celCache())
 	if err != nil {
 		return nil, err
 	}

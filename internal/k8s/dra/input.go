@@ -32,9 +32,14 @@ type Input struct {
 	// for the upstream allocator (gpunode's search models the defaults).
 	FeatureSet *structured.Features
 
+	// cel is built on first use (celCache): the CEL environment is the
+	// dearest part of an easy run, and eqSelector often makes it needless.
 	cel     *cel.Cache
 	classes map[string]*resourceapi.DeviceClass
 	memo    map[matchMemo]bool
+	// eq holds each selector expression's parse as an eqSelector (nil:
+	// not that shape).
+	eq map[string]eqSelector
 }
 
 type matchMemo struct {
@@ -43,9 +48,6 @@ type matchMemo struct {
 }
 
 func (in *Input) init() {
-	if in.cel == nil {
-		in.cel = NewCELCache()
-	}
 	if in.classes == nil {
 		in.classes = make(map[string]*resourceapi.DeviceClass, len(in.Classes))
 		for _, c := range in.Classes {
@@ -55,6 +57,27 @@ func (in *Input) init() {
 	if in.memo == nil {
 		in.memo = map[matchMemo]bool{}
 	}
+	if in.eq == nil {
+		in.eq = map[string]eqSelector{}
+	}
+}
+
+// celCache is the CEL cache, built on first use.
+func (in *Input) celCache() *cel.Cache {
+	if in.cel == nil {
+		in.cel = NewCELCache()
+	}
+	return in.cel
+}
+
+// eqSelector is expr parsed as an eqSelector (nil, false: another shape).
+func (in *Input) eqSelector(expr string) (eqSelector, bool) {
+	sel, ok := in.eq[expr]
+	if !ok {
+		sel, _ = parseEqSelector(expr)
+		in.eq[expr] = sel
+	}
+	return sel, sel != nil
 }
 
 func (in *Input) features() structured.Features {
@@ -163,8 +186,8 @@ func NodeObject(name string) *corev1.Node {
 	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/hostname": name}}}
 }
 
-// matches evaluates selectors on d with upstream's CEL (cached per device
-// and expression).
+// matches evaluates selectors on d: natively where eqSelector decides,
+// else with upstream's CEL (cached per device and expression).
 func (in *Input) matches(ctx context.Context, d *device, sels []resourceapi.DeviceSelector, what string) (bool, error) {
 	for i, s := range sels {
 		if s.CEL == nil {
@@ -177,7 +200,16 @@ func (in *Input) matches(ctx context.Context, d *device, sels []resourceapi.Devi
 			}
 			continue
 		}
-		expr := in.cel.GetOrCompile(s.CEL.Expression)
+		if sel, ok := in.eqSelector(s.CEL.Expression); ok {
+			if v, decided := sel.eval(d.id.driver, d.dev); decided {
+				in.memo[key] = v
+				if !v {
+					return false, nil
+				}
+				continue
+			}
+		}
+		expr := in.celCache().GetOrCompile(s.CEL.Expression)
 		if expr.Error != nil {
 			return false, fmt.Errorf("%s: selector #%d: CEL compile error: %w", what, i, expr.Error)
 		}

@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/gpunode/gpunode/internal/k8s/objects"
 )
@@ -172,16 +173,10 @@ func LoadSlices(file string, data []byte) (_ []Loaded[*resourceapi.ResourceSlice
 	seen := map[key]string{}
 	for _, s := range out {
 		label := fmt.Sprintf("ResourceSlice %q", s.Obj.Name)
-		if s.Obj.Spec.Driver == "" {
-			return nil, s.Errorf(label, "spec.driver", "Required value")
-		}
-		if s.Obj.Spec.Pool.Name == "" {
-			return nil, s.Errorf(label, "spec.pool.name", "Required value")
+		if f, r, bad := firstError(append(checkObjectMeta(&s.Obj.ObjectMeta, false), checkSliceSpec(&s.Obj.Spec)...)); bad {
+			return nil, s.Errorf(label, f, "%s", r)
 		}
 		for i, d := range s.Obj.Spec.Devices {
-			if d.Name == "" {
-				return nil, s.Errorf(label, fmt.Sprintf("spec.devices[%d].name", i), "Required value")
-			}
 			k := key{s.Obj.Spec.Driver, s.Obj.Spec.Pool.Name, d.Name, s.Obj.Spec.Pool.Generation}
 			if prev, dup := seen[k]; dup {
 				return nil, s.Errorf(label, fmt.Sprintf("spec.devices[%d].name", i),
@@ -202,6 +197,9 @@ func LoadClasses(file string, data []byte) (_ []Loaded[*resourceapi.DeviceClass]
 	}
 	seen := map[string]bool{}
 	for _, c := range out {
+		if f, r, bad := firstError(checkObjectMeta(&c.Obj.ObjectMeta, false)); bad {
+			return nil, c.Errorf(fmt.Sprintf("DeviceClass %q", c.Obj.Name), f, "%s", r)
+		}
 		if seen[c.Obj.Name] {
 			return nil, c.Errorf(fmt.Sprintf("DeviceClass %q", c.Obj.Name), "metadata.name", "Duplicate value: %q", c.Obj.Name)
 		}
@@ -225,6 +223,9 @@ func LoadClaims(file string, data []byte) (_ []Loaded[*resourceapi.ResourceClaim
 			c.Obj.Namespace = "default"
 		}
 		k := c.Obj.Namespace + "/" + c.Obj.Name
+		if f, r, bad := firstError(append(checkObjectMeta(&c.Obj.ObjectMeta, true), checkClaimSpec(&c.Obj.Spec, field.NewPath("spec"))...)); bad {
+			return nil, c.Errorf(fmt.Sprintf("ResourceClaim %q", k), f, "%s", r)
+		}
 		if seen[k] {
 			return nil, c.Errorf(fmt.Sprintf("ResourceClaim %q", k), "metadata.name", "Duplicate value: %q", k)
 		}
@@ -244,6 +245,9 @@ func LoadTemplates(file string, data []byte) (_ []Loaded[*resourceapi.ResourceCl
 		DefaultClaimSpec(&t.Obj.Spec.Spec)
 		if t.Obj.Namespace == "" {
 			t.Obj.Namespace = "default"
+		}
+		if f, r, bad := firstError(append(checkObjectMeta(&t.Obj.ObjectMeta, true), checkClaimSpec(&t.Obj.Spec.Spec, field.NewPath("spec", "spec"))...)); bad {
+			return nil, t.Errorf(fmt.Sprintf("ResourceClaimTemplate %q", t.Obj.Namespace+"/"+t.Obj.Name), f, "%s", r)
 		}
 	}
 	return out, nil

@@ -397,10 +397,8 @@ func (s *searcher) claim(ci int) (bool, error) {
 				continue
 			}
 			ok, err := assign(j + 1)
-			if errors.Is(err, errLimit) {
-				// The limit does not depend on the values: try no other.
-				return false, err
-			}
+			// An error ends the loop: errLimit too (the limit does not
+			// depend on the values, so no other is tried).
 			if ok || err != nil {
 				return ok, err
 			}
@@ -434,8 +432,9 @@ func (s *searcher) devicesOf(ci int) (bool, error) {
 		}
 	}
 	ok, err := s.request(ci, 0)
-	if ci > 0 && errors.Is(err, errLimit) {
-		// Back to the previous claim's devices, as before.
+	if errors.Is(err, errLimit) {
+		// Back to the previous claim's devices, as before (at the first
+		// claim, solveOnce reads it as no solution either way).
 		return false, nil
 	}
 	return ok, err
@@ -655,7 +654,7 @@ func (s *searcher) allDevices(at altAt, a *alt) (bool, error) {
 		var r bool
 		r, err = s.request(at.claim, at.request+1)
 		if r {
-			return r, err
+			return true, nil
 		}
 	}
 	for i := taken - 1; i >= 0; i-- {

@@ -94,7 +94,7 @@ func profileEngines(arch string, p mig.Profile, product *mig.Product, gpuSMs int
 	}
 	full := p.ComputeSlices == product.ComputeSlices
 	if strings.EqualFold(arch, "ampere") {
-		e.dec = map[int]int64{1: 0, 2: 1, 3: 2, 4: 2, 7: 5}[p.ComputeSlices]
+		e.dec = map[int]int64{2: 1, 3: 2, 4: 2, 7: 5}[p.ComputeSlices] // 1g: none
 		e.jpeg = 0
 		if full {
 			e.jpeg = 1

@@ -128,7 +128,11 @@ func checkSelectors(in *Input, obj, f string, sels []resourceapi.DeviceSelector)
 		if s.CEL == nil || s.CEL.Expression == "" {
 			return &InputError{obj, sf, "Required value"}
 		}
-		if err := CompileSelector(in.cel, s.CEL.Expression); err != nil {
+		if _, ok := in.eqSelector(s.CEL.Expression); ok {
+			// The shape CEL compiles: no compiler needed.
+			continue
+		}
+		if err := CompileSelector(in.celCache(), s.CEL.Expression); err != nil {
 			return &InputError{obj, sf, "Invalid value: " + err.Error()}
 		}
 	}
