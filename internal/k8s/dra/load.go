@@ -276,10 +276,10 @@ func PodClaims(pod *corev1.Pod, podFile string, templates []Loaded[*resourceapi.
 	label := fmt.Sprintf("Pod %q", pod.Namespace+"/"+pod.Name)
 	var out []*resourceapi.ResourceClaim
 	for i, pc := range pod.Spec.ResourceClaims {
-		field := fmt.Sprintf("spec.resourceClaims[%d]", i)
+		at := fmt.Sprintf("spec.resourceClaims[%d]", i)
 		switch {
 		case pc.ResourceClaimName != nil && pc.ResourceClaimTemplateName != nil:
-			return nil, &objects.Error{File: podFile, Item: -1, Object: label, Field: field, Reason: "Invalid value: exactly one of resourceClaimName and resourceClaimTemplateName"}
+			return nil, &objects.Error{File: podFile, Item: -1, Object: label, Field: at, Reason: "Invalid value: exactly one of resourceClaimName and resourceClaimTemplateName"}
 		case pc.ResourceClaimName != nil:
 			var found *resourceapi.ResourceClaim
 			for _, c := range claims {
@@ -288,7 +288,7 @@ func PodClaims(pod *corev1.Pod, podFile string, templates []Loaded[*resourceapi.
 				}
 			}
 			if found == nil {
-				return nil, &objects.Error{File: podFile, Item: -1, Object: label, Field: field + ".resourceClaimName",
+				return nil, &objects.Error{File: podFile, Item: -1, Object: label, Field: at + ".resourceClaimName",
 					Reason: fmt.Sprintf("Not found: ResourceClaim %q in --claims", pod.Namespace+"/"+*pc.ResourceClaimName)}
 			}
 			out = append(out, found)
@@ -300,7 +300,7 @@ func PodClaims(pod *corev1.Pod, podFile string, templates []Loaded[*resourceapi.
 				}
 			}
 			if found == nil {
-				return nil, &objects.Error{File: podFile, Item: -1, Object: label, Field: field + ".resourceClaimTemplateName",
+				return nil, &objects.Error{File: podFile, Item: -1, Object: label, Field: at + ".resourceClaimTemplateName",
 					Reason: fmt.Sprintf("Not found: ResourceClaimTemplate %q in --templates", pod.Namespace+"/"+*pc.ResourceClaimTemplateName)}
 			}
 			c := &resourceapi.ResourceClaim{}
@@ -309,7 +309,7 @@ func PodClaims(pod *corev1.Pod, podFile string, templates []Loaded[*resourceapi.
 			c.Spec = *found.Spec.Spec.DeepCopy()
 			out = append(out, c)
 		default:
-			return nil, &objects.Error{File: podFile, Item: -1, Object: label, Field: field, Reason: "Required value: resourceClaimName or resourceClaimTemplateName"}
+			return nil, &objects.Error{File: podFile, Item: -1, Object: label, Field: at, Reason: "Required value: resourceClaimName or resourceClaimTemplateName"}
 		}
 	}
 	if len(out) == 0 {
