@@ -16,6 +16,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/gpunode/gpunode/internal/userfile"
 )
 
 // HelperName is the helper executable, and EnvHelper the variable that
@@ -128,12 +130,9 @@ func Serve(in io.Reader, out io.Writer, render Renderer) int {
 
 func readRequest(in io.Reader) (Request, error) {
 	var req Request
-	b, err := io.ReadAll(io.LimitReader(in, MaxRequestBytes+1))
+	b, err := userfile.ReadAll(in, HelperName+": the request on stdin", MaxRequestBytes)
 	if err != nil {
-		return req, fmt.Errorf("%s: read the request: %w", HelperName, err)
-	}
-	if len(b) > MaxRequestBytes {
-		return req, fmt.Errorf("%s: request larger than %d bytes", HelperName, MaxRequestBytes)
+		return req, err
 	}
 	if err := json.Unmarshal(b, &req); err != nil {
 		return req, fmt.Errorf("%s: the request on stdin is not a %s request: %w", HelperName, SchemaVersion, err)
