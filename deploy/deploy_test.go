@@ -414,7 +414,8 @@ type krewPlugin struct {
 }
 
 // TestKrewManifest: the plugin is named gpunode (kubectl gpunode), ships
-// the kubectl-gpunode binary built from cmd/kubectl-gpunode, and every
+// the kubectl-gpunode binary built from cmd/kubectl-gpunode with the
+// helper gpunode-helm beside it, and every
 // field scripts/krew-archive.sh fills is a placeholder it knows.
 func TestKrewManifest(t *testing.T) {
 	var p krewPlugin
@@ -433,6 +434,15 @@ func TestKrewManifest(t *testing.T) {
 		if pl.Bin != "kubectl-gpunode" || pl.Selector.MatchLabels["os"] != "linux" || pl.Sha256 != "SHA256_LINUX_"+strings.ToUpper(arch) ||
 			!strings.HasSuffix(pl.URI, "/RELEASE/kubectl-gpunode-linux-"+arch+".tar.gz") {
 			t.Errorf("platform %+v", pl)
+		}
+		// k8s lint renders Helm charts in gpunode-helm, found beside the
+		// plugin: the archive ships it (scripts/krew-archive.sh).
+		helper := false
+		for _, f := range pl.Files {
+			helper = helper || (f.From == "gpunode-helm" && f.To == ".")
+		}
+		if !helper {
+			t.Errorf("platform %s does not ship gpunode-helm beside kubectl-gpunode", arch)
 		}
 	}
 	if len(p.Spec.Platforms) != 2 {

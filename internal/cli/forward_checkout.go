@@ -52,21 +52,36 @@ func checkoutRoot(dir string) string {
 // the first run compiles it). ok is false outside a checkout or without a
 // go command on $PATH.
 func (a *App) goRunCompanion() (goPath string, argv []string, ok bool) {
+	argv, ok = a.goRunCommand(CompanionName)
+	if !ok {
+		return "", nil, false
+	}
+	return argv[0], append(argv, a.Args...), true
+}
+
+// goRunCommand is `go run CHECKOUT/cmd/NAME` (go an absolute path), when
+// the working directory lies in a gpunode checkout that has cmd/NAME and a
+// go command is on $PATH.
+func (a *App) goRunCommand(name string) ([]string, bool) {
 	wd, err := os.Getwd()
 	if err != nil {
-		return "", nil, false
+		return nil, false
 	}
 	root := checkoutRoot(wd)
 	if root == "" {
-		return "", nil, false
+		return nil, false
+	}
+	main := filepath.Join(root, "cmd", name)
+	if fi, err := os.Stat(main); err != nil || !fi.IsDir() {
+		return nil, false
 	}
 	for _, dir := range filepath.SplitList(a.getenv("PATH")) {
 		if dir == "" || !filepath.IsAbs(dir) {
 			continue
 		}
 		if p := filepath.Join(dir, "go"); isExecutable(p) {
-			return p, append([]string{p, "run", filepath.Join(root, "cmd", CompanionName)}, a.Args...), true
+			return []string{p, "run", main}, true
 		}
 	}
-	return "", nil, false
+	return nil, false
 }

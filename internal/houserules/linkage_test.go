@@ -54,11 +54,12 @@ func TestNodeBinaryLinksNoHeavyLibraries(t *testing.T) {
 			}
 		}
 	}
-	// The companion still has them (else this list is stale).
-	full := strings.Join(deps("./cmd/gpunode-full"), "\n")
+	// The companion or its helper still has them (else this list is
+	// stale).
+	full := strings.Join(append(deps("./cmd/gpunode-full"), deps("./cmd/gpunode-helm")...), "\n")
 	for _, h := range heavyForNodeBinary {
 		if !strings.Contains(full, "\n"+h) {
-			t.Errorf("cmd/gpunode-full links nothing under %s: drop it from heavyForNodeBinary", h)
+			t.Errorf("cmd/gpunode-full and cmd/gpunode-helm link nothing under %s: drop it from heavyForNodeBinary", h)
 		}
 	}
 }
@@ -120,11 +121,61 @@ func TestAgentBinaryLinksNoHeavyLibraries(t *testing.T) {
 			t.Errorf("cmd/gpunode-agent does not link %s", p)
 		}
 	}
-	// The companion still has them (else this list is stale).
-	full := strings.Join(deps("./cmd/gpunode-full"), "\n")
+	// The companion or its helper still has them (else this list is
+	// stale).
+	full := strings.Join(append(deps("./cmd/gpunode-full"), deps("./cmd/gpunode-helm")...), "\n")
 	for _, h := range heavyForAgentBinary {
 		if !strings.Contains(full, "\n"+h) {
-			t.Errorf("cmd/gpunode-full links nothing under %s: drop it from heavyForAgentBinary", h)
+			t.Errorf("cmd/gpunode-full and cmd/gpunode-helm link nothing under %s: drop it from heavyForAgentBinary", h)
 		}
+	}
+}
+
+// heavyForFullBinary are libraries the companion (cmd/gpunode-full, and
+// cmd/kubectl-gpunode, the same commands as a kubectl plugin) must not
+// link: only one of its commands needs them, rarely, and their package
+// initialisers would cost every start, the DRA "answer in a keystroke"
+// path included (issue 29 item 2). The Helm SDK's JSON-schema library
+// compiles its meta-schemas at init (about 10 ms of CPU and 1.7 MB at
+// every start); 'k8s lint' renders charts in the helper gpunode-helm
+// instead (internal/k8s/helmexec).
+var heavyForFullBinary = []string{
+	"helm.sh/",
+	"github.com/santhosh-tekuri/jsonschema/",
+}
+
+func TestFullBinaryLinksNoHelm(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go tool")
+	}
+	deps := func(pkg string) []string {
+		cmd := exec.Command("go", "list", "-deps", pkg)
+		cmd.Dir = repoRoot
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v", pkg, err)
+		}
+		return strings.Fields(string(out))
+	}
+	for _, bin := range []string{"./cmd/gpunode-full", "./cmd/kubectl-gpunode"} {
+		for _, p := range deps(bin) {
+			for _, h := range heavyForFullBinary {
+				if strings.HasPrefix(p, h) {
+					t.Errorf("%s links %s: run what needs it in a helper executable (as k8s lint runs gpunode-helm)", bin, p)
+				}
+			}
+		}
+	}
+	// The helper has them (else this list is stale), and not the
+	// companion's command tree.
+	helper := deps("./cmd/gpunode-helm")
+	all := strings.Join(helper, "\n")
+	for _, h := range heavyForFullBinary {
+		if !strings.Contains(all, "\n"+h) {
+			t.Errorf("cmd/gpunode-helm links nothing under %s: drop it from heavyForFullBinary", h)
+		}
+	}
+	if slices.Contains(helper, "github.com/gpunode/gpunode/internal/cli/companion") {
+		t.Error("cmd/gpunode-helm links the companion's commands: it renders charts only")
 	}
 }

@@ -2,6 +2,8 @@ package companion
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -9,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/gpunode/gpunode/internal/cli"
-	"github.com/gpunode/gpunode/internal/k8s/helmchart"
+	"github.com/gpunode/gpunode/internal/k8s/helmexec"
 	"github.com/gpunode/gpunode/internal/k8s/kubeletcfg"
 	"github.com/gpunode/gpunode/internal/k8s/lint"
 	"github.com/gpunode/gpunode/internal/k8s/node"
@@ -137,8 +139,8 @@ context unless --nodes is given.`,
 			if fromCluster {
 				live = func(l *lint.Loader) error { return a.liveLintInput(cmd, l, nodesFile == "") }
 			}
-			helm := helmOptions{values: helmValues, opt: helmchart.Options{Release: helmRelease, Namespace: helmNamespace}}
-			lines, err := a.loadLintInput(l, files, helm, live, sarif)
+			helm := helmOptions{values: helmValues, release: helmRelease, namespace: helmNamespace}
+			lines, err := a.loadLintInput(cmd.Context(), l, files, helm, live, sarif)
 			if err != nil {
 				return err
 			}
@@ -171,25 +173,25 @@ context unless --nodes is given.`,
 	f.StringVar(&shmMin, "shm-min", "1Gi", "smallest /dev/shm shm.size accepts for NCCL/DataLoader containers")
 	f.BoolVar(&listRules, "rules", false, "list the rules with their severities and seed sections")
 	f.StringArrayVar(&helmValues, "helm-values", nil, "values file for the Helm charts among the -f paths (as helm template -f); repeatable, later files win")
-	f.StringVar(&helmRelease, "helm-release", helmchart.DefaultRelease, "release name the Helm charts are rendered with (.Release.Name)")
-	f.StringVar(&helmNamespace, "helm-namespace", helmchart.DefaultNamespace, "namespace the Helm charts are rendered into (.Release.Namespace)")
+	f.StringVar(&helmRelease, "helm-release", helmexec.DefaultRelease, "release name the Helm charts are rendered with (.Release.Name)")
+	f.StringVar(&helmNamespace, "helm-namespace", helmexec.DefaultNamespace, "namespace the Helm charts are rendered into (.Release.Namespace)")
 	f.BoolVar(&fromCluster, "cluster", false, "also lint the live objects of the cluster (kubeconfig, --context), every namespace")
 	return cmd
 }
 
 // helmOptions render the Helm charts among the -f paths.
 type helmOptions struct {
-	values []string
-	opt    helmchart.Options
+	values             []string
+	release, namespace string
 }
 
 // loadLintInput reads every -f source into l, one file at a time, and
 // renders the Helm charts among them (each template's objects linted under
-// the template's path); lines maps each file to its documents' start lines
+// the template's path) with the helper gpunode-helm (renderCharts); lines maps each file to its documents' start lines
 // (only for SARIF); live, when set, adds the cluster's objects. A bad file,
 // values file or chart is a usage error (exit 2), a failed read of the
 // cluster a failure (3).
-func (a *app) loadLintInput(l *lint.Loader, paths []string, helm helmOptions, live func(*lint.Loader) error, sarif bool) (map[string][]int, error) {
+func (a *app) loadLintInput(ctx context.Context, l *lint.Loader, paths []string, helm helmOptions, live func(*lint.Loader) error, sarif bool) (map[string][]int, error) {
 	srcs, charts, err := lint.Sources(paths)
 	if err != nil {
 		return nil, cli.WrapUsage(err)
@@ -229,25 +231,17 @@ func (a *app) loadLintInput(l *lint.Loader, paths []string, helm helmOptions, li
 		}
 	}
 	if len(charts) > 0 {
-		var vals []helmchart.Values
-		for _, f := range helm.values {
-			b, err := userfile.Read(f, a.MaxInputBytes)
-			if err != nil {
-				return nil, cli.WrapUsage(fmt.Errorf("--helm-values: %w", err))
-			}
-			vals = append(vals, helmchart.Values{File: f, Data: b})
+		rendered, err := a.renderCharts(ctx, charts, helm)
+		if err != nil {
+			return nil, err
 		}
-		for _, c := range charts {
-			files, err := helmchart.Render(c, vals, helm.opt)
-			if err != nil {
-				return nil, cli.WrapUsage(err)
-			}
-			for _, f := range files {
-				if err := add(c, f.Path, f.Data); err != nil {
+		for _, c := range rendered {
+			for _, f := range c.Templates {
+				if err := add(c.Chart, f.Path, []byte(f.Data)); err != nil {
 					return nil, err
 				}
 			}
-			l.Input().Charts = append(l.Input().Charts, lint.RenderedChart{Chart: c, Values: helm.values, Templates: len(files)})
+			l.Input().Charts = append(l.Input().Charts, lint.RenderedChart{Chart: c.Chart, Values: helm.values, Templates: len(c.Templates)})
 		}
 	}
 	if live != nil {
@@ -256,6 +250,38 @@ func (a *app) loadLintInput(l *lint.Loader, paths []string, helm helmOptions, li
 		}
 	}
 	return lines, nil
+}
+
+// renderCharts renders the charts with the values files, as `helm
+// template` would, in the helper executable gpunode-helm (found as 'gpunode
+// agent' finds gpunode-agent: $GPUNODE_HELM, beside this executable, $PATH,
+// or `go run` from a checkout), so that gpunode-full does not link the Helm
+// SDK. A values file that cannot be read or is not a mapping, or a chart
+// that does not render, is a usage error naming the file; a helper that
+// cannot be found or run is a failure.
+func (a *app) renderCharts(ctx context.Context, charts []string, helm helmOptions) ([]helmexec.Chart, error) {
+	req := helmexec.Request{Charts: charts, Release: helm.release, Namespace: helm.namespace, MaxBytes: a.MaxInputBytes}
+	for _, f := range helm.values {
+		b, err := userfile.Read(f, a.MaxInputBytes)
+		if err != nil {
+			return nil, cli.WrapUsage(fmt.Errorf("--helm-values: %w", err))
+		}
+		req.Values = append(req.Values, helmexec.Values{File: f, Data: b})
+	}
+	h, err := a.FindHelper(helmexec.HelperName, helmexec.EnvHelper)
+	if err != nil {
+		return nil, fmt.Errorf("rendering Helm chart %s: %w", charts[0], err)
+	}
+	timeout := helmexec.DefaultTimeout
+	if h.GoRun {
+		timeout = helmexec.GoRunTimeout
+	}
+	out, err := helmexec.Run(ctx, h.Argv, a.EnvironList(), timeout, req)
+	var inputErr *helmexec.InputError
+	if errors.As(err, &inputErr) {
+		return nil, cli.WrapUsage(err)
+	}
+	return out, err
 }
 
 // liveLintInput adds the cluster's objects of every kind lint knows, and its

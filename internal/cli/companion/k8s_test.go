@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/gpunode/gpunode/internal/cli"
+	"github.com/gpunode/gpunode/internal/k8s/helmexec"
 	"github.com/gpunode/gpunode/internal/testhost"
 )
 
@@ -18,7 +19,14 @@ func runStdin(t *testing.T, stdin string, args ...string) (int, string, string) 
 	var out, errb bytes.Buffer
 	env := cli.Env{
 		Args: args, Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errb,
-		Getenv:  func(string) string { return "" },
+		// GPUNODE_HELM: 'k8s lint' renders Helm charts in gpunode-helm,
+		// built on the first lint of a chart.
+		Getenv: func(k string) string {
+			if k == helmexec.EnvHelper {
+				return helmHelper(t)
+			}
+			return ""
+		},
 		Environ: func() []string { return nil },
 		Exec:    func(string, []string, []string) error { t.Fatal("unexpected exec"); return nil },
 	}

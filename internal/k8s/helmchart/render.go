@@ -9,8 +9,10 @@
 // -f A -f B` merges them. The release is named and placed as `helm
 // template` does by default ("release-name" in "default").
 //
-// The SDK links only into gpunode-full (the companion); the houserules link
-// tests keep it out of cmd/gpunode and cmd/gpunode-agent.
+// The SDK links only into the helper executable gpunode-helm
+// (cmd/gpunode-helm, served through internal/k8s/helmexec), which 'k8s
+// lint' runs when a chart is among its inputs; the houserules link tests
+// keep it out of gpunode, gpunode-agent and gpunode-full.
 package helmchart
 
 import (
@@ -19,6 +21,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/gpunode/gpunode/internal/k8s/helmexec"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/engine"
@@ -26,8 +29,8 @@ import (
 
 // Defaults of `helm template`.
 const (
-	DefaultRelease   = "release-name"
-	DefaultNamespace = "default"
+	DefaultRelease   = helmexec.DefaultRelease
+	DefaultNamespace = helmexec.DefaultNamespace
 )
 
 // MaxTemplates bounds the rendered files of one chart (subcharts included).
@@ -159,4 +162,26 @@ func empty(s string) bool {
 		}
 	}
 	return true
+}
+
+// RenderRequest renders a helmexec request's charts in order, each with
+// the request's values files (gpunode-helm's renderer).
+func RenderRequest(req helmexec.Request) ([]helmexec.Chart, error) {
+	vals := make([]Values, 0, len(req.Values))
+	for _, v := range req.Values {
+		vals = append(vals, Values{File: v.File, Data: v.Data})
+	}
+	out := make([]helmexec.Chart, 0, len(req.Charts))
+	for _, dir := range req.Charts {
+		files, err := Render(dir, vals, Options{Release: req.Release, Namespace: req.Namespace})
+		if err != nil {
+			return nil, err
+		}
+		c := helmexec.Chart{Chart: dir, Templates: make([]helmexec.Template, 0, len(files))}
+		for _, f := range files {
+			c.Templates = append(c.Templates, helmexec.Template{Path: f.Path, Data: string(f.Data)})
+		}
+		out = append(out, c)
+	}
+	return out, nil
 }

@@ -1,6 +1,7 @@
 package helmchart
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -8,6 +9,8 @@ import (
 	"testing"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/gpunode/gpunode/internal/k8s/helmexec"
 )
 
 const deployDir = "../../../deploy"
@@ -102,5 +105,45 @@ func TestRenderErrors(t *testing.T) {
 	}
 	if _, err := Render(dir, nil, Options{}); err == nil || !strings.Contains(err.Error(), "set .Values.name") {
 		t.Errorf("required value: %v", err)
+	}
+}
+
+// RenderRequest (gpunode-helm's renderer) gives what Render gives, chart by
+// chart in the request's order, and Render's error for a bad values file.
+func TestRenderRequestIsRender(t *testing.T) {
+	chart := filepath.Join(deployDir, "helm", "gpunode")
+	vals := []helmexec.Values{{File: "v.yaml", Data: []byte("agent:\n  port: 9999\n")}}
+	got, err := RenderRequest(helmexec.Request{Charts: []string{chart, chart}, Values: vals, Release: "r1", Namespace: "ns1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := Render(chart, []Values{{File: "v.yaml", Data: vals[0].Data}}, Options{Release: "r1", Namespace: "ns1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || len(want) == 0 {
+		t.Fatalf("%d charts, %d templates", len(got), len(want))
+	}
+	port := false
+	for _, f := range want {
+		port = port || strings.Contains(string(f.Data), "9999")
+	}
+	if !port {
+		t.Fatal("the values file's agent.port 9999 is in no template")
+	}
+	for _, c := range got {
+		if c.Chart != chart || len(c.Templates) != len(want) {
+			t.Fatalf("chart %s: %d templates, want %d", c.Chart, len(c.Templates), len(want))
+		}
+		for i, f := range c.Templates {
+			if f.Path != want[i].Path || f.Data != string(want[i].Data) {
+				t.Errorf("template %d: %s differs from Render's %s", i, f.Path, want[i].Path)
+			}
+		}
+	}
+	_, err = RenderRequest(helmexec.Request{Charts: []string{chart}, Values: []helmexec.Values{{File: "bad.yaml", Data: []byte("- a\n")}}})
+	var ve *ValuesError
+	if !errors.As(err, &ve) || ve.File != "bad.yaml" {
+		t.Fatalf("bad values: %v", err)
 	}
 }
