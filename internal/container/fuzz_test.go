@@ -1,8 +1,13 @@
 package container_test
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
+	"reflect"
 	"testing"
+
+	toml "github.com/pelletier/go-toml/v2"
 
 	"github.com/gpunode/gpunode/internal/bind"
 	"github.com/gpunode/gpunode/internal/container"
@@ -10,35 +15,84 @@ import (
 
 func isInput(err error) bool { return errors.Is(err, bind.ErrInput) }
 
+// checkPosition: a ParseError's position is inside the input: line 1 to
+// the number of lines, column 1 to one past the end of that line (or both
+// 0 when unknown).
+func checkPosition(t *testing.T, data []byte, pe *container.ParseError) {
+	t.Helper()
+	if pe.Line == 0 && pe.Column == 0 {
+		return
+	}
+	lines := bytes.Split(data, []byte("\n"))
+	if pe.Line < 1 || pe.Line > len(lines) {
+		t.Fatalf("%v: line %d outside 1..%d", pe, pe.Line, len(lines))
+	}
+	if n := len(lines[pe.Line-1]); pe.Column < 0 || pe.Column > n+1 {
+		t.Fatalf("%v: column %d outside 1..%d of line %d", pe, pe.Column, n+1, pe.Line)
+	}
+}
+
+// FuzzParseDaemonJSON: an error is a ParseError positioned inside the
+// input; an accepted config written back as JSON parses to an equal one.
 func FuzzParseDaemonJSON(f *testing.F) {
 	f.Add([]byte(`{"runtimes":{"nvidia":{"path":"nvidia-container-runtime"}},"default-ulimits":{"memlock":{"Name":"memlock","Hard":-1,"Soft":-1}}}`))
 	f.Add([]byte("{\n  \"features\": {\"cdi\": true},\n}\n"))
+	f.Add([]byte("{\"runtimes\": {\"nvidia\": {\"path\": 7}}}"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := container.ParseDaemonJSON("daemon.json", data)
-		if err == nil && c == nil {
+		var pe *container.ParseError
+		if err != nil {
+			if !errors.As(err, &pe) {
+				t.Fatalf("error %v is not a ParseError", err)
+			}
+			checkPosition(t, data, pe)
+			return
+		}
+		if c == nil {
 			t.Fatal("nil config without error")
 		}
-		var pe *container.ParseError
-		if err != nil && !errors.As(err, &pe) {
-			t.Fatalf("error %v is not a ParseError", err)
+		out, err := json.Marshal(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := container.ParseDaemonJSON("again.json", out)
+		if err != nil || !reflect.DeepEqual(again, c) {
+			t.Fatalf("%+v -> %s -> %+v, %v", c, out, again, err)
 		}
 	})
 }
 
+// FuzzParseContainerdTOML: an error is a ParseError positioned inside the
+// input; accepted tables written back as TOML parse to equal tables, from
+// which DecodeContainerd reads the same runtime settings.
 func FuzzParseContainerdTOML(f *testing.F) {
 	f.Add([]byte("version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.nvidia.options]\nBinaryName = \"/usr/bin/nvidia-container-runtime\"\n"))
 	f.Add([]byte("version = 3\n[plugins.'io.containerd.cri.v1.runtime']\nenable_cdi = true\ncdi_spec_dirs = ['/etc/cdi']\n"))
 	f.Add([]byte("enable_cdi =\n"))
+	f.Add([]byte("a = 1979-05-27T07:32:00Z\nb = 1.5\nc = [[1], ['x']]\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m, err := container.ParseTOML("config.toml", data)
 		var pe *container.ParseError
-		switch {
-		case err != nil && !errors.As(err, &pe):
-			t.Fatalf("error %v is not a ParseError", err)
-		case err == nil && m == nil:
+		if err != nil {
+			if !errors.As(err, &pe) {
+				t.Fatalf("error %v is not a ParseError", err)
+			}
+			checkPosition(t, data, pe)
+			return
+		}
+		if m == nil {
 			t.Fatal("nil tables without error")
-		case err == nil:
-			_ = container.DecodeContainerd(m)
+		}
+		out, err := toml.Marshal(m)
+		if err != nil {
+			return // values the encoder cannot write (NaN keys and the like)
+		}
+		again, err := container.ParseTOML("again.toml", out)
+		if err != nil || !reflect.DeepEqual(again, m) {
+			t.Fatalf("%v -> %s -> %v, %v", m, out, again, err)
+		}
+		if a, b := container.DecodeContainerd(m), container.DecodeContainerd(again); !reflect.DeepEqual(a, b) {
+			t.Fatalf("DecodeContainerd differs after the round trip: %+v, %+v", a, b)
 		}
 	})
 }
