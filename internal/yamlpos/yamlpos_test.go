@@ -167,14 +167,15 @@ func FuzzLine(f *testing.F) {
 	f.Add([]byte("a: &x {b: 1}\nc: *x\n"), "c.b")
 	f.Add([]byte(""), `spec.containers[0].resources.requests[nvidia.com/gpu]`)
 	f.Add([]byte(""), `a[3][x"y]..b`)
+	f.Add([]byte("a:\nb"), "yaml: line 3: could not find expected ':'")
 	f.Fuzz(func(t *testing.T, src []byte, field string) {
 		lines := 1 + bytes.Count(src, []byte("\n"))
 		l := Line(src, field)
 		if l < 0 || l > lines {
 			t.Fatalf("Line = %d outside 0..%d", l, lines)
 		}
-		if m := MessageLine(src, field); m < 0 || m > 1<<30 { // SyntaxLine's bound
-			t.Fatalf("MessageLine = %d", m)
+		if m := MessageLine(src, field); m < 0 || m > lines {
+			t.Fatalf("MessageLine = %d outside 0..%d", m, lines)
 		}
 		path := ParsePath(field)
 		if li := LineIn(src, path); li != l {
