@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 
 	toml "github.com/pelletier/go-toml/v2"
@@ -97,23 +99,47 @@ func FuzzParseContainerdTOML(f *testing.F) {
 	})
 }
 
+// mangle escapes a mountinfo path the way the kernel does (octal \ooo),
+// here for every byte outside printable ASCII and for the backslash.
+func mangle(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c <= ' ' || c >= 0x7f || c == '\\' {
+			fmt.Fprintf(&b, `\%03o`, c)
+		} else {
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// FuzzParseMountInfo: every mount has a file system type and is found by
+// its own mount point; the table written back as mountinfo (paths
+// escaped, no optional fields) parses to the same mounts.
 func FuzzParseMountInfo(f *testing.F) {
 	f.Add([]byte("1412 1133 0:312 / / rw,relatime master:611 - overlay overlay rw,lowerdir=/a\n1420 1412 259:2 /raid/d\\040x /data ro - xfs /dev/md0 rw\n"))
 	f.Add([]byte("1 2 3 4\n"))
+	f.Add([]byte("+1 -2 0:0 /a\\ /b\\12 - - - - x\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		ms, err := container.ParseMountInfo(data)
 		if err != nil {
 			return
 		}
+		var b strings.Builder
 		for _, m := range ms {
 			if m.FSType == "" {
 				t.Fatalf("mount without fstype: %+v", m)
 			}
+			fmt.Fprintf(&b, "%d %d 0:0 %s %s %s - %s %s rw\n", m.ID, m.Parent, mangle(m.Root), mangle(m.MountPoint), m.Options, m.FSType, mangle(m.Source))
 		}
 		if len(ms) > 0 {
 			if _, ok := container.MountOf(ms, ms[0].MountPoint); !ok {
 				t.Fatalf("mount point %q not found in its own table", ms[0].MountPoint)
 			}
+		}
+		again, err := container.ParseMountInfo([]byte(b.String()))
+		if err != nil || !reflect.DeepEqual(again, ms) {
+			t.Fatalf("%q -> %+v -> %q -> %+v, %v", data, ms, b.String(), again, err)
 		}
 	})
 }

@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
+	"encoding/xml"
+	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -20,18 +23,78 @@ func addFile(f *testing.F, p string) {
 	f.Add(b)
 }
 
+// countSMIGPUs is a second reader of nvidia-smi -q -x: the <gpu> children
+// of the first root element, by a token walk.
+func countSMIGPUs(data []byte) (int, bool) {
+	dec := xml.NewDecoder(bytes.NewReader(data))
+	depth, n := 0, 0
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return 0, false
+		}
+		switch x := tok.(type) {
+		case xml.StartElement:
+			depth++
+			if depth == 2 && x.Name.Local == "gpu" {
+				n++
+			}
+		case xml.EndElement:
+			if depth--; depth == 0 {
+				return n, true
+			}
+		}
+	}
+}
+
+// FuzzParseSMIXML: one GPU per <gpu> element (up to maxGPUs, the rest
+// warned about), each with a normalised PCI address or none and a warning;
+// and the GPUs rendered back as nvidia-smi XML parse to the same names,
+// uuids and addresses.
 func FuzzParseSMIXML(f *testing.F) {
 	addFile(f, "testdata/smi/h100x2-v12.xml")
 	addFile(f, "testdata/smi/a100-v11-throttle.xml")
 	f.Add([]byte(`<nvidia_smi_log><gpu id="00000000:18:00.0"><uuid>GPU-1</uuid></gpu></nvidia_smi_log>`))
+	f.Add([]byte(`<nvidia_smi_log><driver_version> 550 </driver_version><gpu id="x"><uuid>GPU-1</uuid><product_name>A &amp; B</product_name></gpu><gpu><pci><pci_bus_id>00010000:18:00.0</pci_bus_id></pci></gpu></nvidia_smi_log>`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		st, err := ParseSMIXML(bytes.NewReader(data))
 		if err != nil {
 			return
 		}
-		for _, g := range st.GPUs {
-			if _, err := NormalizePCIAddress(g.PCIAddress); err != nil {
-				t.Fatalf("accepted GPU with bad PCI address %q", g.PCIAddress)
+		n, ok := countSMIGPUs(data)
+		if !ok {
+			t.Fatal("accepted what a token walk cannot read")
+		}
+		if want := min(n, maxGPUs); len(st.GPUs) != want {
+			t.Fatalf("%d GPUs, the document has %d <gpu>", len(st.GPUs), n)
+		}
+		var b bytes.Buffer
+		esc := func(s string) string {
+			var e bytes.Buffer
+			_ = xml.EscapeText(&e, []byte(s))
+			return e.String()
+		}
+		fmt.Fprintf(&b, "<nvidia_smi_log><driver_version>%s</driver_version>\n", esc(st.DriverVersion))
+		for i, g := range st.GPUs {
+			if g.PCIAddress == "" {
+				if !slices.ContainsFunc(st.Warnings, func(w string) bool { return strings.HasPrefix(w, fmt.Sprintf("GPU %d ", i)) }) {
+					t.Fatalf("GPU %d has no address and no warning: %q", i, st.Warnings)
+				}
+			} else if a, err := NormalizePCIAddress(g.PCIAddress); err == nil && a != g.PCIAddress {
+				t.Fatalf("address %q is not normalised (%q)", g.PCIAddress, a)
+			}
+			fmt.Fprintf(&b, "<gpu><product_name>%s</product_name><uuid>%s</uuid><pci><pci_bus_id>%s</pci_bus_id></pci></gpu>\n",
+				esc(g.Name), esc(g.UUID), esc(g.PCIAddress))
+		}
+		b.WriteString("</nvidia_smi_log>\n")
+		again, err := ParseSMIXML(bytes.NewReader(b.Bytes()))
+		if err != nil || len(again.GPUs) != len(st.GPUs) || again.DriverVersion != st.DriverVersion {
+			t.Fatalf("rendered %q: %+v, %v", b.String(), again, err)
+		}
+		for i, g := range st.GPUs {
+			h := again.GPUs[i]
+			if g.Name != h.Name || g.UUID != h.UUID || g.PCIAddress != h.PCIAddress {
+				t.Fatalf("GPU %d: %q %q %q, after the round trip %q %q %q", i, g.Name, g.UUID, g.PCIAddress, h.Name, h.UUID, h.PCIAddress)
 			}
 		}
 	})
