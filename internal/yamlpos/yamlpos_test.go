@@ -117,7 +117,7 @@ func quoteYAML(s string) string {
 // and returns it with the line of the path's last step: the key's line
 // for a key, the element's first line for an index. ok is false for a
 // path this writer cannot place (invalid UTF-8 keys, "<<" merge keys,
-// too deep or too long).
+// keys over YAML's 1024-character limit, too deep or too long).
 func placeAt(path []Step) (src []byte, line int, ok bool) {
 	if len(path) == 0 || len(path) > 32 {
 		return nil, 0, false
@@ -143,9 +143,13 @@ func placeAt(path []Step) (src []byte, line int, ok bool) {
 		if !utf8.ValidString(s.Key) || s.Key == "<<" {
 			return nil, 0, false
 		}
+		q := quoteYAML(s.Key)
+		if len(q) > 1000 {
+			return nil, 0, false // YAML's implicit keys are at most 1024 characters
+		}
 		put("{")
 		line = n
-		put(quoteYAML(s.Key) + ":")
+		put(q + ":")
 	}
 	put("1")
 	for i := len(path) - 1; i >= 0; i-- {
