@@ -42,7 +42,28 @@ func FuzzLoad(f *testing.F) {
 		if rep.Objects != in.Checked || len(in.Objects) > in.Checked || rep.Findings == nil {
 			t.Fatalf("report counts: %+v", rep)
 		}
-		_ = DocumentLines(data)
+		// Document start lines: increasing, each inside the input.
+		lines := 1 + strings.Count(string(data), "\n")
+		dl := DocumentLines(data)
+		for i, n := range dl {
+			if n < 1 || n > lines || i > 0 && n <= dl[i-1] {
+				t.Fatalf("document lines %v in %d lines", dl, lines)
+			}
+		}
+		// Every finding is of a known rule, at that rule's severity, about
+		// an object of this file.
+		rules := map[string]Severity{}
+		for _, r := range Rules() {
+			rules[r.ID] = r.Severity
+		}
+		for _, fd := range rep.Findings {
+			if sev, ok := rules[fd.Rule]; !ok || sev != fd.Severity {
+				t.Fatalf("finding of rule %q at %q: not a rule of Rules() (%q)", fd.Rule, fd.Severity, sev)
+			}
+			if fd.File != "fuzz.yaml" || fd.Doc < 1 || fd.Object == "" || fd.Message == "" {
+				t.Fatalf("finding not located in this file: %+v", fd)
+			}
+		}
 	})
 }
 
