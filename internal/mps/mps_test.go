@@ -394,6 +394,31 @@ func FuzzParseRequests(f *testing.F) {
 		if err != nil {
 			return
 		}
+		// One request per non-empty comma field, exactly one of chunks or
+		// SMs set and positive; written back ("N" or "Nsm") it reads the same.
+		fields := 0
+		for _, f := range strings.Split(s, ",") {
+			if strings.TrimSpace(f) != "" {
+				fields++
+			}
+		}
+		if len(req) != fields {
+			t.Fatalf("%q: %d requests for %d fields", s, len(req), fields)
+		}
+		parts := make([]string, len(req))
+		for i, r := range req {
+			switch {
+			case r.Chunks > 0 && r.SMs == 0:
+				parts[i] = strconv.Itoa(r.Chunks)
+			case r.SMs > 0 && r.Chunks == 0:
+				parts[i] = strconv.Itoa(r.SMs) + "sm"
+			default:
+				t.Fatalf("%q: request %+v", s, r)
+			}
+		}
+		if again, err := ParseRequests(strings.Join(parts, ",")); err != nil || !reflect.DeepEqual(again, req) {
+			t.Fatalf("%q -> %+v -> %q -> %+v, %v", s, req, strings.Join(parts, ","), again, err)
+		}
 		p := PlanPartitions(0, "", 132, 8, 0, req)
 		used := 0
 		for _, q := range p.Partitions {
