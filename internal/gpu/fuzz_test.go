@@ -172,6 +172,9 @@ func FuzzParseQueryCSV(f *testing.F) {
 	})
 }
 
+// FuzzParseFake: an error names the file; accepted GPUs have unique
+// uuids; and the status written as 'gpu status -o json' writes it (the
+// schema the file has) parses back to the same status.
 func FuzzParseFake(f *testing.F) {
 	addFile(f, "testdata/hosts/h100x8/etc/gpunode/fake-gpus.yaml")
 	addFile(f, "testdata/hosts/a100-mig/etc/gpunode/fake-gpus.yaml")
@@ -190,6 +193,17 @@ func FuzzParseFake(f *testing.F) {
 				t.Fatalf("accepted missing or duplicate UUID %q", g.UUID)
 			}
 			seen[g.UUID] = true
+		}
+		out, err := json.Marshal(st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := ParseFake(out, "again.json")
+		if err != nil {
+			t.Fatalf("the status written back does not parse: %v\n%s", err, out)
+		}
+		if out2, err := json.Marshal(again); err != nil || !bytes.Equal(out2, out) {
+			t.Fatalf("round trip differs (%v):\n%s\n%s", err, out, out2)
 		}
 	})
 }
