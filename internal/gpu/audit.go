@@ -342,10 +342,21 @@ func parseMajorMinor(v string) (int, int, error) {
 	}
 	ma, err1 := strconv.Atoi(parts[0])
 	mi, err2 := strconv.Atoi(parts[1])
-	if err1 != nil || err2 != nil || ma < 0 || mi < 0 || ma > 1000 || mi > 1000 {
+	if !allDigits(parts[0]) || !allDigits(parts[1]) || err1 != nil || err2 != nil || ma < 0 || mi < 0 || ma > 1000 || mi > 1000 {
 		return 0, 0, fmt.Errorf("want numeric major.minor")
 	}
 	return ma, mi, nil
+}
+
+// allDigits reports whether s is one or more decimal digits (strconv.Atoi
+// also takes a sign).
+func allDigits(s string) bool {
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return s != ""
 }
 
 // compareVersions compares dotted numeric versions ("550.54.15"); missing or
@@ -437,10 +448,11 @@ func ParseCUDAVersionJSON(data []byte) (string, error) {
 	if err := json.Unmarshal(data, &doc); err != nil {
 		return "", err
 	}
-	if _, _, err := parseMajorMinor(doc.CUDA.Version); err != nil {
+	v := strings.TrimSpace(doc.CUDA.Version)
+	if _, _, err := parseMajorMinor(v); err != nil {
 		return "", fmt.Errorf("cuda.version %q: %w", doc.CUDA.Version, err)
 	}
-	return doc.CUDA.Version, nil
+	return v, nil
 }
 
 // ParseCUDAVersionTxt parses the toolkit's version.txt ("CUDA Version 10.2.89").

@@ -342,23 +342,46 @@ func FuzzParsePS(f *testing.F) {
 	})
 }
 
+// FuzzParseLsPart: counts are never negative, and the partitions rendered
+// back as lspart output (the two header lines, "-" for what is absent)
+// parse to the same partitions.
 func FuzzParseLsPart(f *testing.F) {
 	b, err := os.ReadFile("testdata/lspart-seed-full.txt")
 	if err != nil {
 		f.Fatal(err)
 	}
 	f.Add(string(b))
+	f.Add("GPU Partition freeChunk usedChunk freeSM usedSM clients\nGPU-1 - 007 - 0 - Yes\n")
 	f.Fuzz(func(t *testing.T, s string) {
 		parts, err := ParseLsPart(s)
 		if err != nil {
 			return
 		}
-		for _, p := range parts {
-			for _, n := range []*int{p.FreeChunks, p.UsedChunks, p.FreeSMs, p.UsedSMs} {
-				if n != nil && *n < 0 {
-					t.Fatal("negative count")
-				}
+		var b strings.Builder
+		b.WriteString("GPU Partition free used free used clients\n  chunk chunk SM SM\n")
+		dash := func(v string) string {
+			if v == "" {
+				return "-"
 			}
+			return v
+		}
+		for _, p := range parts {
+			row := []string{p.GPU, dash(p.ID)}
+			for _, n := range []*int{p.FreeChunks, p.UsedChunks, p.FreeSMs, p.UsedSMs} {
+				if n == nil {
+					row = append(row, "-")
+					continue
+				}
+				if *n < 0 {
+					t.Fatalf("negative count in %+v", p)
+				}
+				row = append(row, strconv.Itoa(*n))
+			}
+			b.WriteString(strings.Join(append(row, dash(p.Clients)), " ") + "\n")
+		}
+		again, err := ParseLsPart(b.String())
+		if err != nil || !reflect.DeepEqual(again, parts) {
+			t.Fatalf("%q -> %+v -> %q -> %+v, %v", s, parts, b.String(), again, err)
 		}
 	})
 }
@@ -370,6 +393,31 @@ func FuzzParseRequests(f *testing.F) {
 		req, err := ParseRequests(s)
 		if err != nil {
 			return
+		}
+		// One request per non-empty comma field, exactly one of chunks or
+		// SMs set and positive; written back ("N" or "Nsm") it reads the same.
+		fields := 0
+		for _, f := range strings.Split(s, ",") {
+			if strings.TrimSpace(f) != "" {
+				fields++
+			}
+		}
+		if len(req) != fields {
+			t.Fatalf("%q: %d requests for %d fields", s, len(req), fields)
+		}
+		parts := make([]string, len(req))
+		for i, r := range req {
+			switch {
+			case r.Chunks > 0 && r.SMs == 0:
+				parts[i] = strconv.Itoa(r.Chunks)
+			case r.SMs > 0 && r.Chunks == 0:
+				parts[i] = strconv.Itoa(r.SMs) + "sm"
+			default:
+				t.Fatalf("%q: request %+v", s, r)
+			}
+		}
+		if again, err := ParseRequests(strings.Join(parts, ",")); err != nil || !reflect.DeepEqual(again, req) {
+			t.Fatalf("%q -> %+v -> %q -> %+v, %v", s, req, strings.Join(parts, ","), again, err)
 		}
 		p := PlanPartitions(0, "", 132, 8, 0, req)
 		used := 0

@@ -66,8 +66,14 @@ func TestJSONPathEngine(t *testing.T) {
 
 // FuzzJSONPath: no template, however malformed, panics the parser or the
 // evaluation.
+// FuzzJSONPath: a template that parses runs the same way twice, and is
+// a sequence of independent nodes: the template written twice parses and
+// gives the output twice (or fails where the template alone fails).
+// Agreement with client-go's jsonpath is the conformance module's
+// (conformance/dra/printers).
 func FuzzJSONPath(f *testing.F) {
-	for _, s := range []string{`{.a.b[*].c}`, `{range .x[*]}{.y}{end}`, `{..z}`, `{.a[?(@.b>=1)]}`, `{"\n"}`, `{.a[1:5:2]}`, `{.a['b','c']}`} {
+	for _, s := range []string{`{.a.b[*].c}`, `{range .x[*]}{.y}{end}`, `{..z}`, `{.a[?(@.b>=1)]}`, `{"\n"}`, `{.a[1:5:2]}`, `{.a['b','c']}`,
+		`{range .checks[*]}{.id}={.status}{"\n"}{end}`, `{.checks[7].id}`, `x{.m}y`} {
 		f.Add(s)
 	}
 	data := jpData(f)
@@ -79,6 +85,23 @@ func FuzzJSONPath(f *testing.F) {
 		if err != nil {
 			return
 		}
-		_ = jp.execute(&bytes.Buffer{}, data)
+		var once, again bytes.Buffer
+		err1 := jp.execute(&once, data)
+		err2 := jp.execute(&again, data)
+		if (err1 == nil) != (err2 == nil) || err1 == nil && once.String() != again.String() {
+			t.Fatalf("%q: two runs differ: %q %v, %q %v", tmpl, once.String(), err1, again.String(), err2)
+		}
+		twice, err := parseJP(tmpl + tmpl)
+		if err != nil {
+			t.Fatalf("%q parses, written twice it does not: %v", tmpl, err)
+		}
+		var b bytes.Buffer
+		errTwice := twice.execute(&b, data)
+		switch {
+		case (err1 == nil) != (errTwice == nil):
+			t.Fatalf("%q: error %v alone, %v written twice", tmpl, err1, errTwice)
+		case err1 == nil && b.String() != once.String()+once.String():
+			t.Fatalf("%q gives %q, written twice %q", tmpl, once.String(), b.String())
+		}
 	})
 }

@@ -323,8 +323,39 @@ func FuzzParseDeviceID(f *testing.F) {
 		if d.Kind == IDIndex && (d.Index < 0 || d.Index >= 1<<16) {
 			t.Fatalf("%q: index %d", s, d.Index)
 		}
-		if d.Replica >= 0 && !strings.HasPrefix(s, d.Value+"::") {
+		if d.Replica >= 0 && !strings.HasPrefix(s, d.Value+"::") || d.Replica < 0 && d.Value != s {
 			t.Fatalf("%q: value %q replica %d", s, d.Value, d.Replica)
+		}
+		// A second reader of the kinds: by prefix, else a decimal GPU index
+		// (optionally ":N" after it).
+		var kind string
+		switch v := d.Value; {
+		case strings.HasPrefix(v, "MIG-"):
+			kind = IDMIG
+		case strings.HasPrefix(v, "GPU-"):
+			kind = IDGPU
+		default:
+			kind = IDUnknown
+			idx, rest, mig := strings.Cut(v, ":")
+			n, err := strconv.Atoi(idx)
+			_, merr := strconv.Atoi(rest)
+			if err == nil && idx == strconv.Itoa(n) && n >= 0 && n < 1<<16 && (!mig || merr == nil) {
+				kind = IDIndex
+				if d.Index != n {
+					t.Fatalf("%q: index %d, want %d", s, d.Index, n)
+				}
+			}
+		}
+		if d.Kind != kind {
+			t.Fatalf("%q: kind %v, the second reader %v", s, d.Kind, kind)
+		}
+		// Written back (value, then "::replica"), it reads the same.
+		back := d.Value
+		if d.Replica >= 0 {
+			back += "::" + strconv.Itoa(d.Replica)
+		}
+		if again := ParseDeviceID(back); again != d {
+			t.Fatalf("%q -> %+v -> %q -> %+v", s, d, back, again)
 		}
 	})
 }

@@ -3,10 +3,12 @@ package topo
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
+	"regexp"
+	"strconv"
 	"testing"
 
 	"github.com/gpunode/gpunode/internal/testhost"
@@ -39,25 +41,45 @@ func TestParseModalias(t *testing.T) {
 	}
 }
 
+// FuzzParseModalias: parseModalias accepts exactly what a second reader
+// (a regular expression of the kernel's format, vendor and device at most
+// 0xffff) accepts, with the same ids; accepted ids written back in the
+// kernel's format read the same.
 func FuzzParseModalias(f *testing.F) {
 	f.Add("pci:v000010DEd00002330sv000010DEsd000016C1bc03sc02i00")
 	f.Add("pci:v0000ffffd0000ffffsvffffffffsdffffffffbcffscffiff")
+	f.Add("pci:v00010000d00002330sv000010DEsd000016C1bc03sc02i00")
+	f.Add("pci:v000010DEd00002330sv000010DEsd000016C1bc03sc02i+0")
 	f.Add("pci:")
+	re := regexp.MustCompile(`^pci:v([0-9A-Fa-f]{8})d([0-9A-Fa-f]{8})sv[0-9A-Fa-f]{8}sd[0-9A-Fa-f]{8}bc([0-9A-Fa-f]{2})sc([0-9A-Fa-f]{2})i([0-9A-Fa-f]{2})$`)
 	f.Fuzz(func(t *testing.T, s string) {
 		ids, ok := parseModalias(s)
-		if !ok {
-			if ids != (PCIIDs{}) {
-				t.Fatalf("refused %q but returned %+v", s, ids)
+		var want PCIIDs
+		m := re.FindStringSubmatch(s)
+		if m != nil {
+			v, _ := strconv.ParseUint(m[1], 16, 32)
+			d, _ := strconv.ParseUint(m[2], 16, 32)
+			bc, _ := strconv.ParseUint(m[3], 16, 8)
+			sc, _ := strconv.ParseUint(m[4], 16, 8)
+			pi, _ := strconv.ParseUint(m[5], 16, 8)
+			if v <= 0xffff && d <= 0xffff {
+				want = PCIIDs{Vendor: fmt.Sprintf("0x%04x", v), Device: fmt.Sprintf("0x%04x", d),
+					Class: fmt.Sprintf("0x%02x%02x%02x", bc, sc, pi), FromModalias: true}
 			}
+		}
+		if ok != (want != PCIIDs{}) || ids != want {
+			t.Fatalf("parseModalias(%q) = %+v, %v; the second reader: %+v", s, ids, ok, want)
+		}
+		if !ok {
 			return
 		}
-		if len(ids.Class) != 8 || len(ids.Vendor) != 6 || len(ids.Device) != 6 || !ids.FromModalias {
-			t.Fatalf("%q: malformed ids %+v", s, ids)
+		var v, d, c uint64
+		if _, err := fmt.Sscanf(ids.Vendor+" "+ids.Device+" "+ids.Class, "0x%x 0x%x 0x%x", &v, &d, &c); err != nil {
+			t.Fatalf("%+v: %v", ids, err)
 		}
-		for _, v := range []string{ids.Class, ids.Vendor, ids.Device} {
-			if strings.ToLower(v) != v || !strings.HasPrefix(v, "0x") {
-				t.Fatalf("%q: id %q not lower-case 0x hex", s, v)
-			}
+		back := fmt.Sprintf("pci:v%08Xd%08Xsv%08Xsd%08Xbc%02Xsc%02Xi%02X", v, d, 0, 0, c>>16, c>>8&0xff, c&0xff)
+		if again, ok := parseModalias(back); !ok || again != ids {
+			t.Fatalf("%q -> %+v -> %q -> %+v, %v", s, ids, back, again, ok)
 		}
 	})
 }

@@ -285,16 +285,59 @@ func FuzzEditGrub(f *testing.F) {
 	})
 }
 
+// specACS is a second reader of PCIe extended config space, from the
+// spec: capabilities start at 0x100; each header has the ID in bits 0-15
+// and the next offset in bits 20-31 (low two bits reserved); a next offset
+// of 0 (or one below 0x100) ends the list; ACS is ID 0x000D, and its
+// Control register is the 16 bits at +6. A revisited offset is a loop.
+func specACS(cfg []byte) (ctrl uint16, found bool) {
+	seen := map[int]bool{}
+	for off := 0x100; off >= 0x100 && off+8 <= len(cfg) && !seen[off]; {
+		seen[off] = true
+		hdr := uint32(cfg[off]) | uint32(cfg[off+1])<<8 | uint32(cfg[off+2])<<16 | uint32(cfg[off+3])<<24
+		if hdr == 0 || hdr == 0xffffffff {
+			return 0, false
+		}
+		if hdr&0xffff == 0x000d {
+			return uint16(cfg[off+6]) | uint16(cfg[off+7])<<8, true
+		}
+		off = int(hdr>>20) &^ 3
+	}
+	return 0, false
+}
+
+// FuzzACSControl: below 4096 bytes an error; else the ACS Control value
+// agrees with specACS, the list walked again by the spec.
 func FuzzACSControl(f *testing.F) {
 	cfg := make([]byte, 4096)
 	binary.LittleEndian.PutUint32(cfg[0x100:], 0x0001|1<<16|0x200<<20)
 	binary.LittleEndian.PutUint32(cfg[0x200:], 0x000d|1<<16)
+	binary.LittleEndian.PutUint16(cfg[0x206:], 0x5f)
 	f.Add(cfg)
+	loop := make([]byte, 4096)
+	binary.LittleEndian.PutUint32(loop[0x100:], 0x0001|0x104<<20)
+	binary.LittleEndian.PutUint32(loop[0x104:], 0x0002|0x100<<20)
+	f.Add(loop)
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
+		if len(b) < 4096 && len(b) > 0 {
+			// Short inputs say little; widen them to a config space so the
+			// walk is exercised too (the short case is the empty seed).
+			b = append(b, make([]byte, 4096-len(b))...)
+		}
 		ctrl, ok, err := acsControl(b)
-		if err != nil && (ok || len(b) >= pciConfigExtended) {
-			t.Fatalf("acsControl = %#x, %v, %v on %d bytes", ctrl, ok, err, len(b))
+		if len(b) < 4096 {
+			if err == nil || ok {
+				t.Fatalf("%d bytes: %#x, %v, %v; want an error", len(b), ctrl, ok, err)
+			}
+			return
+		}
+		if err != nil {
+			t.Fatalf("%d bytes: %v", len(b), err)
+		}
+		want, found := specACS(b)
+		if ok != found || ctrl != want {
+			t.Fatalf("acsControl = %#x, %v; the spec's walk finds %#x, %v", ctrl, ok, want, found)
 		}
 	})
 }

@@ -8,6 +8,7 @@
 package yamlpos
 
 import (
+	"bytes"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -79,7 +80,7 @@ func SyntaxLine(msg string) int {
 // MessageLine returns the line in src that msg is about: the line of the
 // field an "unknown field" names, else of the path msg starts with
 // ("providers[0].cpu[0]: json: unknown field ..."), else the line a YAML
-// decoder named; 0 when unknown.
+// decoder named (at most the last line of src); 0 when unknown.
 func MessageLine(src []byte, msg string) int {
 	var paths []string
 	if m := reasonPath().FindStringSubmatch(msg); m != nil {
@@ -93,7 +94,9 @@ func MessageLine(src []byte, msg string) int {
 			return l
 		}
 	}
-	return SyntaxLine(msg)
+	// A parser at the end of the input may name the line after the last
+	// one ("a:\nb" fails at line 3): that is the last line.
+	return min(SyntaxLine(msg), 1+bytes.Count(src, []byte("\n")))
 }
 
 // Wrap prefixes err with "name:LINE: " (the line from MessageLine) or

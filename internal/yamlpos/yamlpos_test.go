@@ -1,9 +1,13 @@
 package yamlpos
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
 	"reflect"
+	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 const doc = `# a node file
@@ -88,20 +92,105 @@ func TestWrap(t *testing.T) {
 	}
 }
 
+// quoteYAML writes s as a YAML double-quoted scalar, escaping all but
+// printable ASCII (YAML refuses raw DEL and other controls).
+func quoteYAML(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteString(`\` + string(r))
+		case r >= 0x20 && r < 0x7f:
+			b.WriteRune(r)
+		case r <= 0xffff:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			fmt.Fprintf(&b, `\U%08x`, r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// placeAt writes a JSON document (one token per line) that holds path,
+// and returns it with the line of the path's last step: the key's line
+// for a key, the element's first line for an index. ok is false for a
+// path this writer cannot place (invalid UTF-8 keys, "<<" merge keys,
+// keys over YAML's 1024-character limit, too deep or too long).
+func placeAt(path []Step) (src []byte, line int, ok bool) {
+	if len(path) == 0 || len(path) > 32 {
+		return nil, 0, false
+	}
+	var b strings.Builder
+	n := 1 // the line being written
+	put := func(s string) {
+		b.WriteString(s + "\n")
+		n++
+	}
+	for _, s := range path {
+		if s.Index >= 0 {
+			if s.Index > 64 {
+				return nil, 0, false
+			}
+			put("[")
+			for range s.Index {
+				put("0,")
+			}
+			line = n
+			continue
+		}
+		if !utf8.ValidString(s.Key) || s.Key == "<<" {
+			return nil, 0, false
+		}
+		q := quoteYAML(s.Key)
+		if len(q) > 1000 {
+			return nil, 0, false // YAML's implicit keys are at most 1024 characters
+		}
+		put("{")
+		line = n
+		put(q + ":")
+	}
+	put("1")
+	for i := len(path) - 1; i >= 0; i-- {
+		if path[i].Index >= 0 {
+			put("]")
+		} else {
+			put("}")
+		}
+	}
+	return []byte(b.String()), line, true
+}
+
+// FuzzLine: on any input, Line is 0 or a line of src and agrees with
+// LineIn on the parsed path; and a document written to hold the fuzzed
+// path (placeAt) has Line at exactly the line where the path ends.
 func FuzzLine(f *testing.F) {
 	f.Add([]byte(doc), "numaNodes[1].cpus")
 	f.Add([]byte("{\"a\": [1, {\"b\": 2}]}"), "a[1].b")
 	f.Add([]byte("a: &x {b: 1}\nc: *x\n"), "c.b")
+	f.Add([]byte(""), `spec.containers[0].resources.requests[nvidia.com/gpu]`)
+	f.Add([]byte(""), `a[3][x"y]..b`)
+	f.Add([]byte("a:\nb"), "yaml: line 3: could not find expected ':'")
 	f.Fuzz(func(t *testing.T, src []byte, field string) {
-		lines := 1
-		for _, c := range src {
-			if c == '\n' {
-				lines++
-			}
-		}
-		if l := Line(src, field); l < 0 || l > lines {
+		lines := 1 + bytes.Count(src, []byte("\n"))
+		l := Line(src, field)
+		if l < 0 || l > lines {
 			t.Fatalf("Line = %d outside 0..%d", l, lines)
 		}
-		_ = MessageLine(src, field)
+		if m := MessageLine(src, field); m < 0 || m > lines {
+			t.Fatalf("MessageLine = %d outside 0..%d", m, lines)
+		}
+		path := ParsePath(field)
+		if li := LineIn(src, path); li != l {
+			t.Fatalf("LineIn = %d, Line = %d", li, l)
+		}
+		built, want, ok := placeAt(path)
+		if !ok {
+			return
+		}
+		if got := Line(built, field); got != want {
+			t.Fatalf("path %q (%+v) in\n%s\nLine = %d, want %d", field, path, built, got, want)
+		}
 	})
 }

@@ -1,8 +1,15 @@
 package admit
 
 import (
+	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gpunode/gpunode/internal/k8s/objects"
 
 	"github.com/gpunode/gpunode/internal/k8s/kubeletcfg"
 	"github.com/gpunode/gpunode/internal/k8s/node"
@@ -262,18 +269,59 @@ items:
 	}
 }
 
+// FuzzParsePods: an error is an *objects.Error naming the file and a line
+// inside it; accepted pods have a name, a UID and containers, and written
+// back as a v1 List (defaults and UIDs included) parse to the same pods:
+// defaulting is idempotent.
 func FuzzParsePods(f *testing.F) {
 	f.Add([]byte(podDoc("a", guaranteedRes("1", "1Gi", "1"))))
 	f.Add([]byte("apiVersion: v1\nkind: List\nitems: [{apiVersion: v1, kind: Pod, metadata: {name: a}, spec: {containers: [{name: c}]}}]\n"))
+	f.Add([]byte("apiVersion: v1\nkind: Pod\nmetadata: {name: a, uid: u}\nspec: {containers: [{name: c, resources: {limits: {cpu: 2, memory: 1Gi}}}]}\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		pods, err := ParsePods(strings.NewReader(string(b)), "fuzz.yaml")
 		if err != nil {
+			var oe *objects.Error
+			if !errors.As(err, &oe) {
+				return // reading, not decoding, failed
+			}
+			if lines := 1 + strings.Count(string(b), "\n"); oe.File != "fuzz.yaml" || oe.Line < 0 || oe.Line > lines {
+				t.Fatalf("error at %s:%d of %d lines: %v", oe.File, oe.Line, lines, err)
+			}
 			return
 		}
-		for _, p := range pods {
+		items := make([]*v1.Pod, len(pods))
+		for i, p := range pods {
 			if p.Name == "" || len(p.Spec.Containers) == 0 || p.UID == "" {
 				t.Fatalf("accepted an invalid pod: %+v", p)
 			}
+			c := p.DeepCopy()
+			c.APIVersion, c.Kind = "v1", "Pod"
+			items[i] = c
+		}
+		list, err := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "List", "items": items})
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := ParsePods(strings.NewReader(string(list)), "again.yaml")
+		if err != nil {
+			t.Fatalf("written back, the pods do not parse: %v\n%s", err, list)
+		}
+		// Equal but for apiVersion and kind, which a List item may leave out.
+		bare := func(ps []*v1.Pod) string {
+			var out []*v1.Pod
+			for _, p := range ps {
+				c := p.DeepCopy()
+				c.TypeMeta = metav1.TypeMeta{}
+				out = append(out, c)
+			}
+			j, err := json.Marshal(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return string(j)
+		}
+		if j1, j2 := bare(pods), bare(again); j1 != j2 {
+			t.Fatalf("pods differ after the round trip:\n%s\n%s", j1, j2)
 		}
 	})
 }

@@ -1,11 +1,13 @@
 package objects
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 )
 
@@ -22,16 +24,77 @@ func seeds(f *testing.F) {
 	f.Add([]byte("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {nodeName: a, containers: [{name: c, resources: {limits: {nvidia.com/gpu: 1}}}]}\n"))
 }
 
-// fuzzLoader: a loader never panics, and every failure is an *Error.
-func fuzzLoader(f *testing.F, load func(string, []byte) error) {
+// fuzzLoader: a loader's failure is an *Error naming the file and a line
+// inside the input (or none); what it accepts, written back as one List
+// of the objects' JSON, loads again to objects with equal JSON (objects
+// lists each accepted object's JSON).
+func fuzzLoader[T any](f *testing.F, load func(string, []byte) (T, error), objects func(T) []any) {
 	seeds(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		err := load("fuzz", data)
+		got, err := load("fuzz", data)
 		var oe *Error
-		if err != nil && !errors.As(err, &oe) {
-			t.Fatalf("error %v (%T) is not an *Error", err, err)
+		if err != nil {
+			if !errors.As(err, &oe) {
+				t.Fatalf("error %v (%T) is not an *Error", err, err)
+			}
+			if lines := 1 + bytes.Count(data, []byte("\n")); oe.File != "fuzz" || oe.Line < 0 || oe.Line > lines {
+				t.Fatalf("error at %s:%d, input has %d lines: %v", oe.File, oe.Line, lines, err)
+			}
+			return
+		}
+		asJSON := func(objs []any) []map[string]any {
+			items := make([]map[string]any, 0, len(objs))
+			for _, o := range objs {
+				b, err := json.Marshal(o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var m map[string]any
+				if err := json.Unmarshal(b, &m); err != nil {
+					t.Fatal(err)
+				}
+				items = append(items, m)
+			}
+			return items
+		}
+		items := asJSON(objects(got))
+		list, err := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "List", "items": items})
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := load("again", list)
+		if err != nil {
+			t.Fatalf("the loader refuses what it accepted, written back: %v\n%s", err, list)
+		}
+		if got := asJSON(objects(again)); !reflect.DeepEqual(got, items) {
+			t.Fatalf("the objects differ after the round trip:\n%v\n%v", items, got)
 		}
 	})
+}
+
+func workloadObjects(w *Workload) []any {
+	var out []any
+	for _, o := range w.PodGroups {
+		out = append(out, o.PodGroup)
+	}
+	for _, o := range w.Jobs {
+		out = append(out, o.Job)
+	}
+	for _, o := range w.VolcanoJobs {
+		out = append(out, o.VolcanoJob)
+	}
+	return out
+}
+
+func topologyObjects(t *Topology) []any {
+	var out []any
+	for _, o := range t.HyperNodes {
+		out = append(out, o.HyperNode)
+	}
+	for _, o := range append(slices.Clone(t.KAI), t.Kueue...) {
+		out = append(out, o.LevelTopology)
+	}
+	return out
 }
 
 // fuzzRoundTrip: whatever a loader of v1 objects accepts, written back as
@@ -82,5 +145,5 @@ func fuzzRoundTrip[T any](f *testing.F, kind string, load func(string, []byte) (
 
 func FuzzLoadNodes(f *testing.F)    { fuzzRoundTrip(f, "Node", LoadNodes) }
 func FuzzLoadPods(f *testing.F)     { fuzzRoundTrip(f, "Pod", LoadPods) }
-func FuzzLoadWorkload(f *testing.F) { fuzzLoader(f, work) }
-func FuzzLoadTopology(f *testing.F) { fuzzLoader(f, topo) }
+func FuzzLoadWorkload(f *testing.F) { fuzzLoader(f, LoadWorkload, workloadObjects) }
+func FuzzLoadTopology(f *testing.F) { fuzzLoader(f, LoadTopology, topologyObjects) }

@@ -86,8 +86,9 @@ func Locate(err error, data []byte) error {
 		e.Line = s.line + l - 1
 	} else if l := yamlpos.SyntaxLine(e.Reason); l > 0 {
 		// No field, but the YAML decoder named a line (a syntax error or
-		// a duplicate key), counted from the document's start.
-		e.Line = s.line + l - 1
+		// a duplicate key), counted from the document's start; at the end
+		// of input it may name the line after the last, which is the last.
+		e.Line = s.line + min(l, 1+bytes.Count(s.src, []byte("\n"))) - 1
 	}
 	return err
 }

@@ -55,5 +55,17 @@ func FuzzRun(f *testing.F) {
 		if rep.Fits && len(rep.Placements) != rep.Explain.Pods || !rep.Fits && len(rep.Placements) != 0 {
 			t.Fatalf("fits %v with %d placements for %d pods", rep.Fits, len(rep.Placements), rep.Explain.Pods)
 		}
+		// Each pod placed once, on a node of the input.
+		known := map[string]bool{}
+		for _, n := range nodes {
+			known[n.Name] = true
+		}
+		placed := map[string]bool{}
+		for _, p := range rep.Placements {
+			if !known[p.Node] || p.Pod == "" || placed[p.Pod] {
+				t.Fatalf("placement %+v: unknown node, no pod, or the pod twice (%v)", p, rep.Placements)
+			}
+			placed[p.Pod] = true
+		}
 	})
 }
