@@ -62,6 +62,16 @@ type Faults struct {
 	// read side; not counted), with the host path. Tests count with it
 	// the reads a file costs: one for a file of known size.
 	Read func(p string)
+	// Sys, when set, runs before each of the other system calls the FS
+	// makes on a descriptor it holds or on an output path (not counted):
+	// fstat and getdents on the read side, the calls of WriteOutput and of
+	// a capture's output side (see the names passed at each call). It
+	// gets the call's name and the path it is for (a host path; for
+	// WriteOutput and a capture's output directory, the name as given);
+	// an errno it returns stands for the kernel's answer, and the call is
+	// not made. Racing tests create or remove an entry in it, between two
+	// calls of a check-then-act.
+	Sys func(call, p string) error
 
 	mu  sync.Mutex
 	n   int
@@ -137,6 +147,23 @@ func (f *FS) op(op Op, p string) error {
 		return fl.Err
 	}
 	return syscall.EIO
+}
+
+// sys runs fl.Sys, when there is one, before system call call on path p.
+func (fl *Faults) sys(call, p string) error {
+	if fl == nil || fl.Sys == nil {
+		return nil
+	}
+	return fl.Sys(call, p)
+}
+
+// do runs fl.Sys for system call name on path p, then, unless it injected
+// an error, the call itself.
+func (fl *Faults) do(name, p string, call func() error) error {
+	if err := fl.sys(name, p); err != nil {
+		return err
+	}
+	return call()
 }
 
 // skipSync reports whether the fsync just counted should not be made.

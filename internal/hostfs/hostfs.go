@@ -98,12 +98,10 @@ func (f *FS) openFD(p string, flag int) (int, error) {
 		return retryEINTR(func() (int, error) { return unix.Open(p, flag, 0) }, p)
 	}
 	if f.rootFD >= 0 {
-		rel := strings.TrimPrefix(p, "/")
-		if rel == "" {
-			rel = "."
-		}
+		// p is absolute: under RESOLVE_IN_ROOT an absolute name is
+		// resolved from the root descriptor, as a relative one is.
 		how := &unix.OpenHow{Flags: uint64(flag), Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS}
-		fd, err := f.openat2(rel, how, p)
+		fd, err := f.openat2(p, how)
 		if err == nil || !(errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EPERM)) {
 			return fd, err
 		}
@@ -115,7 +113,7 @@ func (f *FS) openFD(p string, flag int) (int, error) {
 	return retryEINTR(func() (int, error) { return unix.Open(hp, flag, 0) }, p)
 }
 
-// openat2 is one openat2(RESOLVE_IN_ROOT) of rel below the root, retried
+// openat2 is one openat2(RESOLVE_IN_ROOT) of host path p below the root, retried
 // when the kernel says the answer may be transient. openat2(2): with
 // RESOLVE_IN_ROOT or RESOLVE_BENEATH the kernel returns EAGAIN when it
 // "could not ensure that a '..' component didn't escape (due to a race
@@ -125,7 +123,7 @@ func (f *FS) openFD(p string, flag int) (int, error) {
 // else. Retries are bounded (maxEAGAIN, with a back-off that grows to
 // maxEAGAINSleep, about 50 ms in all) so that a storm the kernel never lets
 // through ends in the EAGAIN error rather than a hang.
-func (f *FS) openat2(rel string, how *unix.OpenHow, p string) (int, error) {
+func (f *FS) openat2(p string, how *unix.OpenHow) (int, error) {
 	var inject func(string, int) error
 	if f.faults != nil {
 		inject = f.faults.Open
@@ -138,7 +136,7 @@ func (f *FS) openat2(rel string, how *unix.OpenHow, p string) (int, error) {
 					return -1, err
 				}
 			}
-			return unix.Openat2(f.rootFD, rel, how)
+			return unix.Openat2(f.rootFD, p, how)
 		}, p)
 		if err == nil || !errors.Is(err, unix.EAGAIN) || try >= maxEAGAIN {
 			return fd, err
@@ -239,7 +237,7 @@ func (f *FS) ReadHead(p string, n int) ([]byte, error) {
 // is EISDIR, anything else that is not regular is refused (ErrNotRegular).
 func (f *FS) statRegular(fd int, p string) (unix.Stat_t, error) {
 	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
+	if err := f.fstat(fd, p, &st); err != nil {
 		return st, &fs.PathError{Op: "fstat", Path: p, Err: err}
 	}
 	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
@@ -251,6 +249,14 @@ func (f *FS) statRegular(fd int, p string) (unix.Stat_t, error) {
 		return st, &fs.PathError{Op: "open", Path: p, Err: fmt.Errorf("%w (%s): refusing to read it", ErrNotRegular, fileType(st.Mode))}
 	}
 	return st, nil
+}
+
+// fstat is fstat(2) of fd (host path p), behind Faults.Sys.
+func (f *FS) fstat(fd int, p string, st *unix.Stat_t) error {
+	if err := f.faults.sys("fstat", p); err != nil {
+		return err
+	}
+	return unix.Fstat(fd, st)
 }
 
 // readResolved reads host path p like ReadFile without recording it.
@@ -651,7 +657,7 @@ func (f *FS) ReadDirNames(p string) ([]string, error) {
 		return nil, err
 	}
 	defer unix.Close(fd)
-	return readNames(fd, p)
+	return f.readNames(fd, p)
 }
 
 // MaxDirEntries bounds one directory listing. /sys/bus/pci/devices on the
@@ -660,11 +666,11 @@ const MaxDirEntries = 1 << 20
 
 // readNames lists the open directory fd (host path p), sorted, without "."
 // and "..".
-func readNames(fd int, p string) ([]string, error) {
+func (f *FS) readNames(fd int, p string) ([]string, error) {
 	var buf [8192]byte
 	var names []string
 	for try := 0; ; {
-		n, err := unix.Getdents(fd, buf[:])
+		n, err := f.getdents(fd, p, buf[:])
 		if err == unix.EINTR && try < maxEINTR {
 			try++
 			continue // a getdents that delivered nothing is safe to repeat
@@ -684,6 +690,27 @@ func readNames(fd int, p string) ([]string, error) {
 	return names, nil
 }
 
+// getdents is getdents64(2) of fd (host path p), behind Faults.Sys.
+func (f *FS) getdents(fd int, p string, buf []byte) (int, error) {
+	if err := f.faults.sys("getdents", p); err != nil {
+		return 0, err
+	}
+	return unix.Getdents(fd, buf)
+}
+
+// readlinkAt reads the target of the symlink name in directory dfd (host
+// path p) in one readlinkat(2): the kernel takes link targets of at most
+// PATH_MAX-1 bytes (symlink(2) reads the target like a path name, with its
+// terminating NUL in PATH_MAX), so a buffer of PATH_MAX always holds one.
+func readlinkAt(dfd int, name, p string) (string, error) {
+	var buf [unix.PathMax]byte
+	n, err := unix.Readlinkat(dfd, name, buf[:])
+	if err != nil {
+		return "", &fs.PathError{Op: "readlink", Path: p, Err: err}
+	}
+	return string(buf[:n]), nil
+}
+
 // Readlink returns the target of the symlink at host path p (links in the
 // parent directories are resolved first).
 func (f *FS) Readlink(p string) (string, error) {
@@ -693,17 +720,7 @@ func (f *FS) Readlink(p string) (string, error) {
 		dfd, err := f.openFD(path.Dir(p), unix.O_PATH|unix.O_DIRECTORY)
 		if err == nil {
 			defer unix.Close(dfd)
-			buf := make([]byte, 256)
-			for {
-				n, err := unix.Readlinkat(dfd, path.Base(p), buf)
-				if err != nil {
-					return "", &fs.PathError{Op: "readlink", Path: p, Err: err}
-				}
-				if n < len(buf) {
-					return string(buf[:n]), nil
-				}
-				buf = make([]byte, 2*len(buf))
-			}
+			return readlinkAt(dfd, path.Base(p), p)
 		}
 	}
 	dir, err := f.Resolve(path.Dir(p))
