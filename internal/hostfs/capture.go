@@ -110,7 +110,7 @@ func openOutRoot(dst string, force bool, fl *Faults) (*outRoot, error) {
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return nil, err
 	}
-	pfd := -1
+	var pfd int
 	err = fl.do("open", parent, func() (err error) {
 		pfd, err = unix.Open(parent, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 		return err
@@ -126,7 +126,7 @@ func openOutRoot(dst string, force bool, fl *Faults) (*outRoot, error) {
 		}
 		created = false
 	}
-	fd := -1
+	var fd int
 	err = fl.do("openat", dst, func() (err error) {
 		fd, err = unix.Openat(pfd, base, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		return err
@@ -196,7 +196,7 @@ func (o *outRoot) pathErr(op, p string, err error) error {
 // is followed: a link (or a file) in place of a directory is an error, or
 // with force is replaced by a directory. The caller closes the descriptor.
 func (o *outRoot) openDir(p string) (int, error) {
-	cur := -1
+	var cur int
 	err := o.faults.do("dup", "/", func() (err error) {
 		cur, err = unix.Dup(o.fd)
 		return err
@@ -223,7 +223,7 @@ func (o *outRoot) enter(dirfd int, name, at string) (int, error) {
 		if err := o.faults.do("mkdirat", at, func() error { return unix.Mkdirat(dirfd, name, 0o755) }); err != nil && err != unix.EEXIST {
 			return -1, o.pathErr("mkdir", at, err)
 		}
-		fd := -1
+		var fd int
 		err := o.faults.do("openat", at, func() (err error) {
 			fd, err = unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 			return err
@@ -320,7 +320,7 @@ func (o *outRoot) touch(p string) error {
 // create makes the new regular file name in dirfd (host path p), never
 // through an entry already there (O_EXCL, O_NOFOLLOW).
 func (o *outRoot) create(dirfd int, name, p string) (int, error) {
-	fd := -1
+	var fd int
 	err := o.faults.do("openat", p, func() (err error) {
 		fd, err = unix.Openat(dirfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
 		return err

@@ -64,8 +64,9 @@ type Faults struct {
 	Read func(p string)
 	// Sys, when set, runs before each of the other system calls the FS
 	// makes on a descriptor it holds or on an output path (not counted):
-	// fstat and getdents on the read side, the calls of WriteOutput and of
-	// a capture's output side (see the names passed at each call). It
+	// read (after Read), fstat and getdents on the read side, the calls of
+	// WriteOutput and of a capture's output side (see the names passed at
+	// each call). It
 	// gets the call's name and the path it is for (a host path; for
 	// WriteOutput and a capture's output directory, the name as given);
 	// an errno it returns stands for the kernel's answer, and the call is

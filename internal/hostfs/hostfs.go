@@ -393,8 +393,13 @@ func isSysfsAttr(st *unix.Stat_t) bool {
 // readOnce is one read(2) of host path p, retried (boundedly) when a
 // signal interrupts it.
 func (f *FS) readOnce(fd int, p string, b []byte) (int, error) {
-	if f.faults != nil && f.faults.Read != nil {
-		f.faults.Read(p)
+	if f.faults != nil {
+		if f.faults.Read != nil {
+			f.faults.Read(p)
+		}
+		if err := f.faults.sys("read", p); err != nil {
+			return 0, err
+		}
 	}
 	for try := 0; ; try++ {
 		n, err := unix.Read(fd, b)
@@ -716,12 +721,9 @@ func readlinkAt(dfd int, name, p string) (string, error) {
 func (f *FS) Readlink(p string) (string, error) {
 	p = clean(p)
 	f.note(p, AccessLink)
-	if f.root == "/" || f.rootFD >= 0 {
-		dfd, err := f.openFD(path.Dir(p), unix.O_PATH|unix.O_DIRECTORY)
-		if err == nil {
-			defer unix.Close(dfd)
-			return readlinkAt(dfd, path.Base(p), p)
-		}
+	if dfd, err := f.openFD(path.Dir(p), unix.O_PATH|unix.O_DIRECTORY); err == nil {
+		defer unix.Close(dfd)
+		return readlinkAt(dfd, path.Base(p), p)
 	}
 	dir, err := f.Resolve(path.Dir(p))
 	if err != nil {

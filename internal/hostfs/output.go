@@ -72,9 +72,8 @@ func WriteOutput(name string, data []byte, perm fs.FileMode, opt OutputOptions) 
 	if dir == "" {
 		dir = "."
 	}
-	if base == "" || base == "." || base == ".." || base == "/" {
-		return &RefusedOutputError{Path: name, Kind: "directory"}
-	}
+	// "/", "." and ".." (base "", "." and "..") are directories, refused
+	// by the look below like any other directory.
 	target := filepath.Join(dir, base)
 	// Look first, so that nothing is written when the path is refused.
 	exists, err := outputTarget(name, target, opt)
