@@ -180,7 +180,7 @@ func dirEmpty(fd int) (bool, error) {
 func (o *outRoot) close() {
 	if o.fd >= 0 {
 		unix.Close(o.fd)
-		o.fd = -1
+		o.fd = noFD
 	}
 }
 
@@ -202,7 +202,7 @@ func (o *outRoot) openDir(p string) (int, error) {
 		return err
 	})
 	if err != nil {
-		return -1, o.pathErr("open", "/", err)
+		return noFD, o.pathErr("open", "/", err)
 	}
 	at := "/"
 	for _, part := range splitPath(p) {
@@ -210,7 +210,7 @@ func (o *outRoot) openDir(p string) (int, error) {
 		next, err := o.enter(cur, part, at)
 		unix.Close(cur)
 		if err != nil {
-			return -1, err
+			return noFD, err
 		}
 		cur = next
 	}
@@ -221,7 +221,7 @@ func (o *outRoot) openDir(p string) (int, error) {
 func (o *outRoot) enter(dirfd int, name, at string) (int, error) {
 	for try := 0; ; try++ {
 		if err := o.faults.do("mkdirat", at, func() error { return unix.Mkdirat(dirfd, name, 0o755) }); err != nil && err != unix.EEXIST {
-			return -1, o.pathErr("mkdir", at, err)
+			return noFD, o.pathErr("mkdir", at, err)
 		}
 		var fd int
 		err := o.faults.do("openat", at, func() (err error) {
@@ -232,13 +232,13 @@ func (o *outRoot) enter(dirfd int, name, at string) (int, error) {
 			return fd, nil
 		}
 		if (err != unix.ELOOP && err != unix.ENOTDIR) || try > 0 {
-			return -1, o.pathErr("open", at, err)
+			return noFD, o.pathErr("open", at, err)
 		}
 		if !o.force {
-			return -1, fmt.Errorf("%s: not a directory (a link or file is in the way; a capture never follows links, --force replaces it)", o.name(at))
+			return noFD, fmt.Errorf("%s: not a directory (a link or file is in the way; a capture never follows links, --force replaces it)", o.name(at))
 		}
 		if err := o.faults.do("unlinkat", at, func() error { return unix.Unlinkat(dirfd, name, 0) }); err != nil {
-			return -1, o.pathErr("unlink", at, err)
+			return noFD, o.pathErr("unlink", at, err)
 		}
 	}
 }
@@ -326,7 +326,7 @@ func (o *outRoot) create(dirfd int, name, p string) (int, error) {
 		return err
 	})
 	if err != nil {
-		return -1, o.pathErr("create", p, err)
+		return noFD, o.pathErr("create", p, err)
 	}
 	return fd, nil
 }

@@ -33,7 +33,7 @@ type Dir struct {
 // Dir returns host directory p for reading entries beneath it. It never
 // fails: see Dir for when reads go through the FS by whole path.
 func (f *FS) Dir(p string) *Dir {
-	d := &Dir{f: f, path: clean(p), fd: -1}
+	d := &Dir{f: f, path: clean(p), fd: noFD}
 	if f.rec != nil {
 		// Recording sees every link on the way through the FS's own
 		// resolution, so reads go through f by whole path.
@@ -49,7 +49,7 @@ func (f *FS) Dir(p string) *Dir {
 func (d *Dir) Close() error {
 	if d.fd >= 0 {
 		err := unix.Close(d.fd)
-		d.fd = -1
+		d.fd = noFD
 		return err
 	}
 	return nil
@@ -88,7 +88,7 @@ func (d *Dir) join(name string) string { return clean(path.Join(d.path, name)) }
 // (EXDEV) and so goes to the FS.
 func (d *Dir) openBeneath(name string, flag int) (fd int, ok bool, err error) {
 	if d.fd < 0 {
-		return -1, false, nil
+		return noFD, false, nil
 	}
 	rel := path.Clean(name)
 	how := &unix.OpenHow{Flags: uint64(flag | unix.O_CLOEXEC), Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS}
@@ -103,10 +103,10 @@ func (d *Dir) openBeneath(name string, flag int) (fd int, ok bool, err error) {
 	case err == nil:
 		return fd, true, nil
 	case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ENOTDIR):
-		return -1, true, &fs.PathError{Op: "open", Path: d.join(name), Err: err}
+		return noFD, true, &fs.PathError{Op: "open", Path: d.join(name), Err: err}
 	}
 	// EXDEV (a link out of the directory), ELOOP, ENOSYS...
-	return -1, false, nil
+	return noFD, false, nil
 }
 
 // ReadFile reads entry name as FS.ReadFile reads DIR/NAME.

@@ -97,7 +97,7 @@ func (fl *Faults) Log() []string {
 // WithFaults returns a copy of f that counts its write-side operations in
 // fl and faults the one fl selects. The copy shares f's root.
 func (f *FS) WithFaults(fl *Faults) *FS {
-	c := &FS{root: f.root, rootFD: -1, rec: f.rec, faults: fl}
+	c := &FS{root: f.root, rootFD: noFD, rec: f.rec, faults: fl}
 	if f.rootFD >= 0 {
 		// The copy holds its own descriptor: f's is closed when f is
 		// collected, which may be long before the copy is.

@@ -18,6 +18,7 @@ import (
 	"path"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -33,6 +34,10 @@ const MaxFileSize = 64 << 20
 
 // maxLinks bounds symlink resolution.
 const maxLinks = 64
+
+// noFD is the descriptor held when there is none, and returned beside an
+// error.
+const noFD = -1
 
 // FS is a view of a host filesystem rooted at Root.
 type FS struct {
@@ -77,7 +82,7 @@ func New(root string) (*FS, error) {
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("%s: not a directory", root)
 	}
-	f := &FS{root: abs, rootFD: -1, refused: &refusals{paths: map[string]string{}}}
+	f := &FS{root: abs, rootFD: noFD, refused: &refusals{paths: map[string]string{}}}
 	if abs != "/" {
 		if fd, err := unix.Open(abs, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err == nil {
 			f.rootFD = fd
@@ -108,7 +113,7 @@ func (f *FS) openFD(p string, flag int) (int, error) {
 	}
 	hp, err := f.hostPath(p)
 	if err != nil {
-		return -1, err
+		return noFD, err
 	}
 	return retryEINTR(func() (int, error) { return unix.Open(hp, flag, 0) }, p)
 }
@@ -133,7 +138,7 @@ func (f *FS) openat2(p string, how *unix.OpenHow) (int, error) {
 		fd, err := retryEINTR(func() (int, error) {
 			if inject != nil {
 				if err := inject(p, try); err != nil {
-					return -1, err
+					return noFD, err
 				}
 			}
 			return unix.Openat2(f.rootFD, p, how)
@@ -171,7 +176,7 @@ func retryEINTR(open func() (int, error), p string) (int, error) {
 			continue
 		}
 		if err != nil {
-			return -1, &fs.PathError{Op: "open", Path: p, Err: err}
+			return noFD, &fs.PathError{Op: "open", Path: p, Err: err}
 		}
 		return fd, nil
 	}
@@ -454,7 +459,7 @@ func (f *FS) Recorded() []Access {
 	for p, k := range f.rec.paths {
 		out = append(out, Access{Path: p, Kind: k})
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	slices.SortFunc(out, func(a, b Access) int { return strings.Compare(a.Path, b.Path) })
 	return out
 }
 
@@ -550,16 +555,10 @@ func (f *FS) resolve(p string, depth int) (string, error) {
 	if depth > maxLinks {
 		return "", fmt.Errorf("%s: too many levels of symbolic links", p)
 	}
-	parts := strings.Split(strings.TrimPrefix(p, "/"), "/")
+	// p is clean: no ".." parts; splitPath drops the empty one of "/".
+	parts := splitPath(p)
 	cur := "/"
 	for i, part := range parts {
-		if part == "" || part == "." {
-			continue
-		}
-		if part == ".." {
-			cur = path.Dir(cur)
-			continue
-		}
 		next := path.Join(cur, part)
 		fi, err := os.Lstat(f.Path(next))
 		if err != nil {
