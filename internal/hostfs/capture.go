@@ -178,7 +178,7 @@ func dirEmpty(fd int) (bool, error) {
 }
 
 func (o *outRoot) close() {
-	if o.fd >= 0 {
+	if o.fd != noFD {
 		unix.Close(o.fd)
 		o.fd = noFD
 	}

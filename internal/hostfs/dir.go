@@ -47,7 +47,7 @@ func (f *FS) Dir(p string) *Dir {
 
 // Close releases the directory's descriptor.
 func (d *Dir) Close() error {
-	if d.fd >= 0 {
+	if d.fd != noFD {
 		err := unix.Close(d.fd)
 		d.fd = noFD
 		return err
@@ -64,7 +64,7 @@ func (d *Dir) Real() (string, error) {
 	if d.real != "" {
 		return d.real, nil
 	}
-	if d.fd >= 0 {
+	if d.fd != noFD {
 		if target, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(d.fd)); err == nil {
 			rel, ok := target, true
 			if d.f.root != "/" {
@@ -87,7 +87,7 @@ func (d *Dir) join(name string) string { return clean(path.Join(d.path, name)) }
 // the directory ("..", an absolute name) is refused by RESOLVE_BENEATH
 // (EXDEV) and so goes to the FS.
 func (d *Dir) openBeneath(name string, flag int) (fd int, ok bool, err error) {
-	if d.fd < 0 {
+	if d.fd == noFD {
 		return noFD, false, nil
 	}
 	rel := path.Clean(name)
@@ -154,7 +154,7 @@ func (d *Dir) ReadInt(name string) (int64, error) {
 // Readlink returns the target of the symlink name in the directory.
 func (d *Dir) Readlink(name string) (string, error) {
 	rel := path.Clean(name)
-	if d.fd < 0 || strings.Contains(rel, "/") {
+	if d.fd == noFD || strings.Contains(rel, "/") {
 		return d.f.Readlink(d.join(name))
 	}
 	p := d.join(name)

@@ -98,7 +98,7 @@ func (fl *Faults) Log() []string {
 // fl and faults the one fl selects. The copy shares f's root.
 func (f *FS) WithFaults(fl *Faults) *FS {
 	c := &FS{root: f.root, rootFD: noFD, rec: f.rec, faults: fl}
-	if f.rootFD >= 0 {
+	if f.rootFD != noFD {
 		// The copy holds its own descriptor: f's is closed when f is
 		// collected, which may be long before the copy is.
 		if fd, err := unix.FcntlInt(uintptr(f.rootFD), unix.F_DUPFD_CLOEXEC, 0); err == nil {

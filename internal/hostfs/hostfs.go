@@ -102,7 +102,7 @@ func (f *FS) openFD(p string, flag int) (int, error) {
 	if f.root == "/" {
 		return retryEINTR(func() (int, error) { return unix.Open(p, flag, 0) }, p)
 	}
-	if f.rootFD >= 0 {
+	if f.rootFD != noFD {
 		// p is absolute: under RESOLVE_IN_ROOT an absolute name is
 		// resolved from the root descriptor, as a relative one is.
 		how := &unix.OpenHow{Flags: uint64(flag), Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS}
@@ -398,16 +398,15 @@ func isSysfsAttr(st *unix.Stat_t) bool {
 // readOnce is one read(2) of host path p, retried (boundedly) when a
 // signal interrupts it.
 func (f *FS) readOnce(fd int, p string, b []byte) (int, error) {
-	if f.faults != nil {
-		if f.faults.Read != nil {
-			f.faults.Read(p)
-		}
-		if err := f.faults.sys("read", p); err != nil {
-			return 0, err
-		}
+	if f.faults != nil && f.faults.Read != nil {
+		f.faults.Read(p)
 	}
 	for try := 0; ; try++ {
-		n, err := unix.Read(fd, b)
+		var n int
+		err := f.faults.sys("read", p)
+		if err == nil {
+			n, err = unix.Read(fd, b)
+		}
 		if err == unix.EINTR && try < maxEINTR {
 			continue
 		}
@@ -536,7 +535,7 @@ func (f *FS) Path(p string) string {
 // final component need not exist.
 func (f *FS) Resolve(p string) (string, error) {
 	p = clean(p)
-	if f.rootFD >= 0 && f.rec == nil {
+	if f.rootFD != noFD && f.rec == nil {
 		// Fast path: let the kernel resolve inside the root and read the
 		// result back from /proc/self/fd. Recording needs the slow path, which
 		// sees (and records) every link on the way.

@@ -123,3 +123,30 @@ func TestFIFORefusalOps(t *testing.T) {
 		t.Errorf("WriteOutput(fifo, force) = %v; want it refused", err)
 	}
 }
+
+// A read(2) interrupted by a signal is repeated: 64 times in a row
+// (maxEINTR) still reads the file, 65 times is the EINTR error.
+func TestReadEINTRBound(t *testing.T) {
+	root, f := mtRoot(t)
+	mtWrite(t, filepath.Join(root, "etc/f"), []byte("value\n"))
+	for _, c := range []struct {
+		eintr int
+		ok    bool
+	}{{1, true}, {64, true}, {65, false}} {
+		n := 0
+		ff := f.WithFaults(&Faults{Sys: func(call, p string) error {
+			if call == "read" && n < c.eintr {
+				n++
+				return syscall.EINTR
+			}
+			return nil
+		}})
+		b, err := ff.ReadFile("/etc/f")
+		if c.ok && (err != nil || string(b) != "value\n") {
+			t.Errorf("%d EINTRs: %q, %v; want the file", c.eintr, b, err)
+		}
+		if !c.ok {
+			wantErr(t, "65 EINTRs", err, syscall.EINTR, "read", "/etc/f")
+		}
+	}
+}
