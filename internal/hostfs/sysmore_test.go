@@ -1,0 +1,168 @@
+package hostfs
+
+// Last edges: openat2's answers, a big file that changes between reads,
+// the names of counted operations, the modes of a lock file and of
+// WriteOutput's temporary file, and MissingDirs through a file.
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// openat2 below a root: ENOSYS and EPERM (no openat2, or a seccomp filter
+// refusing it) fall back to resolving by hand; any other answer is the
+// open's error.
+func TestOpenat2Answers(t *testing.T) {
+	root, f := mtRoot(t)
+	if f.rootFD == noFD {
+		t.Skip("no openat2 here")
+	}
+	mtWrite(t, filepath.Join(root, "etc/f"), []byte("v"))
+	for _, c := range []struct {
+		errno syscall.Errno
+		ok    bool
+	}{{syscall.ENOSYS, true}, {syscall.EPERM, true}, {syscall.EIO, false}, {syscall.EACCES, false}} {
+		ff := f.WithFaults(&Faults{Open: func(string, int) error { return c.errno }})
+		b, err := ff.ReadFile("/etc/f")
+		if c.ok && (err != nil || string(b) != "v") {
+			t.Errorf("openat2 %v: %q, %v; want the file read by hand", c.errno, b, err)
+		}
+		if !c.ok {
+			wantErr(t, "openat2 "+c.errno.Error(), err, c.errno, "open", "/etc/f")
+		}
+	}
+}
+
+// A big file (one buffer of its size) that shrinks after its fstat and
+// grows again between two reads is read to its end.
+func TestReadFollowsAChangingBigFile(t *testing.T) {
+	root, f := mtRoot(t)
+	p := filepath.Join(root, "etc/big")
+	mtWrite(t, p, []byte(strings.Repeat("b", 3*oneRead)))
+	n := 0
+	ff := f.WithFaults(&Faults{Read: func(string) {
+		n++
+		switch n {
+		case 1:
+			if err := os.Truncate(p, 5000); err != nil {
+				t.Error(err)
+			}
+		case 2:
+			fh, err := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
+			if err == nil {
+				_, err = fh.WriteString("XYZ")
+				fh.Close()
+			}
+			if err != nil {
+				t.Error(err)
+			}
+		}
+	}})
+	b, err := ff.ReadFile("/etc/big")
+	if err != nil || len(b) != 5003 || !strings.HasSuffix(string(b), "bXYZ") {
+		t.Errorf("ReadFile of a changing big file: %d bytes, %v; want 5003 ending in XYZ", len(b), err)
+	}
+}
+
+// The log of counted operations names each by its literal name.
+func TestFaultLogNames(t *testing.T) {
+	root, f := mtRoot(t)
+	mkdir(t, filepath.Join(root, "etc"))
+	mtWrite(t, filepath.Join(root, "sys/knob"), []byte("0"))
+	fl := &Faults{NoSync: true}
+	ff := f.WithFaults(fl)
+	steps := []error{
+		ff.WriteFileAtomic("/etc/a", []byte("x"), 0o644),
+		ff.Mkdir("/etc/d", 0o755),
+		ff.Symlink("a", "/etc/l"),
+		ff.Chmod("/etc/a", 0o600),
+		ff.Lchown("/etc/a", os.Getuid(), os.Getgid()),
+		ff.Remove("/etc/l"),
+		ff.WriteString("/sys/knob", "1"),
+	}
+	for i, err := range steps {
+		if err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+	}
+	log := strings.Join(fl.Log(), "\n")
+	for _, want := range []string{" open-for-write /etc/", " write /etc/", " chmod /etc/", " fsync /etc", " rename /etc/a", " mkdir /etc/d", " symlink /etc/", " chown /etc/a", " unlink /etc/l", " open-for-write /sys/knob", " write /sys/knob"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("no %q in the log:\n%s", want, log)
+		}
+	}
+}
+
+// A lock file is created with mode 0600 (less the umask); a FIFO in its
+// place is refused, not opened for the lock.
+func TestOpenLockModeAndFIFO(t *testing.T) {
+	root, f := mtRoot(t)
+	mkdir(t, filepath.Join(root, "run"))
+	mask := syscall.Umask(0)
+	syscall.Umask(mask)
+	lk, err := f.OpenLock("/run/lock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lk.Close()
+	if fi, err := os.Lstat(filepath.Join(root, "run/lock")); err != nil || fi.Mode() != fs.FileMode(0o600&^mask) {
+		t.Errorf("lock file: %v, %v; want mode %v", fi.Mode(), err, fs.FileMode(0o600&^mask))
+	}
+	if err := unix.Mkfifo(filepath.Join(root, "run/fifo"), 0o600); err != nil {
+		t.Skip(err)
+	}
+	lk, err = f.OpenLock("/run/fifo")
+	if lk != nil {
+		lk.Close()
+	}
+	if err == nil || !strings.Contains(err.Error(), "/run/fifo") || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("OpenLock(fifo) = %v; want it refused naming it", err)
+	}
+}
+
+// WriteOutput's temporary file is private (0600, less the umask) until
+// the final mode is applied.
+func TestWriteOutputTempPrivate(t *testing.T) {
+	dir := t.TempDir()
+	name := filepath.Join(dir, "out")
+	mask := syscall.Umask(0)
+	syscall.Umask(mask)
+	checked := false
+	fl := &Faults{Sys: func(call, p string) error {
+		if call != "write" {
+			return nil
+		}
+		m, err := filepath.Glob(filepath.Join(dir, ".out.gpunode-tmp-*"))
+		if err != nil || len(m) != 1 {
+			t.Errorf("temporary files %q, %v; want one", m, err)
+			return nil
+		}
+		fi, err := os.Lstat(m[0])
+		if err != nil || fi.Mode() != fs.FileMode(0o600&^mask) {
+			t.Errorf("temporary file %s: %v, %v; want mode %v", m[0], fi.Mode(), err, fs.FileMode(0o600&^mask))
+		}
+		checked = true
+		return nil
+	}}
+	if err := WriteOutput(name, []byte("x"), 0o644, OutputOptions{Faults: fl}); err != nil || !checked {
+		t.Fatalf("WriteOutput: %v (temporary file checked: %v)", err, checked)
+	}
+}
+
+// MkdirAll of a file: a *fs.PathError{Op: "mkdir"} naming it.
+func TestMissingDirsThroughAFile(t *testing.T) {
+	root, f := mtRoot(t)
+	mtWrite(t, filepath.Join(root, "etc/f"), []byte("x"))
+	_, err := f.MkdirAll("/etc/f", 0o755)
+	var pe *fs.PathError
+	if !errors.As(err, &pe) || pe.Op != "mkdir" || pe.Path != "/etc/f" {
+		t.Errorf("MkdirAll of a file: %v; want *fs.PathError{Op: mkdir, Path: /etc/f}", err)
+	}
+}
