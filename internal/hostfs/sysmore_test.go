@@ -166,3 +166,20 @@ func TestMissingDirsThroughAFile(t *testing.T) {
 		t.Errorf("MkdirAll of a file: %v; want *fs.PathError{Op: mkdir, Path: /etc/f}", err)
 	}
 }
+
+// WriteString's counted operations failing name the system call: the
+// open and the write of a kernel file.
+func TestWriteStringFaultOps(t *testing.T) {
+	root, f := mtRoot(t)
+	mtWrite(t, filepath.Join(root, "sys/knob"), []byte("0"))
+	for _, c := range []struct {
+		op   Op
+		name string
+	}{{OpOpenWrite, "open"}, {OpWrite, "write"}} {
+		err := f.WithFaults(&Faults{At: 1, Only: []Op{c.op}, Err: syscall.EIO}).WriteString("/sys/knob", "1")
+		var pe *fs.PathError
+		if !errors.As(err, &pe) || pe.Op != c.name || pe.Path != "/sys/knob" || !errors.Is(err, syscall.EIO) {
+			t.Errorf("faulted %s: %v; want *fs.PathError{Op: %s, Path: /sys/knob} wrapping EIO", c.op, err, c.name)
+		}
+	}
+}
