@@ -183,3 +183,47 @@ func TestWriteStringFaultOps(t *testing.T) {
 		}
 	}
 }
+
+// Making the output directory failing (mkdirat) is a *fs.PathError{Op:
+// "mkdir"} naming it; nothing is created.
+func TestCaptureOutputMkdirFails(t *testing.T) {
+	src := recordedSource(t)
+	base := t.TempDir()
+	out := filepath.Join(base, "out")
+	err := src.WithFaults(sysFail("mkdirat", out, syscall.EIO)).CopyRecorded(out)
+	wantErr(t, "mkdirat of the output", err, syscall.EIO, "mkdir", out)
+	if got := dirNames(t, base); got != "" {
+		t.Errorf("%q created", got)
+	}
+}
+
+// A path accessed several ways keeps its strongest record, in either
+// order: a file read over a listing over a link read over a stat.
+func TestRecordStrongestKind(t *testing.T) {
+	root, _ := mtRoot(t)
+	mkdir(t, filepath.Join(root, "d"))
+	access := map[string]func(*FS){
+		AccessFile: func(f *FS) { f.ReadFile("/d") },
+		AccessDir:  func(f *FS) { f.ReadDirNames("/d") },
+		AccessLink: func(f *FS) { f.Readlink("/d") },
+		AccessStat: func(f *FS) { f.Exists("/d") },
+	}
+	order := []string{AccessStat, AccessLink, AccessDir, AccessFile}
+	for i, weak := range order {
+		for _, strong := range order[i:] {
+			for _, seq := range [][2]string{{weak, strong}, {strong, weak}} {
+				f, err := New(root)
+				if err != nil {
+					t.Fatal(err)
+				}
+				f.Record()
+				access[seq[0]](f)
+				access[seq[1]](f)
+				rec := f.Recorded()
+				if len(rec) != 1 || rec[0].Path != "/d" || rec[0].Kind != strong {
+					t.Errorf("%s then %s: recorded %v; want /d as %s", seq[0], seq[1], rec, strong)
+				}
+			}
+		}
+	}
+}
