@@ -227,3 +227,20 @@ func TestRecordStrongestKind(t *testing.T) {
 		}
 	}
 }
+
+// A stale temporary file (left by a killed run) is removed and the write
+// goes on: the file holds the new bytes, and the temporary is gone.
+func TestWriteFileViaStaleTempThenWrites(t *testing.T) {
+	fsys, root := newWriteFS(t)
+	stale := filepath.Join(root, "etc/.s.conf.gpunode-tmp-9")
+	if err := os.WriteFile(stale, []byte("half"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := fsys.WriteFileVia("/etc/s.conf", TempName("/etc/s.conf", "9"), []byte("new"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	checkUnchanged(t, filepath.Join(root, "etc/s.conf"), []byte("new"))
+	if _, err := os.Lstat(stale); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("stale temporary file still there: %v", err)
+	}
+}
