@@ -276,3 +276,26 @@ func TestResolveLeaksNoDescriptor(t *testing.T) {
 		t.Errorf("next descriptor %d after 200 Resolve calls, %d before: a descriptor leaks", after, before)
 	}
 }
+
+// A root named through a symbolic link: the kernel's answer for the fast
+// path names the real directory, which does not start with the root as
+// given; Resolve still answers host paths.
+func TestResolveUnderALinkedRoot(t *testing.T) {
+	base := t.TempDir()
+	mtWrite(t, filepath.Join(base, "real/real/f"), nil)
+	if err := os.Symlink("/real", filepath.Join(base, "real/l")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("real", filepath.Join(base, "root")); err != nil {
+		t.Fatal(err)
+	}
+	f, err := New(filepath.Join(base, "root"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, want := range map[string]string{"/l/f": "/real/f", "/real": "/real", "/": "/"} {
+		if got, err := f.Resolve(p); err != nil || got != want {
+			t.Errorf("Resolve(%s) below a linked root = %q, %v; want %s", p, got, err, want)
+		}
+	}
+}
