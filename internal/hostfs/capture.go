@@ -47,7 +47,7 @@ func (f *FS) CopyRecordedWith(dst string, o CopyOptions) error {
 	if f.rec == nil {
 		return errors.New("copy recorded: the FS was not recording")
 	}
-	out, err := openOutRoot(dst, o.Force)
+	out, err := openOutRoot(dst, o.Force, f.faults)
 	if err != nil {
 		return err
 	}
@@ -90,12 +90,13 @@ func (f *FS) CopyRecordedWith(dst string, o CopyOptions) error {
 // paths below it are created component by component relative to that
 // descriptor, none of them followed if it is a link.
 type outRoot struct {
-	dir   string // as the user named it, for messages
-	fd    int
-	force bool
+	dir    string // as the user named it, for messages
+	fd     int
+	force  bool
+	faults *Faults // the FS's; its Sys hook sees the calls below
 }
 
-func openOutRoot(dst string, force bool) (*outRoot, error) {
+func openOutRoot(dst string, force bool, fl *Faults) (*outRoot, error) {
 	abs, err := filepath.Abs(dst)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", dst, err)
@@ -109,28 +110,40 @@ func openOutRoot(dst string, force bool) (*outRoot, error) {
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return nil, err
 	}
-	pfd, err := unix.Open(parent, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	var pfd int
+	err = fl.do("open", parent, func() (err error) {
+		pfd, err = unix.Open(parent, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		return err
+	})
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: parent, Err: err}
 	}
 	defer unix.Close(pfd)
 	created := true
-	if err := unix.Mkdirat(pfd, base, 0o755); err != nil {
+	if err := fl.do("mkdirat", dst, func() error { return unix.Mkdirat(pfd, base, 0o755) }); err != nil {
 		if err != unix.EEXIST {
 			return nil, &fs.PathError{Op: "mkdir", Path: dst, Err: err}
 		}
 		created = false
 	}
-	fd, err := unix.Openat(pfd, base, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	var fd int
+	err = fl.do("openat", dst, func() (err error) {
+		fd, err = unix.Openat(pfd, base, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		return err
+	})
 	if err != nil {
 		if err == unix.ELOOP || isLink(pfd, base) {
 			return nil, fmt.Errorf("%w: %s is a symbolic link: give the directory itself (a capture never writes through links)", ErrOutputDir, dst)
 		}
 		return nil, &fs.PathError{Op: "open", Path: dst, Err: err}
 	}
-	o := &outRoot{dir: dst, fd: fd, force: force}
+	o := &outRoot{dir: dst, fd: fd, force: force, faults: fl}
 	if !created && !force {
-		empty, err := dirEmpty(fd)
+		empty := false
+		err := fl.do("getdents", dst, func() (err error) {
+			empty, err = dirEmpty(fd)
+			return err
+		})
 		if err != nil {
 			o.close()
 			return nil, &fs.PathError{Op: "readdir", Path: dst, Err: err}
@@ -165,9 +178,9 @@ func dirEmpty(fd int) (bool, error) {
 }
 
 func (o *outRoot) close() {
-	if o.fd >= 0 {
+	if o.fd != noFD {
 		unix.Close(o.fd)
-		o.fd = -1
+		o.fd = noFD
 	}
 }
 
@@ -183,9 +196,13 @@ func (o *outRoot) pathErr(op, p string, err error) error {
 // is followed: a link (or a file) in place of a directory is an error, or
 // with force is replaced by a directory. The caller closes the descriptor.
 func (o *outRoot) openDir(p string) (int, error) {
-	cur, err := unix.Dup(o.fd)
+	var cur int
+	err := o.faults.do("dup", "/", func() (err error) {
+		cur, err = unix.Dup(o.fd)
+		return err
+	})
 	if err != nil {
-		return -1, o.pathErr("open", "/", err)
+		return noFD, o.pathErr("open", "/", err)
 	}
 	at := "/"
 	for _, part := range splitPath(p) {
@@ -193,7 +210,7 @@ func (o *outRoot) openDir(p string) (int, error) {
 		next, err := o.enter(cur, part, at)
 		unix.Close(cur)
 		if err != nil {
-			return -1, err
+			return noFD, err
 		}
 		cur = next
 	}
@@ -203,21 +220,25 @@ func (o *outRoot) openDir(p string) (int, error) {
 // enter creates (if missing) and opens the directory name in dirfd.
 func (o *outRoot) enter(dirfd int, name, at string) (int, error) {
 	for try := 0; ; try++ {
-		if err := unix.Mkdirat(dirfd, name, 0o755); err != nil && err != unix.EEXIST {
-			return -1, o.pathErr("mkdir", at, err)
+		if err := o.faults.do("mkdirat", at, func() error { return unix.Mkdirat(dirfd, name, 0o755) }); err != nil && err != unix.EEXIST {
+			return noFD, o.pathErr("mkdir", at, err)
 		}
-		fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		var fd int
+		err := o.faults.do("openat", at, func() (err error) {
+			fd, err = unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+			return err
+		})
 		if err == nil {
 			return fd, nil
 		}
 		if (err != unix.ELOOP && err != unix.ENOTDIR) || try > 0 {
-			return -1, o.pathErr("open", at, err)
+			return noFD, o.pathErr("open", at, err)
 		}
 		if !o.force {
-			return -1, fmt.Errorf("%s: not a directory (a link or file is in the way; a capture never follows links, --force replaces it)", o.name(at))
+			return noFD, fmt.Errorf("%s: not a directory (a link or file is in the way; a capture never follows links, --force replaces it)", o.name(at))
 		}
-		if err := unix.Unlinkat(dirfd, name, 0); err != nil {
-			return -1, o.pathErr("unlink", at, err)
+		if err := o.faults.do("unlinkat", at, func() error { return unix.Unlinkat(dirfd, name, 0) }); err != nil {
+			return noFD, o.pathErr("unlink", at, err)
 		}
 	}
 }
@@ -226,7 +247,7 @@ func (o *outRoot) enter(dirfd int, name, at string) (int, error) {
 // created afresh. A directory in the way is an error.
 func (o *outRoot) clear(dirfd int, name, at string) error {
 	var st unix.Stat_t
-	if err := unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+	if err := o.faults.do("fstatat", at, func() error { return unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) }); err != nil {
 		if err == unix.ENOENT {
 			return nil
 		}
@@ -235,7 +256,7 @@ func (o *outRoot) clear(dirfd int, name, at string) error {
 	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
 		return o.pathErr("replace", at, unix.EISDIR)
 	}
-	if err := unix.Unlinkat(dirfd, name, 0); err != nil && err != unix.ENOENT {
+	if err := o.faults.do("unlinkat", at, func() error { return unix.Unlinkat(dirfd, name, 0) }); err != nil && err != unix.ENOENT {
 		return o.pathErr("unlink", at, err)
 	}
 	return nil
@@ -256,16 +277,16 @@ func (o *outRoot) writeFile(p string, data []byte) error {
 	if err := o.clear(dfd, name, p); err != nil {
 		return err
 	}
-	fd, err := unix.Openat(dfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
+	fd, err := o.create(dfd, name, p)
 	if err != nil {
-		return o.pathErr("create", p, err)
+		return err
 	}
 	fh := os.NewFile(uintptr(fd), o.name(p))
-	if _, err := fh.Write(data); err != nil {
+	if err := o.faults.do("write", p, func() error { _, err := fh.Write(data); return err }); err != nil {
 		fh.Close()
 		return o.pathErr("write", p, unwrapPath(err))
 	}
-	if err := fh.Close(); err != nil {
+	if err := o.faults.do("close", p, fh.Close); err != nil {
 		return o.pathErr("close", p, unwrapPath(err))
 	}
 	return nil
@@ -282,17 +303,32 @@ func (o *outRoot) touch(p string) error {
 	defer unix.Close(dfd)
 	name := path.Base(p)
 	var st unix.Stat_t
-	if err := unix.Fstatat(dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err == nil && st.Mode&unix.S_IFMT == unix.S_IFREG && !o.force {
+	if err := o.faults.do("fstatat", p, func() error { return unix.Fstatat(dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) }); err == nil && st.Mode&unix.S_IFMT == unix.S_IFREG && !o.force {
 		return nil
 	}
 	if err := o.clear(dfd, name, p); err != nil {
 		return err
 	}
-	fd, err := unix.Openat(dfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
+	fd, err := o.create(dfd, name, p)
 	if err != nil {
-		return o.pathErr("create", p, err)
+		return err
 	}
-	return unix.Close(fd)
+	unix.Close(fd) // an empty file just created, nothing written: nothing to flush
+	return nil
+}
+
+// create makes the new regular file name in dirfd (host path p), never
+// through an entry already there (O_EXCL, O_NOFOLLOW).
+func (o *outRoot) create(dirfd int, name, p string) (int, error) {
+	var fd int
+	err := o.faults.do("openat", p, func() (err error) {
+		fd, err = unix.Openat(dirfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
+		return err
+	})
+	if err != nil {
+		return noFD, o.pathErr("create", p, err)
+	}
+	return fd, nil
 }
 
 // symlink creates a link at host path p with target (never followed).
@@ -305,13 +341,18 @@ func (o *outRoot) symlink(p, target string) error {
 	defer unix.Close(dfd)
 	name := path.Base(p)
 	buf := make([]byte, len(target)+1)
-	if n, err := unix.Readlinkat(dfd, name, buf); err == nil && n == len(target) && string(buf[:n]) == target {
+	n := 0
+	err = o.faults.do("readlinkat", p, func() (err error) {
+		n, err = unix.Readlinkat(dfd, name, buf)
+		return err
+	})
+	if err == nil && n == len(target) && string(buf[:n]) == target {
 		return nil
 	}
 	if err := o.clear(dfd, name, p); err != nil {
 		return err
 	}
-	if err := unix.Symlinkat(target, dfd, name); err != nil {
+	if err := o.faults.do("symlinkat", p, func() error { return unix.Symlinkat(target, dfd, name) }); err != nil {
 		return o.pathErr("symlink", p, err)
 	}
 	return nil
@@ -323,7 +364,8 @@ func (o *outRoot) mkdir(p string) error {
 	if err != nil {
 		return err
 	}
-	return unix.Close(fd)
+	unix.Close(fd) // a directory opened for reading: its close cannot fail
+	return nil
 }
 
 type copier struct {

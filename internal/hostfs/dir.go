@@ -33,7 +33,7 @@ type Dir struct {
 // Dir returns host directory p for reading entries beneath it. It never
 // fails: see Dir for when reads go through the FS by whole path.
 func (f *FS) Dir(p string) *Dir {
-	d := &Dir{f: f, path: clean(p), fd: -1}
+	d := &Dir{f: f, path: clean(p), fd: noFD}
 	if f.rec != nil {
 		// Recording sees every link on the way through the FS's own
 		// resolution, so reads go through f by whole path.
@@ -47,9 +47,9 @@ func (f *FS) Dir(p string) *Dir {
 
 // Close releases the directory's descriptor.
 func (d *Dir) Close() error {
-	if d.fd >= 0 {
+	if d.fd != noFD {
 		err := unix.Close(d.fd)
-		d.fd = -1
+		d.fd = noFD
 		return err
 	}
 	return nil
@@ -64,7 +64,7 @@ func (d *Dir) Real() (string, error) {
 	if d.real != "" {
 		return d.real, nil
 	}
-	if d.fd >= 0 {
+	if d.fd != noFD {
 		if target, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(d.fd)); err == nil {
 			rel, ok := target, true
 			if d.f.root != "/" {
@@ -81,15 +81,19 @@ func (d *Dir) Real() (string, error) {
 
 func (d *Dir) join(name string) string { return clean(path.Join(d.path, name)) }
 
-// openBeneath opens name (one or more components) beneath the directory;
-// ok is false when the FS must decide by the whole path.
+// openBeneath opens name (one or more components, cleaned as FS.ReadFile
+// cleans DIR/NAME: "x/../y" is "y", "y/" is "y") beneath the directory; ok
+// is false when the FS must decide by the whole path. A name that leaves
+// the directory ("..", an absolute name) is refused by RESOLVE_BENEATH
+// (EXDEV) and so goes to the FS.
 func (d *Dir) openBeneath(name string, flag int) (fd int, ok bool, err error) {
-	if d.fd < 0 || name == "" || path.IsAbs(name) || strings.HasPrefix(path.Clean(name), "..") {
-		return -1, false, nil
+	if d.fd == noFD {
+		return noFD, false, nil
 	}
+	rel := path.Clean(name)
 	how := &unix.OpenHow{Flags: uint64(flag | unix.O_CLOEXEC), Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS}
 	for try := 0; ; try++ {
-		fd, err = unix.Openat2(d.fd, name, how)
+		fd, err = unix.Openat2(d.fd, rel, how)
 		if err == unix.EINTR && try < maxEINTR {
 			continue
 		}
@@ -99,10 +103,10 @@ func (d *Dir) openBeneath(name string, flag int) (fd int, ok bool, err error) {
 	case err == nil:
 		return fd, true, nil
 	case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ENOTDIR):
-		return -1, true, &fs.PathError{Op: "open", Path: d.join(name), Err: err}
+		return noFD, true, &fs.PathError{Op: "open", Path: d.join(name), Err: err}
 	}
 	// EXDEV (a link out of the directory), ELOOP, ENOSYS...
-	return -1, false, nil
+	return noFD, false, nil
 }
 
 // ReadFile reads entry name as FS.ReadFile reads DIR/NAME.
@@ -149,22 +153,13 @@ func (d *Dir) ReadInt(name string) (int64, error) {
 
 // Readlink returns the target of the symlink name in the directory.
 func (d *Dir) Readlink(name string) (string, error) {
-	if d.fd < 0 || strings.Contains(name, "/") {
+	rel := path.Clean(name)
+	if d.fd == noFD || strings.Contains(rel, "/") {
 		return d.f.Readlink(d.join(name))
 	}
 	p := d.join(name)
 	d.f.note(p, AccessLink)
-	buf := make([]byte, 256)
-	for {
-		n, err := unix.Readlinkat(d.fd, name, buf)
-		if err != nil {
-			return "", &fs.PathError{Op: "readlink", Path: p, Err: err}
-		}
-		if n < len(buf) {
-			return string(buf[:n]), nil
-		}
-		buf = make([]byte, 2*len(buf))
-	}
+	return readlinkAt(d.fd, rel, p)
 }
 
 // ReadDirNames lists the names in subdirectory name ("." for the
@@ -180,5 +175,5 @@ func (d *Dir) ReadDirNames(name string) ([]string, error) {
 		return nil, err
 	}
 	defer unix.Close(fd)
-	return readNames(fd, p)
+	return d.f.readNames(fd, p)
 }

@@ -62,6 +62,17 @@ type Faults struct {
 	// read side; not counted), with the host path. Tests count with it
 	// the reads a file costs: one for a file of known size.
 	Read func(p string)
+	// Sys, when set, runs before each of the other system calls the FS
+	// makes on a descriptor it holds or on an output path (not counted):
+	// read (after Read), fstat and getdents on the read side, the calls of
+	// WriteOutput and of a capture's output side (see the names passed at
+	// each call). It
+	// gets the call's name and the path it is for (a host path; for
+	// WriteOutput and a capture's output directory, the name as given);
+	// an errno it returns stands for the kernel's answer, and the call is
+	// not made. Racing tests create or remove an entry in it, between two
+	// calls of a check-then-act.
+	Sys func(call, p string) error
 
 	mu  sync.Mutex
 	n   int
@@ -86,8 +97,8 @@ func (fl *Faults) Log() []string {
 // WithFaults returns a copy of f that counts its write-side operations in
 // fl and faults the one fl selects. The copy shares f's root.
 func (f *FS) WithFaults(fl *Faults) *FS {
-	c := &FS{root: f.root, rootFD: -1, rec: f.rec, faults: fl}
-	if f.rootFD >= 0 {
+	c := &FS{root: f.root, rootFD: noFD, rec: f.rec, faults: fl}
+	if f.rootFD != noFD {
 		// The copy holds its own descriptor: f's is closed when f is
 		// collected, which may be long before the copy is.
 		if fd, err := unix.FcntlInt(uintptr(f.rootFD), unix.F_DUPFD_CLOEXEC, 0); err == nil {
@@ -137,6 +148,23 @@ func (f *FS) op(op Op, p string) error {
 		return fl.Err
 	}
 	return syscall.EIO
+}
+
+// sys runs fl.Sys, when there is one, before system call call on path p.
+func (fl *Faults) sys(call, p string) error {
+	if fl == nil || fl.Sys == nil {
+		return nil
+	}
+	return fl.Sys(call, p)
+}
+
+// do runs fl.Sys for system call name on path p, then, unless it injected
+// an error, the call itself.
+func (fl *Faults) do(name, p string, call func() error) error {
+	if err := fl.sys(name, p); err != nil {
+		return err
+	}
+	return call()
 }
 
 // skipSync reports whether the fsync just counted should not be made.

@@ -18,6 +18,7 @@ import (
 	"path"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -33,6 +34,10 @@ const MaxFileSize = 64 << 20
 
 // maxLinks bounds symlink resolution.
 const maxLinks = 64
+
+// noFD is the descriptor held when there is none, and returned beside an
+// error.
+const noFD = -1
 
 // FS is a view of a host filesystem rooted at Root.
 type FS struct {
@@ -77,7 +82,7 @@ func New(root string) (*FS, error) {
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("%s: not a directory", root)
 	}
-	f := &FS{root: abs, rootFD: -1, refused: &refusals{paths: map[string]string{}}}
+	f := &FS{root: abs, rootFD: noFD, refused: &refusals{paths: map[string]string{}}}
 	if abs != "/" {
 		if fd, err := unix.Open(abs, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err == nil {
 			f.rootFD = fd
@@ -97,25 +102,23 @@ func (f *FS) openFD(p string, flag int) (int, error) {
 	if f.root == "/" {
 		return retryEINTR(func() (int, error) { return unix.Open(p, flag, 0) }, p)
 	}
-	if f.rootFD >= 0 {
-		rel := strings.TrimPrefix(p, "/")
-		if rel == "" {
-			rel = "."
-		}
+	if f.rootFD != noFD {
+		// p is absolute: under RESOLVE_IN_ROOT an absolute name is
+		// resolved from the root descriptor, as a relative one is.
 		how := &unix.OpenHow{Flags: uint64(flag), Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS}
-		fd, err := f.openat2(rel, how, p)
+		fd, err := f.openat2(p, how)
 		if err == nil || !(errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EPERM)) {
 			return fd, err
 		}
 	}
 	hp, err := f.hostPath(p)
 	if err != nil {
-		return -1, err
+		return noFD, err
 	}
 	return retryEINTR(func() (int, error) { return unix.Open(hp, flag, 0) }, p)
 }
 
-// openat2 is one openat2(RESOLVE_IN_ROOT) of rel below the root, retried
+// openat2 is one openat2(RESOLVE_IN_ROOT) of host path p below the root, retried
 // when the kernel says the answer may be transient. openat2(2): with
 // RESOLVE_IN_ROOT or RESOLVE_BENEATH the kernel returns EAGAIN when it
 // "could not ensure that a '..' component didn't escape (due to a race
@@ -125,7 +128,7 @@ func (f *FS) openFD(p string, flag int) (int, error) {
 // else. Retries are bounded (maxEAGAIN, with a back-off that grows to
 // maxEAGAINSleep, about 50 ms in all) so that a storm the kernel never lets
 // through ends in the EAGAIN error rather than a hang.
-func (f *FS) openat2(rel string, how *unix.OpenHow, p string) (int, error) {
+func (f *FS) openat2(p string, how *unix.OpenHow) (int, error) {
 	var inject func(string, int) error
 	if f.faults != nil {
 		inject = f.faults.Open
@@ -135,10 +138,10 @@ func (f *FS) openat2(rel string, how *unix.OpenHow, p string) (int, error) {
 		fd, err := retryEINTR(func() (int, error) {
 			if inject != nil {
 				if err := inject(p, try); err != nil {
-					return -1, err
+					return noFD, err
 				}
 			}
-			return unix.Openat2(f.rootFD, rel, how)
+			return unix.Openat2(f.rootFD, p, how)
 		}, p)
 		if err == nil || !errors.Is(err, unix.EAGAIN) || try >= maxEAGAIN {
 			return fd, err
@@ -173,7 +176,7 @@ func retryEINTR(open func() (int, error), p string) (int, error) {
 			continue
 		}
 		if err != nil {
-			return -1, &fs.PathError{Op: "open", Path: p, Err: err}
+			return noFD, &fs.PathError{Op: "open", Path: p, Err: err}
 		}
 		return fd, nil
 	}
@@ -239,7 +242,7 @@ func (f *FS) ReadHead(p string, n int) ([]byte, error) {
 // is EISDIR, anything else that is not regular is refused (ErrNotRegular).
 func (f *FS) statRegular(fd int, p string) (unix.Stat_t, error) {
 	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
+	if err := f.fstat(fd, p, &st); err != nil {
 		return st, &fs.PathError{Op: "fstat", Path: p, Err: err}
 	}
 	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
@@ -251,6 +254,14 @@ func (f *FS) statRegular(fd int, p string) (unix.Stat_t, error) {
 		return st, &fs.PathError{Op: "open", Path: p, Err: fmt.Errorf("%w (%s): refusing to read it", ErrNotRegular, fileType(st.Mode))}
 	}
 	return st, nil
+}
+
+// fstat is fstat(2) of fd (host path p), behind Faults.Sys.
+func (f *FS) fstat(fd int, p string, st *unix.Stat_t) error {
+	if err := f.faults.sys("fstat", p); err != nil {
+		return err
+	}
+	return unix.Fstat(fd, st)
 }
 
 // readResolved reads host path p like ReadFile without recording it.
@@ -391,7 +402,11 @@ func (f *FS) readOnce(fd int, p string, b []byte) (int, error) {
 		f.faults.Read(p)
 	}
 	for try := 0; ; try++ {
-		n, err := unix.Read(fd, b)
+		var n int
+		err := f.faults.sys("read", p)
+		if err == nil {
+			n, err = unix.Read(fd, b)
+		}
 		if err == unix.EINTR && try < maxEINTR {
 			continue
 		}
@@ -443,7 +458,7 @@ func (f *FS) Recorded() []Access {
 	for p, k := range f.rec.paths {
 		out = append(out, Access{Path: p, Kind: k})
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	slices.SortFunc(out, func(a, b Access) int { return strings.Compare(a.Path, b.Path) })
 	return out
 }
 
@@ -520,11 +535,10 @@ func (f *FS) Path(p string) string {
 // final component need not exist.
 func (f *FS) Resolve(p string) (string, error) {
 	p = clean(p)
-	if f.rootFD >= 0 && f.rec == nil {
-		// Fast path: let the kernel resolve inside the root and read the
-		// result back from /proc/self/fd. Recording needs the slow path, which
-		// sees (and records) every link on the way.
-		if fd, err := f.openFD(p, unix.O_PATH); err == nil {
+	if f.rootFD != noFD && f.rec == nil {
+		// Fast path: openat2 resolves inside the root, /proc/self/fd tells where (not openFD: without openat2 it resolves through Resolve, looping).
+		// Recording needs the slow path, which sees (and records) every link on the way.
+		if fd, err := f.openat2(p, &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS}); err == nil {
 			resolved, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
 			unix.Close(fd)
 			if rel, ok := strings.CutPrefix(resolved, f.root); err == nil && ok && (rel == "" || rel[0] == '/') {
@@ -539,16 +553,10 @@ func (f *FS) resolve(p string, depth int) (string, error) {
 	if depth > maxLinks {
 		return "", fmt.Errorf("%s: too many levels of symbolic links", p)
 	}
-	parts := strings.Split(strings.TrimPrefix(p, "/"), "/")
+	// p is clean: no ".." parts; splitPath drops the empty one of "/".
+	parts := splitPath(p)
 	cur := "/"
 	for i, part := range parts {
-		if part == "" || part == "." {
-			continue
-		}
-		if part == ".." {
-			cur = path.Dir(cur)
-			continue
-		}
 		next := path.Join(cur, part)
 		fi, err := os.Lstat(f.Path(next))
 		if err != nil {
@@ -651,7 +659,7 @@ func (f *FS) ReadDirNames(p string) ([]string, error) {
 		return nil, err
 	}
 	defer unix.Close(fd)
-	return readNames(fd, p)
+	return f.readNames(fd, p)
 }
 
 // MaxDirEntries bounds one directory listing. /sys/bus/pci/devices on the
@@ -660,11 +668,11 @@ const MaxDirEntries = 1 << 20
 
 // readNames lists the open directory fd (host path p), sorted, without "."
 // and "..".
-func readNames(fd int, p string) ([]string, error) {
+func (f *FS) readNames(fd int, p string) ([]string, error) {
 	var buf [8192]byte
 	var names []string
 	for try := 0; ; {
-		n, err := unix.Getdents(fd, buf[:])
+		n, err := f.getdents(fd, p, buf[:])
 		if err == unix.EINTR && try < maxEINTR {
 			try++
 			continue // a getdents that delivered nothing is safe to repeat
@@ -684,27 +692,35 @@ func readNames(fd int, p string) ([]string, error) {
 	return names, nil
 }
 
+// getdents is getdents64(2) of fd (host path p), behind Faults.Sys.
+func (f *FS) getdents(fd int, p string, buf []byte) (int, error) {
+	if err := f.faults.sys("getdents", p); err != nil {
+		return 0, err
+	}
+	return unix.Getdents(fd, buf)
+}
+
+// readlinkAt reads the target of the symlink name in directory dfd (host
+// path p) in one readlinkat(2): the kernel takes link targets of at most
+// PATH_MAX-1 bytes (symlink(2) reads the target like a path name, with its
+// terminating NUL in PATH_MAX), so a buffer of PATH_MAX always holds one.
+func readlinkAt(dfd int, name, p string) (string, error) {
+	var buf [unix.PathMax]byte
+	n, err := unix.Readlinkat(dfd, name, buf[:])
+	if err != nil {
+		return "", &fs.PathError{Op: "readlink", Path: p, Err: err}
+	}
+	return string(buf[:n]), nil
+}
+
 // Readlink returns the target of the symlink at host path p (links in the
 // parent directories are resolved first).
 func (f *FS) Readlink(p string) (string, error) {
 	p = clean(p)
 	f.note(p, AccessLink)
-	if f.root == "/" || f.rootFD >= 0 {
-		dfd, err := f.openFD(path.Dir(p), unix.O_PATH|unix.O_DIRECTORY)
-		if err == nil {
-			defer unix.Close(dfd)
-			buf := make([]byte, 256)
-			for {
-				n, err := unix.Readlinkat(dfd, path.Base(p), buf)
-				if err != nil {
-					return "", &fs.PathError{Op: "readlink", Path: p, Err: err}
-				}
-				if n < len(buf) {
-					return string(buf[:n]), nil
-				}
-				buf = make([]byte, 2*len(buf))
-			}
-		}
+	if dfd, err := f.openFD(path.Dir(p), unix.O_PATH|unix.O_DIRECTORY); err == nil {
+		defer unix.Close(dfd)
+		return readlinkAt(dfd, path.Base(p), p)
 	}
 	dir, err := f.Resolve(path.Dir(p))
 	if err != nil {

@@ -40,6 +40,9 @@ type OutputOptions struct {
 	// Force replaces a symbolic link at the path (the link itself; it is
 	// never followed). Without it a link is refused.
 	Force bool
+	// Faults, for tests: its Sys hook runs before each system call on
+	// the temporary file and before the rename (see Faults.Sys).
+	Faults *Faults
 }
 
 // WriteOutput writes a file the user named on the command line (report
@@ -69,9 +72,8 @@ func WriteOutput(name string, data []byte, perm fs.FileMode, opt OutputOptions) 
 	if dir == "" {
 		dir = "."
 	}
-	if base == "" || base == "." || base == ".." || base == "/" {
-		return &RefusedOutputError{Path: name, Kind: "directory"}
-	}
+	// "/", "." and ".." (base "", "." and "..") are directories, refused
+	// by the look below like any other directory.
 	target := filepath.Join(dir, base)
 	// Look first, so that nothing is written when the path is refused.
 	exists, err := outputTarget(name, target, opt)
@@ -79,7 +81,12 @@ func WriteOutput(name string, data []byte, perm fs.FileMode, opt OutputOptions) 
 		return err
 	}
 	tmp := filepath.Join(dir, "."+base+".gpunode-tmp-"+strconv.Itoa(os.Getpid())+"-"+strconv.FormatInt(time.Now().UnixNano(), 36))
-	fh, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	fl := opt.Faults
+	var fh *os.File
+	err = fl.do("open", name, func() (err error) {
+		fh, err = os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("write %s: %w", name, unwrapPath(err))
 	}
@@ -90,56 +97,52 @@ func WriteOutput(name string, data []byte, perm fs.FileMode, opt OutputOptions) 
 			os.Remove(tmp)
 		}
 	}()
-	if _, err := fh.Write(data); err != nil {
+	if err := fl.do("write", name, func() error { _, err := fh.Write(data); return err }); err != nil {
 		return fmt.Errorf("write %s: %w", name, unwrapPath(err))
 	}
-	if err := fh.Chmod(perm.Perm()); err != nil {
+	if err := fl.do("fchmod", name, func() error { return fh.Chmod(perm.Perm()) }); err != nil {
 		return fmt.Errorf("write %s: chmod: %w", name, unwrapPath(err))
 	}
-	if err := fh.Sync(); err != nil {
+	if err := fl.do("fsync", name, fh.Sync); err != nil {
 		return fmt.Errorf("write %s: fsync: %w", name, unwrapPath(err))
 	}
-	if err := fh.Close(); err != nil {
+	if err := fl.do("close", name, fh.Close); err != nil {
 		return fmt.Errorf("write %s: close: %w", name, unwrapPath(err))
 	}
-	for try := 0; ; try++ {
-		if !exists {
-			err := unix.Renameat2(unix.AT_FDCWD, tmp, unix.AT_FDCWD, target, unix.RENAME_NOREPLACE)
-			if err == nil {
-				break
-			}
+	renamed := false
+	if !exists {
+		err := fl.do("renameat2", name, func() error {
+			return unix.Renameat2(unix.AT_FDCWD, tmp, unix.AT_FDCWD, target, unix.RENAME_NOREPLACE)
+		})
+		switch {
+		case err == nil:
+			renamed = true
+		case !(errors.Is(err, unix.EEXIST) || errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS)):
+			return fmt.Errorf("write %s: rename: %w", name, err)
+		default:
 			// EEXIST: something appeared meanwhile, look at it again.
-			// EINVAL: a filesystem without RENAME_NOREPLACE; look again
-			// just before the plain rename.
-			if !(errors.Is(err, unix.EEXIST) || errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS)) || try > 2 {
-				return fmt.Errorf("write %s: rename: %w", name, err)
-			}
+			// EINVAL, ENOSYS: a filesystem without RENAME_NOREPLACE; look
+			// again just before the plain rename, the best it offers.
 			if exists, err = outputTarget(name, target, opt); err != nil {
 				return err
 			}
-			if !exists {
-				// No RENAME_NOREPLACE here: the plain rename is the best
-				// this filesystem offers.
-				if err := os.Rename(tmp, target); err != nil {
-					return fmt.Errorf("write %s: %w", name, unwrapPath(err))
-				}
-				break
+		}
+	}
+	if !renamed {
+		if exists {
+			// A regular file (or a forced link): check once more right
+			// before replacing it, to narrow the window of a swap.
+			if _, err := outputTarget(name, target, opt); err != nil {
+				return err
 			}
-			continue
 		}
-		// A regular file (or a forced link): check once more right
-		// before replacing it, to narrow the window of a swap.
-		if _, err := outputTarget(name, target, opt); err != nil {
-			return err
-		}
-		if err := os.Rename(tmp, target); err != nil {
+		if err := fl.do("rename", name, func() error { return os.Rename(tmp, target) }); err != nil {
 			return fmt.Errorf("write %s: %w", name, unwrapPath(err))
 		}
-		break
 	}
 	done = true
 	if d, err := os.Open(dir); err == nil {
-		err := d.Sync()
+		err := fl.do("fsync", dir, d.Sync)
 		d.Close()
 		if err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, errors.ErrUnsupported) {
 			return fmt.Errorf("write %s: fsync directory: %w", name, unwrapPath(err))

@@ -437,7 +437,7 @@ func (f *FS) OpenLock(p string) (*os.File, error) {
 		return nil, err
 	}
 	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
+	if err := f.fstat(fd, p, &st); err != nil {
 		unix.Close(fd)
 		return nil, &fs.PathError{Op: "stat", Path: p, Err: err}
 	}
