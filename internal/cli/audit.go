@@ -72,9 +72,6 @@ is an error, 2 usage, 3 failure.`,
   gpunode audit --sample 2s -o json | jq '.checks[] | select(.status=="drift" or .status=="error")'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if listChecks {
-				return a.Render(ListChecks())
-			}
 			if pid < 0 {
 				return Usagef("--pid %d: want a process id", pid)
 			}
@@ -86,9 +83,17 @@ is an error, 2 usage, 3 failure.`,
 					return Usagef("--cuda-runtime: %v", err)
 				}
 			}
+			// --list-checks after the flags' values are checked: a bad
+			// value is a usage error whatever else is given.
+			if listChecks {
+				return a.Render(ListChecks())
+			}
 			ctx := cmd.Context()
 			fs, cat, p, err := a.LoadProfile(profile)
 			if err != nil {
+				return err
+			}
+			if _, err := a.CheckedHost(); err != nil {
 				return err
 			}
 			h := tune.NewHost(ctx, fs)

@@ -74,7 +74,7 @@ Exit status: 0 nothing drifts, 1 drift or error, 2 usage, 3 failure.`,
 				}
 			}
 			ctx := cmd.Context()
-			host, err := a.Host()
+			host, err := a.CheckedHost()
 			if err != nil {
 				return err
 			}

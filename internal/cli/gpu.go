@@ -313,14 +313,14 @@ that did not answer within --gpu-timeout.`,
 					return Usagef("--cuda-runtime: %v", err)
 				}
 			}
+			host, err := a.CheckedHost()
+			if err != nil {
+				return err
+			}
 			st, err := a.GPUStatus(cmd.Context(), f.backend)
 			if c, ok := gpu.CallCheck(err); ok {
 				return a.RenderFindings(gpu.NewAuditReport(f.backend, []check.Check{c}), true)
 			}
-			if err != nil {
-				return err
-			}
-			host, err := a.Host()
 			if err != nil {
 				return err
 			}
