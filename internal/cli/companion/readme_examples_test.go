@@ -195,21 +195,43 @@ func TestREADMEExamples(t *testing.T) {
 	}
 }
 
-// elide keeps the README's "..." of an example: the lines before it and
-// as many after it as the README had, from the new output.
+// elide keeps the README's "..." of an example: the lines before the
+// first one and as many after the last one as the README had, from the
+// new output; a part between two "..." (an excerpt) is found in the new
+// output by its first line, and as many lines kept. Output where an
+// excerpt's first line is gone is returned whole.
 func elide(got, want []string) []string {
-	k := -1
+	var parts [][]string
+	start := 0
 	for i, w := range want {
 		if w == "..." {
-			k = i
-			break
+			parts = append(parts, want[start:i])
+			start = i + 1
 		}
 	}
-	if k < 0 || len(got) < len(want) {
+	if len(parts) == 0 {
 		return got
 	}
-	tail := len(want) - k - 1
-	return append(append(append([]string{}, got[:k]...), "..."), got[len(got)-tail:]...)
+	parts = append(parts, want[start:])
+	head, tail := len(parts[0]), len(parts[len(parts)-1])
+	if head+tail > len(got) {
+		return got
+	}
+	out := append([]string{}, got[:head]...)
+	at := head
+	for _, p := range parts[1 : len(parts)-1] {
+		out = append(out, "...")
+		if len(p) == 0 {
+			continue
+		}
+		k := slices.Index(got[at:len(got)-tail], p[0])
+		if k < 0 || at+k+len(p) > len(got)-tail {
+			return got
+		}
+		out = append(out, got[at+k:at+k+len(p)]...)
+		at += k + len(p)
+	}
+	return append(append(out, "..."), got[len(got)-tail:]...)
 }
 
 // matchElided compares output lines with the README's, where a README line
@@ -432,4 +454,21 @@ func rootArgs(wd string, args []string) []string {
 		}
 	}
 	return roots
+}
+
+// TestElide: -update keeps the README's elisions (head, tail, excerpt).
+func TestElide(t *testing.T) {
+	got := strings.Split("a b c H x y z", " ")
+	for _, c := range []struct{ want, out string }{
+		{"a ... z", "a ... z"},
+		{"A B ...", "a b ..."},
+		{"... Y Z", "... y z"},
+		{"... H q ...", "... H x ..."},
+		{"... gone ...", "a b c H x y z"},
+		{"A B C D", "a b c H x y z"},
+	} {
+		if out := strings.Join(elide(got, strings.Split(c.want, " ")), " "); out != c.out {
+			t.Errorf("elide(%q) = %q, want %q", c.want, out, c.out)
+		}
+	}
 }
