@@ -121,8 +121,9 @@ is an error, 2 usage, 3 failure.`,
 
 // AuditSources are the layers 'gpunode audit' and 'tune status' compose
 // with the catalogue: the IRQ layer (on h's topology) and the GPU layer.
-// Opening the GPU backend never fails here: a node without a driver (or a
-// bad --gpu-backend) gets a source whose gpu.driver check says so.
+// Opening the GPU backend never fails here: a node without a driver gets
+// a source whose gpu.driver check says so (a bad --gpu-backend is refused
+// as the flag is parsed).
 //
 // The backend's status is read once for the run: the GPU layer's checks
 // and pcie.link (h.GPULoad: a busy GPU's link speed is its speed under

@@ -41,6 +41,12 @@ func TestExitCodeTableEveryCommand(t *testing.T) {
 		{"topo capture", nil, nil, r(dgx, "topo", "capture"), nil},
 		{"audit", r(dgx, "audit", "--list-checks"), r(dgx, "audit"), r(dgx, "audit", "--profile", "nosuch"), r(empty, "audit")},
 		// a flag's bad value is a usage error on every path, --list-checks too
+		// --gpu-backend is checked as it is parsed: 2 on every command
+		// (it was a gpu.driver error, exit 1, in audit; 0 in tune status
+		// and container check)
+		{"audit --gpu-backend", nil, nil, r(dgx, "audit", "--gpu-backend", "banana"), nil},
+		{"tune status --gpu-backend", nil, nil, r(dgx, "tune", "status", "--gpu-backend", "banana"), nil},
+		{"container check --gpu-backend", nil, nil, r(dgx, "container", "check", "--gpu-backend", "banana"), nil},
 		{"audit --list-checks", r(empty, "audit", "--list-checks"), nil, r(dgx, "audit", "--list-checks", "--cuda-runtime", "banana"), nil},
 		{"tune plan", r(dgx, "tune", "plan", "--profile", "training"), nil, r(dgx, "tune", "plan", "--profile", "nosuch"), nil},
 		{"tune status", r(dgx, "tune", "status"), nil, r(dgx, "tune", "status", "extra"), r(empty, "tune", "status")},

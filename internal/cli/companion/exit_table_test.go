@@ -88,6 +88,7 @@ func TestExitCodeTableEveryCommand(t *testing.T) {
 		{"bench list", []string{"bench", "list", "--root", benchRoot}, nil, []string{"bench", "list", "--root", benchRoot, "extra"}, nil},
 		{"bench compare", []string{"bench", "compare", "a", "b", "--root", benchRoot}, nil, []string{"bench", "compare", "a", "nothing", "--root", benchRoot}, nil},
 		{"report", []string{"--root", dgx, "report", "--gpu-backend", "fake", "--html", filepath.Join(dir, "r.html")}, nil, []string{"--root", dgx, "report", "--gpu-backend", "fake"}, nil},
+		{"report --gpu-backend", []string{"--root", dgx, "report", "--gpu-backend", "none", "--html", filepath.Join(dir, "r2.html")}, nil, []string{"--root", dgx, "report", "--gpu-backend", "banana", "--html", filepath.Join(dir, "r3.html")}, nil},
 	} {
 		for _, c := range []struct {
 			args []string
