@@ -217,6 +217,11 @@ func (a *App) containerFlags(cmd *cobra.Command, f *containerFlagsFlags) (*conta
 		n := f.node
 		req.Node = &n
 	}
+	// the request's own values before the host is read: a bad --runtime
+	// is exit 2 on a --root that is no host too
+	if !slices.Contains(container.Runtimes(), f.runtime) {
+		return nil, Usagef("--runtime %q: want one of %s", f.runtime, strings.Join(container.Runtimes(), ", "))
+	}
 	switch kind := strings.ToLower(strings.TrimSpace(f.back)); {
 	case kind == gpu.KindNVIDIASMI:
 		return nil, Usagef("--gpu-backend nvidia-smi is too slow here; use auto, nvml, fake or none")

@@ -47,6 +47,7 @@ func TestExitCodeTableEveryCommand(t *testing.T) {
 		{"audit --gpu-backend", nil, nil, r(dgx, "audit", "--gpu-backend", "banana"), nil},
 		{"tune status --gpu-backend", nil, nil, r(dgx, "tune", "status", "--gpu-backend", "banana"), nil},
 		{"container check --gpu-backend", nil, nil, r(dgx, "container", "check", "--gpu-backend", "banana"), nil},
+		{"container flags --runtime", nil, nil, r(empty, "container", "flags", "--runtime", "banana", "--gpu", "0"), nil},
 		{"audit --list-checks", r(empty, "audit", "--list-checks"), nil, r(dgx, "audit", "--list-checks", "--cuda-runtime", "banana"), nil},
 		{"tune plan", r(dgx, "tune", "plan", "--profile", "training"), nil, r(dgx, "tune", "plan", "--profile", "nosuch"), nil},
 		{"tune status", r(dgx, "tune", "status"), nil, r(dgx, "tune", "status", "extra"), r(empty, "tune", "status")},
