@@ -72,9 +72,6 @@ is an error, 2 usage, 3 failure.`,
   gpunode audit --sample 2s -o json | jq '.checks[] | select(.status=="drift" or .status=="error")'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if listChecks {
-				return a.Render(ListChecks())
-			}
 			if pid < 0 {
 				return Usagef("--pid %d: want a process id", pid)
 			}
@@ -86,9 +83,17 @@ is an error, 2 usage, 3 failure.`,
 					return Usagef("--cuda-runtime: %v", err)
 				}
 			}
+			// --list-checks after the flags' values are checked: a bad
+			// value is a usage error whatever else is given.
+			if listChecks {
+				return a.Render(ListChecks())
+			}
 			ctx := cmd.Context()
 			fs, cat, p, err := a.LoadProfile(profile)
 			if err != nil {
+				return err
+			}
+			if _, err := a.CheckedHost(); err != nil {
 				return err
 			}
 			h := tune.NewHost(ctx, fs)
@@ -116,8 +121,9 @@ is an error, 2 usage, 3 failure.`,
 
 // AuditSources are the layers 'gpunode audit' and 'tune status' compose
 // with the catalogue: the IRQ layer (on h's topology) and the GPU layer.
-// Opening the GPU backend never fails here: a node without a driver (or a
-// bad --gpu-backend) gets a source whose gpu.driver check says so.
+// Opening the GPU backend never fails here: a node without a driver gets
+// a source whose gpu.driver check says so (a bad --gpu-backend is refused
+// as the flag is parsed).
 //
 // The backend's status is read once for the run: the GPU layer's checks
 // and pcie.link (h.GPULoad: a busy GPU's link speed is its speed under

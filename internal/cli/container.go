@@ -74,7 +74,7 @@ Exit status: 0 nothing drifts, 1 drift or error, 2 usage, 3 failure.`,
 				}
 			}
 			ctx := cmd.Context()
-			host, err := a.Host()
+			host, err := a.CheckedHost()
 			if err != nil {
 				return err
 			}
@@ -216,6 +216,11 @@ func (a *App) containerFlags(cmd *cobra.Command, f *containerFlagsFlags) (*conta
 	if cmd.Flags().Changed("node") {
 		n := f.node
 		req.Node = &n
+	}
+	// the request's own values before the host is read: a bad --runtime
+	// is exit 2 on a --root that is no host too
+	if !slices.Contains(container.Runtimes(), f.runtime) {
+		return nil, Usagef("--runtime %q: want one of %s", f.runtime, strings.Join(container.Runtimes(), ", "))
 	}
 	switch kind := strings.ToLower(strings.TrimSpace(f.back)); {
 	case kind == gpu.KindNVIDIASMI:

@@ -23,7 +23,8 @@ type exitRow struct {
 // gpunode against every row of README's exit-code table that applies to
 // it: 0 success, 1 findings, 2 usage (an unknown flag, and a bad value or
 // input), 3 failure (a --root that is not a host: no CPU topology to
-// read). 130/143 are TestSignalStopsBlockedCommand's and companion's
+// read; for the commands that judge the host, none of /proc, /sys, /etc,
+// /usr and /var: nothing to check). 130/143 are TestSignalStopsBlockedCommand's and companion's
 // TestExitCodeSignals.
 func TestExitCodeTableEveryCommand(t *testing.T) {
 	dgx := testhost.Path(t, "dgx-h100")
@@ -38,19 +39,28 @@ func TestExitCodeTableEveryCommand(t *testing.T) {
 		{"version", []string{"version"}, nil, []string{"version", "extra"}, nil},
 		{"topo", r(dgx, "topo"), nil, r(dgx, "topo", "--gpu-backend", "banana"), r(empty, "topo")},
 		{"topo capture", nil, nil, r(dgx, "topo", "capture"), nil},
-		{"audit", r(dgx, "audit", "--list-checks"), r(dgx, "audit"), r(dgx, "audit", "--profile", "nosuch"), nil},
+		{"audit", r(dgx, "audit", "--list-checks"), r(dgx, "audit"), r(dgx, "audit", "--profile", "nosuch"), r(empty, "audit")},
+		// a flag's bad value is a usage error on every path, --list-checks too
+		// --gpu-backend is checked as it is parsed: 2 on every command
+		// (it was a gpu.driver error, exit 1, in audit; 0 in tune status
+		// and container check)
+		{"audit --gpu-backend", nil, nil, r(dgx, "audit", "--gpu-backend", "banana"), nil},
+		{"tune status --gpu-backend", nil, nil, r(dgx, "tune", "status", "--gpu-backend", "banana"), nil},
+		{"container check --gpu-backend", nil, nil, r(dgx, "container", "check", "--gpu-backend", "banana"), nil},
+		{"container flags --runtime", nil, nil, r(empty, "container", "flags", "--runtime", "banana", "--gpu", "0"), nil},
+		{"audit --list-checks", r(empty, "audit", "--list-checks"), nil, r(dgx, "audit", "--list-checks", "--cuda-runtime", "banana"), nil},
 		{"tune plan", r(dgx, "tune", "plan", "--profile", "training"), nil, r(dgx, "tune", "plan", "--profile", "nosuch"), nil},
-		{"tune status", r(dgx, "tune", "status"), nil, r(dgx, "tune", "status", "extra"), nil},
+		{"tune status", r(dgx, "tune", "status"), nil, r(dgx, "tune", "status", "extra"), r(empty, "tune", "status")},
 		{"tune show", r(dgx, "tune", "show", "training"), nil, r(dgx, "tune", "show", "nosuch"), nil},
 		{"tune profiles", r(dgx, "tune", "profiles"), nil, r(dgx, "tune", "profiles", "extra"), nil},
 		{"tune rollback", r(dgx, "tune", "rollback", "--dry-run"), nil, r(dgx, "tune", "rollback", "--skip", "nonsense"), nil},
 		{"irq plan", r(dgx, "irq", "plan"), nil, r(dgx, "irq", "plan", "--sample", "banana"), r(empty, "irq", "plan")},
 		{"irq rollback", r(dgx, "irq", "rollback", "--dry-run"), nil, r(dgx, "irq", "rollback", "extra"), nil},
 		{"bind", r(dgx, "bind", "--gpu", "0", "--dry-run", "--", "true"), nil, r(dgx, "bind", "--gpu", "99", "--dry-run", "--", "true"), r(empty, "bind", "--gpu", "0", "--dry-run", "--", "true")},
-		{"container check", r(dgx, "container", "check"), nil, r(dgx, "container", "check", "--cuda", "bogus"), nil},
+		{"container check", r(dgx, "container", "check"), nil, r(dgx, "container", "check", "--cuda", "bogus"), r(empty, "container", "check")},
 		{"container flags", r(dgx, "container", "flags", "--runtime", "docker", "--gpu", "0"), nil, r(dgx, "container", "flags", "--runtime", "banana", "--gpu", "0"), r(empty, "container", "flags", "--runtime", "docker", "--gpu", "0")},
 		{"gpu status", r(h100, "gpu", "status"), nil, r(h100, "gpu", "status", "--gpu", "99"), nil},
-		{"gpu audit", r(nodrv, "gpu", "audit"), r(h100, "gpu", "audit", "--cuda-runtime", "12.4"), r(h100, "gpu", "audit", "--cuda-runtime", "banana"), nil},
+		{"gpu audit", r(nodrv, "gpu", "audit"), r(h100, "gpu", "audit", "--cuda-runtime", "12.4"), r(h100, "gpu", "audit", "--cuda-runtime", "banana"), r(empty, "gpu", "audit")},
 		{"gpu persistence", r(h100, "gpu", "persistence", "on", "--dry-run"), nil, r(h100, "gpu", "persistence", "maybe", "--dry-run"), nil},
 		{"gpu clocks", r(h100, "gpu", "clocks", "reset", "--dry-run"), nil, r(h100, "gpu", "clocks", "lock", "--mhz", "-5", "--dry-run"), nil},
 		{"gpu rollback", r(h100, "gpu", "rollback", "--dry-run"), nil, r(h100, "gpu", "rollback", "--owner", "nosuch"), nil},

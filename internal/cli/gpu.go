@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/gpunode/gpunode/internal/check"
 	"github.com/gpunode/gpunode/internal/gpu"
@@ -30,11 +32,43 @@ func (f *GPUFlags) Register(cmd *cobra.Command, persistent bool) {
 	if persistent {
 		fs = cmd.PersistentFlags()
 	}
-	fs.StringVar(&f.backend, "gpu-backend", gpu.KindAuto, "GPU backend: "+strings.Join(gpu.Kinds, ", ")+
+	f.backend = gpu.KindAuto
+	fs.Var(backendValue{&f.backend}, "gpu-backend", "GPU backend: "+strings.Join(gpu.Kinds, ", ")+
 		" (auto: NVML, else nvidia-smi, else none; with --root other than / and no --live-root, the fake file "+gpu.FakeFile+")")
 	_ = cmd.RegisterFlagCompletionFunc("gpu-backend", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return gpu.Kinds, cobra.ShellCompDirectiveNoFileComp
 	})
+}
+
+// backendValue is --gpu-backend, checked as it is parsed: a bad name is
+// a usage error (exit 2) on every command and path, whatever else is
+// given (it was a gpu.driver error in audit, ok in tune status, container
+// check and report).
+type backendValue struct{ p *string }
+
+func (v backendValue) String() string {
+	if v.p == nil {
+		return ""
+	}
+	return *v.p
+}
+
+func (v backendValue) Type() string { return "string" }
+
+func (v backendValue) Set(s string) error {
+	if !slices.Contains(gpu.Kinds, s) {
+		return fmt.Errorf("unknown GPU backend %q (want %s)", s, strings.Join(gpu.Kinds, ", "))
+	}
+	*v.p = s
+	return nil
+}
+
+// GPUBackendVar defines --gpu-backend on fs for the commands that declare
+// it themselves (report, agent, k8s pods): checked as it is parsed, as
+// GPUFlags' is.
+func GPUBackendVar(fs *pflag.FlagSet, p *string, usage string) {
+	*p = gpu.KindAuto
+	fs.Var(backendValue{p}, "gpu-backend", usage)
 }
 
 // Backend is the --gpu-backend value.
@@ -313,14 +347,14 @@ that did not answer within --gpu-timeout.`,
 					return Usagef("--cuda-runtime: %v", err)
 				}
 			}
+			host, err := a.CheckedHost()
+			if err != nil {
+				return err
+			}
 			st, err := a.GPUStatus(cmd.Context(), f.backend)
 			if c, ok := gpu.CallCheck(err); ok {
 				return a.RenderFindings(gpu.NewAuditReport(f.backend, []check.Check{c}), true)
 			}
-			if err != nil {
-				return err
-			}
-			host, err := a.Host()
 			if err != nil {
 				return err
 			}
@@ -338,8 +372,8 @@ that did not answer within --gpu-timeout.`,
 }
 
 // gpuAuditSource returns the GPU layer's checks for 'gpunode audit'. It
-// never fails: a node without a driver (or a bad --gpu-backend) yields a
-// source whose gpu.driver check says so. The caller closes nothing; the
+// never fails: a node without a driver yields a source whose gpu.driver
+// check says so (a bad --gpu-backend is refused as the flag is parsed). The caller closes nothing; the
 // backend lives as long as the process.
 func (a *App) gpuAuditSource(ctx context.Context, host *hostfs.FS, backend, cudaRuntime string) gpu.Source {
 	b, err := a.openGPU(ctx, backend)

@@ -243,6 +243,25 @@ func (a *App) Host() (*hostfs.FS, error) {
 	return fs, nil
 }
 
+// CheckedHost is Host for the commands that judge the host (audit, tune
+// status, gpu audit, container check): a --root holding none of /proc,
+// /sys, /etc, /usr and /var cannot be read at all, which is a failure
+// (exit 3: the command could not do its job), not a report of absent
+// and error checks with exit 0 or 1. A host missing only some of them is
+// checked: the checks that cannot read their part say absent or error.
+func (a *App) CheckedHost() (*hostfs.FS, error) {
+	fs, err := a.Host()
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range []string{"/proc", "/sys", "/etc", "/usr", "/var"} {
+		if fs.Exists(d) {
+			return fs, nil
+		}
+	}
+	return nil, fmt.Errorf("--root %s holds no host (none of /proc, /sys, /etc, /usr, /var below it): nothing to check", a.Root)
+}
+
 // Format is the validated -o value.
 func (a *App) Format() output.Format {
 	if a.format == "" {

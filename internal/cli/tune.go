@@ -204,7 +204,7 @@ func (a *App) newTuneStatusCommand(stateDir *string) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			fs, err := a.Host()
+			fs, err := a.CheckedHost()
 			if err != nil {
 				return err
 			}

@@ -223,7 +223,7 @@ see docs/FLEET.md.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&ao.Profile, "profile", tune.ProfileBase, "profile to audit against: a built-in or user profile name, or a YAML file")
-	f.StringVar(&ao.Backend, "gpu-backend", gpu.KindAuto, "GPU backend: "+strings.Join(gpu.Kinds, ", "))
+	cli.GPUBackendVar(f, &ao.Backend, "GPU backend: "+strings.Join(gpu.Kinds, ", "))
 	ao.PodFlags(cmd)
 	f.DurationVar(&interval, "interval", agent.DefaultInterval, "time between audits (jittered by +-5%)")
 	f.StringVar(&listen, "listen", agent.DefaultListen, "HTTP listen address (host:port); every interface by default: see --web.config.file and --no-report-endpoints")
@@ -322,7 +322,7 @@ custom-plugin-monitor configuration.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&ao.Profile, "profile", tune.ProfileBase, "profile to audit against")
-	f.StringVar(&ao.Backend, "gpu-backend", gpu.KindAuto, "GPU backend: "+strings.Join(gpu.Kinds, ", "))
+	cli.GPUBackendVar(f, &ao.Backend, "GPU backend: "+strings.Join(gpu.Kinds, ", "))
 	f.IntVar(&maxLen, "max-output", 80, "longest message printed (NPD's max_output_length)")
 	ao.PodFlags(cmd)
 	return cmd

@@ -77,6 +77,9 @@ func TestExitCodeTableEveryCommand(t *testing.T) {
 		{"k8s lint", []string{"k8s", "lint", "-f", filepath.Join(rules, "gpu.limits", "pass.yaml")}, []string{"k8s", "lint", "-f", filepath.Join(rules, "gpu.limits", "fail.yaml")},
 			[]string{"k8s", "lint", "-f", filepath.Join(dir, "nonexistent.yaml")}, nil},
 		{"k8s lint --rules", []string{"k8s", "lint", "--rules"}, nil, []string{"k8s", "lint", "--rules", "extra"}, nil},
+		// a bad flag value is a usage error whatever else is given
+		{"k8s lint --rules --fail-on", []string{"k8s", "lint", "--rules", "--fail-on", "info"}, nil, []string{"k8s", "lint", "--rules", "--fail-on", "banana"}, nil},
+		{"k8s lint --rules --shm-min", []string{"k8s", "lint", "--rules", "--shm-min", "1Gi"}, nil, []string{"k8s", "lint", "--rules", "--shm-min", "-1"}, nil},
 		{"k8s kubelet lint", []string{"k8s", "kubelet", "lint", recommended}, []string{"k8s", "kubelet", "lint", filepath.Join(kc, "broken.yaml")},
 			[]string{"k8s", "kubelet", "lint", filepath.Join(dir, "nonexistent.yaml")}, nil},
 		{"k8s kubelet recommend", []string{"k8s", "kubelet", "recommend", "--profile", "inference", "--node", filepath.Join(kc, "node-2numa-smt.yaml")}, nil,
@@ -85,6 +88,7 @@ func TestExitCodeTableEveryCommand(t *testing.T) {
 		{"bench list", []string{"bench", "list", "--root", benchRoot}, nil, []string{"bench", "list", "--root", benchRoot, "extra"}, nil},
 		{"bench compare", []string{"bench", "compare", "a", "b", "--root", benchRoot}, nil, []string{"bench", "compare", "a", "nothing", "--root", benchRoot}, nil},
 		{"report", []string{"--root", dgx, "report", "--gpu-backend", "fake", "--html", filepath.Join(dir, "r.html")}, nil, []string{"--root", dgx, "report", "--gpu-backend", "fake"}, nil},
+		{"report --gpu-backend", []string{"--root", dgx, "report", "--gpu-backend", "none", "--html", filepath.Join(dir, "r2.html")}, nil, []string{"--root", dgx, "report", "--gpu-backend", "banana", "--html", filepath.Join(dir, "r3.html")}, nil},
 	} {
 		for _, c := range []struct {
 			args []string

@@ -88,18 +88,25 @@ context unless --nodes is given.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			// A bad flag value is a usage error whatever else is given
+			// (--rules too).
+			threshold, err := lint.ParseSeverity(failOn)
+			if err != nil {
+				return cli.WrapUsage(err)
+			}
 			if listRules {
 				if sarif {
 					return cli.Usagef("lint: --rules has no SARIF form (use -o json)")
+				}
+				if shmMin != "" {
+					if q, err := resource.ParseQuantity(shmMin); err != nil || q.Sign() <= 0 {
+						return cli.Usagef("--shm-min %q: want a positive quantity such as 1Gi", shmMin)
+					}
 				}
 				return a.Render(lint.ListRules())
 			}
 			if len(files) == 0 && !fromCluster {
 				return cli.Usagef("lint: -f PATH or --cluster is required (a file, a directory, or - for stdin)")
-			}
-			threshold, err := lint.ParseSeverity(failOn)
-			if err != nil {
-				return cli.WrapUsage(err)
 			}
 			// The context first: the per-object rules run as each object
 			// is read.

@@ -27,6 +27,36 @@ func TestK8sLintRepository(t *testing.T) {
 	if strings.Contains(out, "skipped "+filepath.Join(chart, "Chart.yaml")) {
 		t.Errorf("Chart.yaml skipped, not rendered:\n%s", out)
 	}
+	// Files that are not Kubernetes objects: one line each, saying why;
+	// the plain manifests (objects, of kinds lint reads or not) none.
+	for _, f := range []string{filepath.Join(deploy, "grafana", "gpunode-dashboard.json"), filepath.Join(deploy, "npd", "gpunode-plugin-monitor.json")} {
+		if n := strings.Count(out, "skipped "+f+": no apiVersion and kind, not a config lint reads (keys: "); n != 1 {
+			t.Errorf("lint -f deploy/: %d lines for skipped %s, want 1:\n%s", n, f, out)
+		}
+	}
+	if n := strings.Count(out, "\nskipped "); n != 2 {
+		t.Errorf("lint -f deploy/: %d skipped files, want 2 (the dashboard and the NPD config):\n%s", n, out)
+	}
+	// JSON: skippedFiles; a file with one object among non-object
+	// documents is linted, not skipped.
+	dir := t.TempDir()
+	mixed, junk := filepath.Join(dir, "mixed.yaml"), filepath.Join(dir, "junk.json")
+	if err := os.WriteFile(mixed, []byte("title: x\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, image: i}]}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(junk, []byte(`{"panels": [], "title": "t", "uid": "u", "z": 1}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs = run(t, "k8s", "lint", "-f", dir, "-o", "json")
+	want := `"skippedFiles": [
+    {
+      "file": "` + junk + `",
+      "reason": "no apiVersion and kind, not a config lint reads (keys: panels, title, ... 4 in all)"
+    }
+  ]`
+	if code != 0 || !strings.Contains(out, want) || strings.Contains(out, mixed) {
+		t.Errorf("lint -f %s -o json: exit %d, want 0 and only %s skipped:\n%s%s", dir, code, junk, out, errs)
+	}
 	// The chart alone: its rendered objects are checked.
 	code, out, _ = run(t, "k8s", "lint", "-f", chart, "-o", "json")
 	if code != 0 || !strings.Contains(out, `"chart": "`+chart+`"`) || strings.Contains(out, `"objects": 0`) {

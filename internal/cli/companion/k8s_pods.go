@@ -67,6 +67,6 @@ Exit status: 0 aligned (or no socket), 1 drift or undecided, 2 bad flags,
 		},
 	}
 	o.Flags(cmd)
-	cmd.Flags().StringVar(&o.Backend, "gpu-backend", gpu.KindAuto, "GPU backend that names GPUs by UUID: "+strings.Join(gpu.Kinds, ", "))
+	cli.GPUBackendVar(cmd.Flags(), &o.Backend, "GPU backend that names GPUs by UUID: "+strings.Join(gpu.Kinds, ", "))
 	return cmd
 }

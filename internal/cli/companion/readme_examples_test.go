@@ -1,20 +1,33 @@
 package companion
 
 import (
+	"errors"
+	"flag"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/gpunode/gpunode/internal/cli"
 )
 
 // TestREADMEExamples (issue 28 item 7): the README's examples are goldens.
-// Every `$ gpunode ...` line of a code block that runs on the repository's
-// fixtures (no pipe, redirection, variable or temp directory; a `$ cd DIR`
-// before it in the block is honoured) is run, and its output must be the
-// text under it in the README, up to the next `$ ` or `# exit` line.
-// Search times ("in 7.79ms") are compared as <time>. Examples that measure
-// this machine or need a temp copy are left out by the same rules.
+// Every `$ ...` line of a code block that runs gpunode on the repository's
+// fixtures (a `$ cd DIR` before it in the block, or "Run from `DIR`" in
+// the prose, is honoured) is run, and its output must be the text under
+// it in the README, up to the next `$ ` or `# exit` line; a `$ echo $?`
+// right after it checks its exit status. A plain `gpunode ARGS` runs in
+// process; a line with a pipe, `;`, a redirection or `$?` runs under bash
+// in a temp directory of the block (links to the fixtures' directory, so
+// files it writes stay there for the block's next lines, e.g. `cat`),
+// with gpunode on PATH (the test binary) and the README's documented
+// variables set (T, the DRA seed manifests). Search times ("in 7.79ms")
+// are compared as <time>. What is still skipped, and why, is
+// readmeSkip's answer, logged with -v.
 func TestREADMEExamples(t *testing.T) {
 	repo, err := filepath.Abs(filepath.Join("..", "..", ".."))
 	if err != nil {
@@ -25,9 +38,10 @@ func TestREADMEExamples(t *testing.T) {
 		t.Fatal(err)
 	}
 	type example struct {
-		line     int
-		dir, cmd string
-		want     []string
+		line, block int
+		dir, cmd    string
+		want        []string
+		echoExit    bool // a `$ echo $?` follows: want ends with it and the code
 	}
 	var exs []example
 	lines := strings.Split(string(b), "\n")
@@ -40,10 +54,12 @@ func TestREADMEExamples(t *testing.T) {
 			cur = nil
 		}
 	}
+	block := 0
 	for i, l := range lines {
 		if strings.HasPrefix(l, "```") {
 			flush()
 			inBlock, dir = !inBlock, proseDir
+			block++
 			continue
 		}
 		if !inBlock {
@@ -58,10 +74,13 @@ func TestREADMEExamples(t *testing.T) {
 		case strings.HasPrefix(l, "$ cd "):
 			flush()
 			dir = filepath.Join(repo, strings.TrimSpace(strings.TrimPrefix(l, "$ cd ")))
-		case strings.HasPrefix(l, "$ gpunode "):
+		case l == "$ echo $?" && cur != nil && !cur.echoExit:
+			cur.echoExit = true
+			cur.want = append(cur.want, l)
+		case strings.HasPrefix(l, "$ "):
 			flush()
-			cur = &example{line: i + 1, dir: dir, cmd: strings.TrimPrefix(l, "$ gpunode ")}
-		case strings.HasPrefix(l, "$ ") || strings.HasPrefix(l, "# exit"):
+			cur = &example{line: i + 1, block: block, dir: dir, cmd: strings.TrimPrefix(l, "$ ")}
+		case strings.HasPrefix(l, "# exit"):
 			flush()
 		case cur != nil:
 			cur.want = append(cur.want, l)
@@ -71,33 +90,64 @@ func TestREADMEExamples(t *testing.T) {
 	exitNote := regexp.MustCompile(`\s+\(exit \d+\)$`)
 	ran := 0
 	fixed := map[int][]string{} // -update: README line of the command -> its new output
+	echoFixed := map[int]bool{} // ... whose old output runs over a `$ echo $?`
+	// farms: per directory the examples run from, the temp directory
+	// the shell lines run in (files an example writes stay there for the
+	// next, e.g. kubelet-numa.yaml for 'kubelet lint')
+	farms := map[string]string{}
+	// a note after a command: "     (amd-8numa, ... alike)", "   # this machine"
+	annotation := regexp.MustCompile(`\s{3,}(\(.*\)|#.*)$`)
+	var skipped []string
 	for _, ex := range exs {
-		if strings.ContainsAny(ex.cmd, "|;><$#(") || strings.Contains(ex.cmd, "/tmp/") || len(ex.want) == 0 || ex.want[0] == "..." {
-			continue
-		}
-		args, ok := shellWords(ex.cmd)
-		if !ok || !runsOnFixtures(args) || !filesExist(ex.dir, args) {
+		ex.cmd = annotation.ReplaceAllString(ex.cmd, "")
+		shell, why := readmeSkip(ex.cmd, ex.dir, farms[ex.dir], ex.want, ex.echoExit)
+		if why != "" {
+			if strings.HasPrefix(ex.cmd, "gpunode ") || strings.Contains(ex.cmd, "| gpunode ") {
+				skipped = append(skipped, fmt.Sprintf("README.md:%d: %s", ex.line, why))
+			}
 			continue
 		}
 		ran++
+		if _, ok := farms[ex.dir]; shell && !ok {
+			farms[ex.dir] = linkFarm(t, ex.dir)
+		}
 		t.Run(ex.cmd, func(t *testing.T) {
-			t.Chdir(ex.dir)
-			_, out, stderr := run(t, args...)
-			for i, a := range args {
-				if a == "--root" && i+1 < len(args) {
-					if abs, err := filepath.Abs(args[i+1]); err == nil {
-						out = strings.ReplaceAll(out, abs, "<root>")
-					}
-				}
+			var out, stderr string
+			var code int
+			var roots []string
+			if shell {
+				wd := farms[ex.dir]
+				code, out, stderr = runShell(t, wd, ex.cmd)
+				args, _ := shellWords(ex.cmd)
+				roots = rootArgs(wd, args)
+			} else {
+				args, _ := shellWords(strings.TrimPrefix(ex.cmd, "gpunode "))
+				t.Chdir(ex.dir)
+				code, out, stderr = run(t, args...)
+				roots = rootArgs("", args)
 			}
-			// what a person sees: stdout, then stderr
-			got := times.ReplaceAllString(strings.TrimRight(out+stderr, "\n"), "<time>")
+			for _, r := range roots {
+				out = strings.ReplaceAll(out, r, "<root>")
+			}
+			// what a person sees: stdout, then stderr, or stderr first (a
+			// terminal shows them as they are written); then the exit
+			// status that a `$ echo $?` prints
+			raw, rawErrFirst := strings.TrimRight(out+stderr, "\n"), strings.TrimRight(stderr+out, "\n")
+			if ex.echoExit {
+				raw += fmt.Sprintf("\n$ echo $?\n%d", code)
+				rawErrFirst += fmt.Sprintf("\n$ echo $?\n%d", code)
+			}
+			got := times.ReplaceAllString(raw, "<time>")
 			for i, w := range ex.want {
 				ex.want[i] = exitNote.ReplaceAllString(w, "")
 			}
 			want := times.ReplaceAllString(strings.TrimRight(strings.Join(ex.want, "\n"), "\n"), "<time>")
+			if stderr != "" && out != "" && matchElided(strings.Split(times.ReplaceAllString(rawErrFirst, "<time>"), "\n"), strings.Split(want, "\n")) {
+				return
+			}
 			if !matchElided(strings.Split(got, "\n"), strings.Split(want, "\n")) && *update {
-				fixed[ex.line] = elide(strings.Split(strings.TrimRight(out+stderr, "\n"), "\n"), ex.want)
+				fixed[ex.line] = elide(strings.Split(raw, "\n"), ex.want)
+				echoFixed[ex.line] = ex.echoExit
 			} else if !matchElided(strings.Split(got, "\n"), strings.Split(want, "\n")) {
 				gl, wl := strings.Split(got, "\n"), strings.Split(want, "\n")
 				for n := 0; n < max(len(gl), len(wl)); n++ {
@@ -109,12 +159,15 @@ func TestREADMEExamples(t *testing.T) {
 						w = wl[n]
 					}
 					if g != w {
-						t.Errorf("README.md:%d: gpunode %s: output line %d differs\nREADME: %q\n   got: %q\nstderr: %s", ex.line, ex.cmd, n+1, w, g, stderr)
+						t.Errorf("README.md:%d: %s: output line %d differs\nREADME: %q\n   got: %q\nstderr: %s", ex.line, ex.cmd, n+1, w, g, stderr)
 						break
 					}
 				}
 			}
 		})
+	}
+	for _, s := range skipped {
+		t.Logf("skipped %s", s)
 	}
 	if len(fixed) > 0 {
 		var outLines []string
@@ -122,8 +175,13 @@ func TestREADMEExamples(t *testing.T) {
 			outLines = append(outLines, lines[i])
 			if f, ok := fixed[i+1]; ok {
 				outLines = append(outLines, f...)
-				// skip the old output: up to the next "$ ", "# exit" or block end
-				for i+1 < len(lines) && !strings.HasPrefix(lines[i+1], "$ ") && !strings.HasPrefix(lines[i+1], "# exit") && !strings.HasPrefix(lines[i+1], "```") {
+				// skip the old output: up to the next "$ ", "# exit" or block
+				// end (past the `$ echo $?` the new output holds)
+				echo := echoFixed[i+1]
+				for i+1 < len(lines) && (!strings.HasPrefix(lines[i+1], "$ ") || echo && lines[i+1] == "$ echo $?") && !strings.HasPrefix(lines[i+1], "# exit") && !strings.HasPrefix(lines[i+1], "```") {
+					if lines[i+1] == "$ echo $?" {
+						echo = false
+					}
 					i++
 				}
 			}
@@ -132,26 +190,48 @@ func TestREADMEExamples(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if ran < 20 {
-		t.Errorf("only %d README examples ran; the extraction is broken", ran)
+	if ran < 50 {
+		t.Errorf("only %d README examples ran (54 when written); the extraction is broken", ran)
 	}
 }
 
-// elide keeps the README's "..." of an example: the lines before it and
-// as many after it as the README had, from the new output.
+// elide keeps the README's "..." of an example: the lines before the
+// first one and as many after the last one as the README had, from the
+// new output; a part between two "..." (an excerpt) is found in the new
+// output by its first line, and as many lines kept. Output where an
+// excerpt's first line is gone is returned whole.
 func elide(got, want []string) []string {
-	k := -1
+	var parts [][]string
+	start := 0
 	for i, w := range want {
 		if w == "..." {
-			k = i
-			break
+			parts = append(parts, want[start:i])
+			start = i + 1
 		}
 	}
-	if k < 0 || len(got) < len(want) {
+	if len(parts) == 0 {
 		return got
 	}
-	tail := len(want) - k - 1
-	return append(append(append([]string{}, got[:k]...), "..."), got[len(got)-tail:]...)
+	parts = append(parts, want[start:])
+	head, tail := len(parts[0]), len(parts[len(parts)-1])
+	if head+tail > len(got) {
+		return got
+	}
+	out := append([]string{}, got[:head]...)
+	at := head
+	for _, p := range parts[1 : len(parts)-1] {
+		out = append(out, "...")
+		if len(p) == 0 {
+			continue
+		}
+		k := slices.Index(got[at:len(got)-tail], p[0])
+		if k < 0 || at+k+len(p) > len(got)-tail {
+			return got
+		}
+		out = append(out, got[at+k:at+k+len(p)]...)
+		at += k + len(p)
+	}
+	return append(append(out, "..."), got[len(got)-tail:]...)
 }
 
 // matchElided compares output lines with the README's, where a README line
@@ -241,4 +321,154 @@ func shellWords(s string) ([]string, bool) {
 		words = append(words, cur.String())
 	}
 	return words, sawWord
+}
+
+// readmeVars are the variables the README documents for its examples.
+func readmeVars() map[string]string { return map[string]string{"T": "internal/k8s/dra/testdata/seed"} }
+
+// readmeSkip says whether a README example runs under bash (shell) and,
+// when it cannot run here, why ("" when it runs): each reason is a class
+// of example the test leaves out.
+func readmeSkip(cmd, dir, farm string, want []string, echoExit bool) (shell bool, why string) {
+	first, _, _ := strings.Cut(cmd, " ")
+	switch {
+	case strings.Contains(cmd, "/tmp/dgx"):
+		// tunetest's WriteDemo copy of dgx-h100 (15k files: ~17 s to
+		// make at load 18); outputs trimmed by hand, with journal times
+		return false, "works on /tmp/dgx (WriteDemo's stocked DGX copy), its outputs trimmed by hand"
+	case strings.Contains(cmd, "/tmp/"):
+		return false, "works on a file in /tmp made by a step that is not gpunode's"
+	case strings.Contains(cmd, "jq "):
+		return false, "pipes to jq (not a CI tool)"
+	case len(want) == 0 && !echoExit && !strings.Contains(cmd, ">"):
+		return false, "no output shown"
+	case len(want) > 0 && want[0] == "..." && want[len(want)-1] != "...":
+		return false, "an excerpt from the middle of its output (a leading ... only)"
+	case slices.ContainsFunc(want, func(w string) bool { return strings.HasPrefix(w, "...") && w != "..." }):
+		return false, "an elision with a note of the README's (\"...  (208 devices ...)\")"
+	case strings.Contains(cmd, "this machine"), strings.Contains(cmd, "--live"), strings.Contains(cmd, "--kubeconfig"):
+		return false, "reads this machine or a live cluster"
+	case strings.Contains(cmd, "...") || strings.Contains(cmd, "DIR/") || strings.HasSuffix(cmd, "\\"):
+		return false, "placeholder arguments or a continued line"
+	case first != "gpunode" && first != "sed" && first != "echo" && first != "cat":
+		return false, "runs " + first + ", not gpunode on a fixture"
+	}
+	for _, seg := range regexp.MustCompile(`[|;&><]`).Split(cmd, -1) {
+		seg = strings.TrimSpace(seg)
+		if !strings.HasPrefix(seg, "gpunode ") {
+			continue
+		}
+		args, ok := shellWords(os.Expand(strings.TrimPrefix(seg, "gpunode "), func(k string) string { return readmeVars()[k] }))
+		if !ok || !runsOnFixtures(args) {
+			return false, "reads a host other than the fixtures"
+		}
+		if !filesExist(dir, args) {
+			if farm == "" || !filesExist(farm, args) {
+				return false, "reads a file whose content the README does not give"
+			}
+			shell = true // written by an earlier example, in the farm
+		}
+	}
+	rest := regexp.MustCompile(`\$\?|\$\{PIPESTATUS\[0\]\}`).ReplaceAllString(cmd, "")
+	for k := range readmeVars() {
+		rest = strings.ReplaceAll(rest, "$"+k+"/", "")
+	}
+	if strings.Contains(rest, "$") {
+		return false, "an undocumented variable"
+	}
+	return shell || strings.ContainsAny(cmd, "|;><$&") || first != "gpunode", ""
+}
+
+// linkFarm is a temp directory with a link to every entry of dir: an
+// example's relative paths work from it and the files it writes stay in
+// it.
+func linkFarm(t *testing.T, dir string) string {
+	t.Helper()
+	wd := t.TempDir()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if err := os.Symlink(filepath.Join(dir, e.Name()), filepath.Join(wd, e.Name())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return wd
+}
+
+// runShell runs a README command line under bash in wd, with gpunode on
+// PATH (the test binary, as TestREADMEGpunodeHelper) and readmeVars set.
+func runShell(t *testing.T, wd, cmd string) (int, string, string) {
+	t.Helper()
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := t.TempDir()
+	wrapper := "#!/bin/sh\nexec \"$GPUNODE_README_BIN\" -test.run='^TestREADMEGpunodeHelper$' -- \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(bin, "gpunode"), []byte(wrapper), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c := exec.Command(bash, "-c", cmd)
+	c.Dir = wd
+	c.Env = []string{"PATH=" + bin + ":/usr/bin:/bin", "GPUNODE_README_HELPER=1", "GPUNODE_README_BIN=" + self, "HOME=" + wd, "LC_ALL=C"}
+	for k, v := range readmeVars() {
+		c.Env = append(c.Env, k+"="+v)
+	}
+	var stdout, stderr strings.Builder
+	c.Stdout, c.Stderr = &stdout, &stderr
+	err = c.Run()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatalf("%s: %v", cmd, err)
+	}
+	return c.ProcessState.ExitCode(), stdout.String(), stderr.String()
+}
+
+// TestREADMEGpunodeHelper is gpunode for runShell's command lines.
+func TestREADMEGpunodeHelper(t *testing.T) {
+	if os.Getenv("GPUNODE_README_HELPER") != "1" {
+		t.Skip("helper process for TestREADMEExamples")
+	}
+	os.Exit(cli.MainWithSignals(cli.OSEnv(flag.Args()), Commands()...))
+}
+
+// rootArgs are the absolute paths of an example's --root values (from wd
+// when set, else the current directory), which the output shows as <root>.
+func rootArgs(wd string, args []string) []string {
+	var roots []string
+	for i, a := range args {
+		if a == "--root" && i+1 < len(args) {
+			p := args[i+1]
+			if wd != "" {
+				p = filepath.Join(wd, p)
+			}
+			if abs, err := filepath.Abs(p); err == nil {
+				roots = append(roots, abs)
+			}
+		}
+	}
+	return roots
+}
+
+// TestElide: -update keeps the README's elisions (head, tail, excerpt).
+func TestElide(t *testing.T) {
+	got := strings.Split("a b c H x y z", " ")
+	for _, c := range []struct{ want, out string }{
+		{"a ... z", "a ... z"},
+		{"A B ...", "a b ..."},
+		{"... Y Z", "... y z"},
+		{"... H q ...", "... H x ..."},
+		{"... gone ...", "a b c H x y z"},
+		{"A B C D", "a b c H x y z"},
+	} {
+		if out := strings.Join(elide(got, strings.Split(c.want, " ")), " "); out != c.out {
+			t.Errorf("elide(%q) = %q, want %q", c.want, out, c.out)
+		}
+	}
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/gpunode/gpunode/internal/bench"
 	"github.com/gpunode/gpunode/internal/cli"
 	"github.com/gpunode/gpunode/internal/cli/agentcli"
-	"github.com/gpunode/gpunode/internal/gpu"
 	"github.com/gpunode/gpunode/internal/hostfs"
 	"github.com/gpunode/gpunode/internal/report"
 	"github.com/gpunode/gpunode/internal/tune"
@@ -73,7 +72,7 @@ Exit status: 0 written, 2 usage, 3 failure (drift does not fail it).`,
 	f.StringVar(&htmlFile, "html", "", "write the HTML report to FILE (replaced atomically; refused when FILE is a FIFO, device, socket or directory)")
 	f.BoolVar(&force, "force", false, "replace a symbolic link at --html FILE (the link itself, never what it points to)")
 	f.StringVar(&ao.Profile, "profile", tune.ProfileBase, "profile to audit against")
-	f.StringVar(&ao.Backend, "gpu-backend", gpu.KindAuto, "GPU backend")
+	cli.GPUBackendVar(f, &ao.Backend, "GPU backend")
 	dirs.register(f)
 	return cmd
 }

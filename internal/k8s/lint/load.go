@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -73,6 +74,10 @@ type Input struct {
 	Skipped int
 	// Charts are the Helm charts rendered into the input (AddScoped).
 	Charts []RenderedChart
+	// SkippedFiles are the files none of whose documents is a Kubernetes
+	// object or a config lint reads (a Grafana dashboard, a chart's
+	// values of another project), one line each in the report.
+	SkippedFiles []SkippedFile
 
 	// Nodes (--nodes): v1 Nodes whose labels some rules read.
 	Nodes []*v1.Node
@@ -204,6 +209,15 @@ type Loader struct {
 	seen  map[string]objects.Source
 	specs []kindSpec
 	rules []Rule // the per-object rules
+	// skipWhy is why the file being added had a document skipped as not
+	// a Kubernetes object ("" when none was).
+	skipWhy string
+}
+
+// SkippedFile is a file lint read and skipped whole, and why.
+type SkippedFile struct {
+	File   string `json:"file"`
+	Reason string `json:"reason"`
 }
 
 // NewLoader starts an empty input.
@@ -234,6 +248,16 @@ func (l *Loader) AddScoped(scope, file string, data []byte) error {
 // Add decodes every document of one file. Errors are *objects.Error
 // naming the file, document, item and field.
 func (l *Loader) Add(file string, data []byte) error {
+	checked := l.in.Checked
+	l.skipWhy = ""
+	err := l.each(file, data)
+	if err == nil && l.skipWhy != "" && l.in.Checked == checked {
+		l.in.SkippedFiles = append(l.in.SkippedFiles, SkippedFile{File: file, Reason: l.skipWhy})
+	}
+	return err
+}
+
+func (l *Loader) each(file string, data []byte) error {
 	return objects.EachObject(file, data, func(o objects.Object) error {
 		if l.in.Checked >= MaxObjects {
 			return &objects.Error{File: file, Doc: o.Doc, Item: o.Item, Reason: fmt.Sprintf("more than %d objects", MaxObjects)}
@@ -368,7 +392,30 @@ func (l *Loader) addConfig(o objects.Object) error {
 		}
 	}
 	l.in.Skipped++
+	if l.skipWhy == "" {
+		l.skipWhy = notObjectReason(top)
+	}
 	return nil
+}
+
+// notObjectReason is the one line saying why a document without
+// apiVersion and kind was skipped, with its first top-level keys (what
+// the file is, for a reader: a dashboard's panels, a chart's values).
+func notObjectReason(top map[string]json.RawMessage) string {
+	keys := make([]string, 0, len(top))
+	for k := range top {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	const show = 2
+	list := strings.Join(keys[:min(show, len(keys))], ", ")
+	if len(keys) > show {
+		list += fmt.Sprintf(", ... %d in all", len(keys))
+	}
+	if list == "" {
+		list = "none"
+	}
+	return "no apiVersion and kind, not a config lint reads (keys: " + list + ")"
 }
 
 func isDevicePluginConfig(top map[string]json.RawMessage) bool {

@@ -85,6 +85,9 @@ type Report struct {
 	// Charts are the Helm charts rendered and linted, one line each in
 	// the table (findings name their template files).
 	Charts []RenderedChart `json:"charts,omitempty"`
+	// SkippedFiles are the files skipped whole (not Kubernetes objects),
+	// one line each with why; their documents are counted in Skipped.
+	SkippedFiles []SkippedFile `json:"skippedFiles,omitempty"`
 }
 
 // RenderedChart is a Helm chart rendered for the lint: its directory, the
@@ -104,6 +107,9 @@ func (r *Report) writeCharts(b *strings.Builder) {
 			vals = "values.yaml < " + strings.Join(c.Values, " < ")
 		}
 		fmt.Fprintf(b, "rendered Helm chart %s (%s): %d templates\n", c.Chart, vals, c.Templates)
+	}
+	for _, f := range r.SkippedFiles {
+		fmt.Fprintf(b, "skipped %s: %s\n", f.File, f.Reason)
 	}
 }
 
@@ -280,7 +286,7 @@ func (l *RuleList) WriteTable(w io.Writer, o output.Options) error {
 func Run(in *Input) *Report {
 	c := newContext(in)
 	rep := &Report{SchemaVersion: SchemaVersion, Findings: append([]Finding{}, in.local...), Objects: in.Checked, Skipped: in.Skipped,
-		Charts: in.Charts}
+		Charts: in.Charts, SkippedFiles: in.SkippedFiles}
 	seen := map[string]bool{}
 	for _, r := range Rules() {
 		if r.Local && !in.whole {
