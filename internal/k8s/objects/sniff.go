@@ -224,28 +224,40 @@ func flowValue(c []byte) (val []byte, structural bool) {
 func keyEnd(c []byte) int {
 	switch c[0] {
 	case '"', '\'':
-		q := c[0]
-		for i := 1; i < len(c); i++ {
-			if c[i] == '\\' && q == '"' {
-				i++
-				continue
-			}
-			if c[i] == q {
-				if q == '\'' && i+1 < len(c) && c[i+1] == '\'' {
-					i++
-					continue
-				}
-				r := bytes.TrimLeft(c[i+1:], " \t")
-				if len(r) > 0 && r[0] == ':' {
-					return len(c) - len(r)
-				}
-				return -1
-			}
-		}
-		return -1
+		return quotedKeyEnd(c)
 	case '#', '-', '[', '{', '|', '>', '*', '&', '!', '@', '`', '%':
 		return -1
 	}
+	return plainKeyEnd(c)
+}
+
+// quotedKeyEnd is keyEnd of a line that starts with a quote: the ':' after
+// the closing quote (escapes and doubled single quotes skipped), or -1.
+func quotedKeyEnd(c []byte) int {
+	q := c[0]
+	for i := 1; i < len(c); i++ {
+		if c[i] == '\\' && q == '"' {
+			i++
+			continue
+		}
+		if c[i] == q {
+			if q == '\'' && i+1 < len(c) && c[i+1] == '\'' {
+				i++
+				continue
+			}
+			r := bytes.TrimLeft(c[i+1:], " \t")
+			if len(r) > 0 && r[0] == ':' {
+				return len(c) - len(r)
+			}
+			return -1
+		}
+	}
+	return -1
+}
+
+// plainKeyEnd is keyEnd of a plain key: the first ':' followed by a blank
+// or the line's end, before any comment; -1 without one.
+func plainKeyEnd(c []byte) int {
 	for i := 0; i < len(c); i++ {
 		if c[i] == ':' && (i+1 == len(c) || c[i+1] == ' ' || c[i+1] == '\t') {
 			return i
@@ -288,32 +300,9 @@ func startsMapping(c []byte) bool {
 		}
 		return false
 	case '"', '\'':
-		q := c[0]
-		for i := 1; i < len(c); i++ {
-			if c[i] == '\\' && q == '"' {
-				i++
-				continue
-			}
-			if c[i] == q {
-				if q == '\'' && i+1 < len(c) && c[i+1] == '\'' {
-					i++
-					continue
-				}
-				r := bytes.TrimLeft(c[i+1:], " \t")
-				return len(r) > 0 && r[0] == ':'
-			}
-		}
-		return false
+		return quotedKeyEnd(c) >= 0
 	}
-	for i := 0; i < len(c); i++ {
-		if c[i] == ':' && (i+1 == len(c) || c[i+1] == ' ' || c[i+1] == '\t') {
-			return true
-		}
-		if c[i] == '#' && i > 0 && (c[i-1] == ' ' || c[i-1] == '\t') {
-			return false
-		}
-	}
-	return false
+	return plainKeyEnd(c) >= 0
 }
 
 // sniffHead is sniff on the start of a file: only its complete lines (and

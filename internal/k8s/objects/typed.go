@@ -390,24 +390,8 @@ func (d *typedDecoder) nodeObject(p *plan, n *Node, items *[]*Node, hasItems *bo
 			if items == nil {
 				return false, nil
 			}
-			elem := f.plan.elem.elem // []*v1.Node: the v1.Node plan
-			ok, err := d.elements(f.plan, func(int) error {
-				if isNull, err := d.null(); isNull || err != nil {
-					*items = append(*items, nil)
-					return err
-				}
-				it := &Node{}
-				*items = append(*items, it)
-				if d.data[d.i] != '{' {
-					return d.mismatch(elem)
-				}
-				return d.nodeObject(elem, it, nil, nil)
-			})
-			if ok && *items == nil {
-				*items = []*Node{}
-			}
-			*hasItems = ok
-			return true, err
+			// []*v1.Node: f.plan.elem.elem is the v1.Node plan
+			return true, decodeItems(d, f.plan, items, hasItems, d.nodeObject)
 		default:
 			return false, nil
 		}
@@ -487,24 +471,8 @@ func (d *typedDecoder) podObject(p *plan, pod *Pod, items *[]*Pod, hasItems *boo
 			if items == nil {
 				return false, nil
 			}
-			elem := f.plan.elem.elem // []*v1.Pod: the v1.Pod plan
-			ok, err := d.elements(f.plan, func(int) error {
-				if isNull, err := d.null(); isNull || err != nil {
-					*items = append(*items, nil)
-					return err
-				}
-				it := &Pod{}
-				*items = append(*items, it)
-				if d.data[d.i] != '{' {
-					return d.mismatch(elem)
-				}
-				return d.podObject(elem, it, nil, nil)
-			})
-			if ok && *items == nil {
-				*items = []*Pod{}
-			}
-			*hasItems = ok
-			return true, err
+			// []*v1.Pod: f.plan.elem.elem is the v1.Pod plan
+			return true, decodeItems(d, f.plan, items, hasItems, d.podObject)
 		default:
 			return false, nil
 		}
@@ -608,4 +576,28 @@ func (d *typedDecoder) containers(p *plan) ([]Container, error) {
 		cs = []Container{}
 	}
 	return cs, err
+}
+
+// decodeItems decodes a List's items (p is the []*T plan) with obj, each
+// item a T of its own; a null item is kept as nil, and an empty list is an
+// empty, non-nil slice. hasItems says whether the field was there.
+func decodeItems[T any](d *typedDecoder, p *plan, items *[]*T, hasItems *bool, obj func(*plan, *T, *[]*T, *bool) error) error {
+	elem := p.elem.elem
+	ok, err := d.elements(p, func(int) error {
+		if isNull, err := d.null(); isNull || err != nil {
+			*items = append(*items, nil)
+			return err
+		}
+		it := new(T)
+		*items = append(*items, it)
+		if d.data[d.i] != '{' {
+			return d.mismatch(elem)
+		}
+		return obj(elem, it, nil, nil)
+	})
+	if ok && *items == nil {
+		*items = []*T{}
+	}
+	*hasItems = ok
+	return err
 }
