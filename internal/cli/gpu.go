@@ -170,7 +170,7 @@ func (a *App) newGPUStatusCommand(f *GPUFlags) *cobra.Command {
 				st.GPUs = sel
 			}
 			broken := false
-			if st.Backend == gpu.KindNone {
+			if st.Backend == gpu.KindNone && !st.NotAsked {
 				if host, err := a.Host(); err == nil {
 					if fns, _ := gpu.NVIDIAFunctions(host); len(fns) > 0 {
 						broken = true

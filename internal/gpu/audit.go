@@ -87,7 +87,8 @@ type AuditOptions struct {
 // remapped-row failures, locked clocks, pending MIG mode changes and
 // CUDA-driver compatibility. Without a driver it returns one gpu.driver
 // check: error when NVIDIA GPUs are on the PCI bus (the driver is missing
-// or broken), absent when there are none.
+// or broken), absent when there are none or --gpu-backend none asked no
+// driver.
 func Audit(st Status, o AuditOptions) []check.Check {
 	var out []check.Check
 	if st.Backend == KindNone {
@@ -197,9 +198,18 @@ func backendLibraryCheck(st Status, fns []PCIFunction) check.Check {
 		Fix:      []string{FixRuntimeClass, FixVisibleEnv}}
 }
 
-// driverCheck is gpu.driver when no driver answers.
+// driverCheck is gpu.driver when no driver answers: absent when no driver
+// was asked (--gpu-backend none) or there is no NVIDIA GPU, an error when
+// NVIDIA GPUs are on the PCI bus and none answers.
 func driverCheck(st Status, fns []PCIFunction) check.Check {
 	c := check.Check{ID: CheckDriverPresent, Layer: Layer, Section: "2.1", Expected: "a driver answers"}
+	if st.NotAsked {
+		c.Status, c.Current = check.Absent, "not checked: --gpu-backend none"
+		if len(fns) > 0 {
+			c.Detail = fmt.Sprintf("%d NVIDIA GPU functions on the PCI bus; drop --gpu-backend none to ask their driver", len(fns))
+		}
+		return c
+	}
 	if len(fns) == 0 {
 		c.Status, c.Current = check.Absent, "no NVIDIA GPU on the PCI bus"
 		c.Detail = st.Reason

@@ -243,7 +243,7 @@ func Open(ctx context.Context, o Options) (Backend, error) {
 		}
 		return b, nil
 	case KindNone:
-		return NewNone("--gpu-backend none"), nil
+		return none{reason: "--gpu-backend none", notAsked: true}, nil
 	default:
 		return nil, fmt.Errorf("unknown GPU backend %q (want %s)", o.Kind, strings.Join(Kinds, ", "))
 	}
@@ -255,6 +255,9 @@ type none struct {
 	// noLibrary: NVML's library could not be loaded (and nvidia-smi is
 	// not on PATH): in a container, the runtime did not inject the driver.
 	noLibrary bool
+	// notAsked: the user chose --gpu-backend none; no driver was looked
+	// for, so none is judged missing.
+	notAsked bool
 }
 
 // NewNone returns a backend with no GPUs; reason says why.
@@ -268,7 +271,7 @@ func NewNoneLibrary(reason string) Backend { return none{reason: reason, noLibra
 
 func (n none) Name() string { return KindNone }
 func (n none) Status(context.Context) (Status, error) {
-	s := Status{Backend: KindNone, Reason: "no NVIDIA driver: " + n.reason, NVMLLibraryMissing: n.noLibrary}
+	s := Status{Backend: KindNone, Reason: "no NVIDIA driver: " + n.reason, NVMLLibraryMissing: n.noLibrary, NotAsked: n.notAsked}
 	s.normalize()
 	return s, nil
 }

@@ -618,6 +618,38 @@ func TestDriverMissingIsError(t *testing.T) {
 	}
 }
 
+// TestBackendNoneIsNotAsked: --gpu-backend none asks no driver, so the
+// NVIDIA functions on the bus are not judged: gpu.driver is absent (not
+// the error of a driver that does not answer), and says why.
+func TestBackendNoneIsNotAsked(t *testing.T) {
+	ctx := context.Background()
+	h, err := hostfs.New(testhost.Path(t, "dgx-h100"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Open(ctx, Options{Kind: "none", Host: h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := b.Status(ctx)
+	if err != nil || !st.NotAsked || st.Backend != "none" {
+		t.Fatalf("status %+v %v, want backend none, not asked", st, err)
+	}
+	cs, err := Source{Backend: b, FS: h}.Checks(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cs) != 1 || cs[0].ID != "gpu.driver" || cs[0].Status != check.Absent ||
+		cs[0].Current != "not checked: --gpu-backend none" || !strings.Contains(cs[0].Detail, "8 NVIDIA GPU functions") {
+		t.Errorf("driver check %+v, want absent, not checked, naming the 8 functions", cs)
+	}
+	// The same host with a backend that found no driver is still an error.
+	cs, _ = Source{Backend: NewNone("nvidia-smi: not found"), FS: h}.Checks(ctx)
+	if len(cs) != 1 || cs[0].Status != check.Error {
+		t.Errorf("no driver found: %+v, want an error", cs)
+	}
+}
+
 func TestDetectCUDARuntime(t *testing.T) {
 	h := copyHost(t, "nodriver")
 	if _, _, err := DetectCUDARuntime(h); !errors.Is(err, fs.ErrNotExist) {

@@ -27,6 +27,9 @@ type Status struct {
 	// could not be loaded and nvidia-smi is not on PATH under a live root:
 	// the container was started without the NVIDIA runtime.
 	NVMLLibraryMissing bool `json:"nvmlLibraryMissing,omitempty"`
+	// NotAsked is set (backend "none") when the user chose --gpu-backend
+	// none: no driver was asked, so its absence is not a finding.
+	NotAsked bool `json:"notAsked,omitempty"`
 	// DriverVersion is the kernel driver version, e.g. "550.54.15".
 	DriverVersion string `json:"driverVersion,omitempty"`
 	// CUDAVersion is the newest CUDA version the driver supports, e.g. "12.4".

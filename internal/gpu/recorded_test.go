@@ -323,21 +323,24 @@ func TestFakeNVIDIASMIScript(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	open := func(mode string) Backend {
-		b := NewSMITimeout(ExecRunner{Environ: []string{"FAKE_SMI_DIR=" + dir, "FAKE_SMI_MODE=" + mode, "PATH=/usr/bin:/bin"}}, 300*time.Millisecond)
+	// The served and failing runs get 10 s (a loaded CI machine took more
+	// than 300 ms to fork a shell); the hang gets 300 ms and must end well
+	// within 4 s.
+	open := func(mode string, timeout time.Duration) Backend {
+		b := NewSMITimeout(ExecRunner{Environ: []string{"FAKE_SMI_DIR=" + dir, "FAKE_SMI_MODE=" + mode, "PATH=/usr/bin:/bin"}}, timeout)
 		b.(*smi).path = script
 		return b
 	}
 	ctx := context.Background()
-	st, err := open("").Status(ctx)
+	st, err := open("", 10*time.Second).Status(ctx)
 	if err != nil || len(st.GPUs) != 1 || len(st.GPUs[0].MIGInstances) != 4 {
 		t.Fatalf("served: %v %+v", err, st)
 	}
-	if _, err := open("fail").Status(ctx); err == nil || !strings.Contains(err.Error(), "couldn't communicate with the NVIDIA driver") {
+	if _, err := open("fail", 10*time.Second).Status(ctx); err == nil || !strings.Contains(err.Error(), "couldn't communicate with the NVIDIA driver") {
 		t.Errorf("failing driver: %v", err)
 	}
 	start := time.Now()
-	_, err = open("hang").Status(ctx)
+	_, err = open("hang", 300*time.Millisecond).Status(ctx)
 	if !errors.Is(err, ErrTimeout) || time.Since(start) > 4*time.Second {
 		t.Errorf("hang: %v after %v", err, time.Since(start))
 	}
