@@ -136,7 +136,7 @@ func (f *FS) openat2(p string, how *unix.OpenHow) (int, error) {
 	if f.faults != nil {
 		inject = f.faults.Open
 	}
-	sleep := time.Duration(0)
+	var sleep time.Duration
 	for try := 0; ; try++ {
 		fd, err := retryEINTR(func() (int, error) {
 			if inject != nil {
