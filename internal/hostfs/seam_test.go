@@ -163,3 +163,113 @@ func TestDirEntriesBound(t *testing.T) {
 		}
 	}
 }
+
+// A small file of known size s is first read with a buffer of s+1 bytes:
+// a file that grew after fstat then costs that read, one for the rest and
+// one that sees EOF (a buffer of a page would take it all in the first).
+func TestReadGrownSmallFile(t *testing.T) {
+	root, base := mtRoot(t)
+	for _, size := range []int{1, 2, 100} {
+		host := filepath.Join(root, "etc", fmt.Sprintf("f%d", size))
+		mtWrite(t, host, []byte(strings.Repeat("a", size)))
+		reads := 0
+		f := base.WithFaults(&Faults{Read: func(string) {
+			if reads++; reads == 1 {
+				fh, err := os.OpenFile(host, os.O_WRONLY|os.O_APPEND, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer fh.Close()
+				if _, err := fh.WriteString("0123456789"); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}})
+		b, err := f.ReadFile(fmt.Sprintf("/etc/f%d", size))
+		if want := strings.Repeat("a", size) + "0123456789"; err != nil || string(b) != want {
+			t.Errorf("size %d, grown: %q, %v; want %q", size, b, err, want)
+		}
+		if reads != 3 {
+			t.Errorf("size %d, grown by 10 bytes: %d reads, want 3 (s+1 bytes, the rest, EOF)", size, reads)
+		}
+	}
+}
+
+// ReadFileNoFollow refuses anything but a regular file: a link, a FIFO, a
+// directory.
+func TestReadFileNoFollowRefuses(t *testing.T) {
+	root, f := mtRoot(t)
+	mtWrite(t, filepath.Join(root, "etc/real"), []byte("x"))
+	if err := os.Symlink("real", filepath.Join(root, "etc/link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mkfifo(filepath.Join(root, "etc/fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := f.ReadFileNoFollow("/etc/real"); err != nil || string(b) != "x" {
+		t.Errorf("regular file: %q, %v", b, err)
+	}
+	for _, p := range []string{"/etc/link", "/etc/fifo", "/etc"} {
+		b, err := f.ReadFileNoFollow(p)
+		var pe *fs.PathError
+		if b != nil || !errors.As(err, &pe) || pe.Op != "read" || pe.Path != p || !strings.Contains(err.Error(), "not a regular file") {
+			t.Errorf("%s: %q, %v; want a read error: not a regular file", p, b, err)
+		}
+	}
+}
+
+// OpenLock refuses a FIFO at the lock's path: an open error naming it.
+func TestOpenLockRefusesFIFO(t *testing.T) {
+	root, f := mtRoot(t)
+	if err := os.MkdirAll(filepath.Join(root, "run"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mkfifo(filepath.Join(root, "run/lock"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fh, err := f.OpenLock("/run/lock")
+	var pe *fs.PathError
+	if fh != nil || !errors.As(err, &pe) || pe.Op != "open" || pe.Path != "/run/lock" || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("OpenLock on a FIFO: %v, %v; want an open error: not a regular file", fh, err)
+	}
+}
+
+// WriteOutput's temporary file is ".BASE.gpunode-tmp-PID-NANOS" beside the
+// target, NANOS the time in base 36: seen while it is written.
+func TestWriteOutputTempName(t *testing.T) {
+	dir := t.TempDir()
+	name := filepath.Join(dir, "out.json")
+	var seen []string
+	before := time.Now().UnixNano()
+	fl := &Faults{Sys: func(call, p string) error {
+		if call == "write" && p == name {
+			ents, err := os.ReadDir(dir)
+			if err != nil {
+				return err
+			}
+			for _, e := range ents {
+				seen = append(seen, e.Name())
+			}
+		}
+		return nil
+	}}
+	if err := WriteOutput(name, []byte("{}"), 0o644, OutputOptions{Faults: fl}); err != nil {
+		t.Fatal(err)
+	}
+	after := time.Now().UnixNano()
+	prefix := fmt.Sprintf(".out.json.gpunode-tmp-%d-", os.Getpid())
+	if len(seen) != 1 || !strings.HasPrefix(seen[0], prefix) {
+		t.Fatalf("entries while writing: %q; want one %s<nanoseconds in base 36>", seen, prefix)
+	}
+	var ns int64
+	for _, c := range strings.TrimPrefix(seen[0], prefix) {
+		d := strings.IndexRune("0123456789abcdefghijklmnopqrstuvwxyz", c)
+		if d < 0 {
+			t.Fatalf("%q: %q is not a base-36 digit", seen[0], c)
+		}
+		ns = ns*36 + int64(d)
+	}
+	if ns < before || ns > after {
+		t.Errorf("%q: time %d, want between %d and %d", seen[0], ns, before, after)
+	}
+}
