@@ -273,3 +273,27 @@ func TestWriteOutputTempName(t *testing.T) {
 		t.Errorf("%q: time %d, want between %d and %d", seen[0], ns, before, after)
 	}
 }
+
+// WriteFileVia refuses a temporary file that is not a sibling of the
+// target: in another directory, or the target itself; nothing is written.
+func TestWriteFileViaSibling(t *testing.T) {
+	root, f := mtRoot(t)
+	mtWrite(t, filepath.Join(root, "etc/a"), []byte("old"))
+	mtWrite(t, filepath.Join(root, "var/keep"), nil)
+	for _, tmp := range []string{"/var/.a.tmp", "/etc/a", "/etc/sub/.a.tmp"} {
+		err := f.WriteFileVia("/etc/a", tmp, []byte("new"), 0o644)
+		var pe *fs.PathError
+		if !errors.As(err, &pe) || pe.Op != "write" || pe.Path != "/etc/a" || !strings.Contains(err.Error(), "not a sibling") {
+			t.Errorf("tmp %s: %v; want a write error: not a sibling", tmp, err)
+		}
+		if b, err := os.ReadFile(filepath.Join(root, "etc/a")); err != nil || string(b) != "old" {
+			t.Errorf("tmp %s: target now %q, %v; want it untouched", tmp, b, err)
+		}
+		if _, err := os.Lstat(filepath.Join(root, tmp)); tmp != "/etc/a" && err == nil {
+			t.Errorf("tmp %s: created", tmp)
+		}
+	}
+	if err := f.WriteFileVia("/etc/a", "/etc/.a.tmp", []byte("new"), 0o644); err != nil {
+		t.Errorf("a sibling: %v", err)
+	}
+}
