@@ -93,7 +93,10 @@ func (d *Dir) openBeneath(name string, flag int) (fd int, ok bool, err error) {
 	rel := path.Clean(name)
 	how := &unix.OpenHow{Flags: uint64(flag | unix.O_CLOEXEC), Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS}
 	for try := 0; ; try++ {
-		fd, err = unix.Openat2(d.fd, rel, how)
+		fd, err = noFD, d.f.faults.sys("openat2", d.join(name))
+		if err == nil {
+			fd, err = unix.Openat2(d.fd, rel, how)
+		}
 		if err == unix.EINTR && try < maxEINTR {
 			continue
 		}

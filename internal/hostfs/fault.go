@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -64,7 +65,8 @@ type Faults struct {
 	Read func(p string)
 	// Sys, when set, runs before each of the other system calls the FS
 	// makes on a descriptor it holds or on an output path (not counted):
-	// read (after Read), fstat and getdents on the read side, the calls of
+	// read (after Read), fstat and getdents on the read side, each
+	// openat2 attempt of a Dir's entry beneath its descriptor, the calls of
 	// WriteOutput and of a capture's output side (see the names passed at
 	// each call). It
 	// gets the call's name and the path it is for (a host path; for
@@ -73,6 +75,11 @@ type Faults struct {
 	// not made. Racing tests create or remove an entry in it, between two
 	// calls of a check-then-act.
 	Sys func(call, p string) error
+	// Sleep, when set, runs instead of time.Sleep for each pause of the
+	// back-off between two openat2 attempts that answered EAGAIN (see
+	// Open), with the pause's length: tests check the schedule without
+	// waiting it out.
+	Sleep func(d time.Duration)
 
 	mu  sync.Mutex
 	n   int
@@ -97,7 +104,7 @@ func (fl *Faults) Log() []string {
 // WithFaults returns a copy of f that counts its write-side operations in
 // fl and faults the one fl selects. The copy shares f's root.
 func (f *FS) WithFaults(fl *Faults) *FS {
-	c := &FS{root: f.root, rootFD: noFD, rec: f.rec, faults: fl}
+	c := &FS{root: f.root, rootFD: noFD, rec: f.rec, faults: fl, maxDir: f.maxDir}
 	if f.rootFD != noFD {
 		// The copy holds its own descriptor: f's is closed when f is
 		// collected, which may be long before the copy is.
@@ -165,6 +172,15 @@ func (fl *Faults) do(name, p string, call func() error) error {
 		return err
 	}
 	return call()
+}
+
+// pause sleeps for d, or hands d to fl.Sleep when there is one.
+func (fl *Faults) pause(d time.Duration) {
+	if fl != nil && fl.Sleep != nil {
+		fl.Sleep(d)
+		return
+	}
+	time.Sleep(d)
 }
 
 // skipSync reports whether the fsync just counted should not be made.

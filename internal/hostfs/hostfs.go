@@ -48,6 +48,9 @@ type FS struct {
 	// refused logs paths refused as not regular files (see Refused); shared
 	// by copies of the FS.
 	refused *refusals
+	// maxDir bounds one directory listing: MaxDirEntries, lowered by
+	// tests to reach the bound with a few entries.
+	maxDir int
 }
 
 // Access kinds recorded by an FS.
@@ -82,7 +85,7 @@ func New(root string) (*FS, error) {
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("%s: not a directory", root)
 	}
-	f := &FS{root: abs, rootFD: noFD, refused: &refusals{paths: map[string]string{}}}
+	f := &FS{root: abs, rootFD: noFD, refused: &refusals{paths: map[string]string{}}, maxDir: MaxDirEntries}
 	if abs != "/" {
 		if fd, err := unix.Open(abs, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err == nil {
 			f.rootFD = fd
@@ -133,7 +136,7 @@ func (f *FS) openat2(p string, how *unix.OpenHow) (int, error) {
 	if f.faults != nil {
 		inject = f.faults.Open
 	}
-	sleep := time.Duration(0)
+	var sleep time.Duration
 	for try := 0; ; try++ {
 		fd, err := retryEINTR(func() (int, error) {
 			if inject != nil {
@@ -151,7 +154,7 @@ func (f *FS) openat2(p string, how *unix.OpenHow) (int, error) {
 		// gets a gap to let the walk through.
 		if try >= 4 {
 			sleep = min(max(2*sleep, 10*time.Microsecond), maxEAGAINSleep)
-			time.Sleep(sleep)
+			f.faults.pause(sleep)
 		}
 	}
 }
@@ -627,7 +630,7 @@ func (f *FS) ReadDir(p string) ([]fs.DirEntry, error) {
 		return nil, err
 	}
 	defer fh.Close()
-	// In batches, so that a directory of more than MaxDirEntries is
+	// In batches, so that a directory of more than f.maxDir entries is
 	// refused before it is all in memory.
 	var ents []fs.DirEntry
 	for {
@@ -639,8 +642,8 @@ func (f *FS) ReadDir(p string) ([]fs.DirEntry, error) {
 		if err != nil {
 			return nil, &fs.PathError{Op: "readdir", Path: p, Err: unwrapPath(err)}
 		}
-		if len(ents) > MaxDirEntries {
-			return nil, &fs.PathError{Op: "readdir", Path: p, Err: fmt.Errorf("more than %d entries", MaxDirEntries)}
+		if len(ents) > f.maxDir {
+			return nil, &fs.PathError{Op: "readdir", Path: p, Err: fmt.Errorf("more than %d entries", f.maxDir)}
 		}
 	}
 	sort.Slice(ents, func(i, j int) bool { return ents[i].Name() < ents[j].Name() })
@@ -684,8 +687,8 @@ func (f *FS) readNames(fd int, p string) ([]string, error) {
 			break
 		}
 		_, _, names = unix.ParseDirent(buf[:n], -1, names)
-		if len(names) > MaxDirEntries {
-			return nil, &fs.PathError{Op: "readdirent", Path: p, Err: fmt.Errorf("more than %d entries", MaxDirEntries)}
+		if len(names) > f.maxDir {
+			return nil, &fs.PathError{Op: "readdirent", Path: p, Err: fmt.Errorf("more than %d entries", f.maxDir)}
 		}
 	}
 	sort.Strings(names)
