@@ -230,10 +230,12 @@ func TestREADMEExamples(t *testing.T) {
 // excerpt's first line is gone is returned whole.
 func elide(got, want []string) []string {
 	var parts [][]string
+	var marks []string // the "..." lines, notes kept
 	start := 0
 	for i, w := range want {
-		if w == "..." {
+		if isElision(w) {
 			parts = append(parts, want[start:i])
+			marks = append(marks, w)
 			start = i + 1
 		}
 	}
@@ -247,8 +249,8 @@ func elide(got, want []string) []string {
 	}
 	out := append([]string{}, got[:head]...)
 	at := head
-	for _, p := range parts[1 : len(parts)-1] {
-		out = append(out, "...")
+	for i, p := range parts[1 : len(parts)-1] {
+		out = append(out, marks[i])
 		if len(p) == 0 {
 			continue
 		}
@@ -259,16 +261,25 @@ func elide(got, want []string) []string {
 		out = append(out, got[at+k:at+k+len(p)]...)
 		at += k + len(p)
 	}
-	return append(append(out, "..."), got[len(got)-tail:]...)
+	return append(append(out, marks[len(marks)-1]), got[len(got)-tail:]...)
 }
 
+// elisionLine is a README line that stands for any number of output
+// lines: "...", or "..." with a note of the README's after two or more
+// blanks ("...      (208 devices: 26 per GPU, 9 slices)").
+var elisionLine = regexp.MustCompile(`^\.\.\.(\s{2,}\(.*\))?$`)
+
+func isElision(w string) bool { return elisionLine.MatchString(w) }
+
 // matchElided compares output lines with the README's, where a README line
-// "..." stands for any number of lines.
+// "..." (isElision) stands for any number of lines: one at the start only
+// is the end of the output, one at the end only its start, and a part
+// between two is an excerpt.
 func matchElided(got, want []string) bool {
 	if len(want) == 0 {
 		return len(got) == 0
 	}
-	if want[0] == "..." {
+	if isElision(want[0]) {
 		for i := 0; i <= len(got); i++ {
 			if matchElided(got[i:], want[1:]) {
 				return true
@@ -280,12 +291,23 @@ func matchElided(got, want []string) bool {
 }
 
 // filesExist reports whether every argument naming a YAML or JSON file
-// exists from dir (an example that reads a file an earlier example wrote
-// is left out).
+// exists from dir, or, an absolute one, under the example's --root (a
+// fixture's file, as container check's --image-config /root/...): an
+// example that reads a file an earlier example wrote is left out.
 func filesExist(dir string, args []string) bool {
+	root := ""
+	for i, a := range args {
+		if a == "--root" && i+1 < len(args) {
+			root = filepath.Join(dir, args[i+1])
+		}
+	}
 	for _, a := range args {
 		if strings.HasSuffix(a, ".yaml") || strings.HasSuffix(a, ".json") || strings.HasSuffix(a, ".yml") {
-			if _, err := os.Stat(filepath.Join(dir, a)); err != nil {
+			_, err := os.Stat(filepath.Join(dir, a))
+			if err != nil && root != "" && filepath.IsAbs(a) {
+				_, err = os.Stat(filepath.Join(root, a))
+			}
+			if err != nil {
 				return false
 			}
 		}
@@ -392,10 +414,6 @@ func readmeSkip(cmd, dir, farm string, want []string, echoExit bool) (shell bool
 		return false, "pipes to jq (not a CI tool)"
 	case len(want) == 0 && !echoExit && !strings.Contains(cmd, ">"):
 		return false, "no output shown"
-	case len(want) > 0 && want[0] == "..." && want[len(want)-1] != "...":
-		return false, "an excerpt from the middle of its output (a leading ... only)"
-	case slices.ContainsFunc(want, func(w string) bool { return strings.HasPrefix(w, "...") && w != "..." }):
-		return false, "an elision with a note of the README's (\"...  (208 devices ...)\")"
 	case strings.Contains(cmd, "this machine"), strings.Contains(cmd, "--live"), strings.Contains(cmd, "--kubeconfig"):
 		return false, "reads this machine or a live cluster"
 	case strings.Contains(cmd, "...") || strings.Contains(cmd, "DIR/") || strings.HasSuffix(cmd, "\\"):
@@ -519,6 +537,38 @@ func TestElide(t *testing.T) {
 	} {
 		if out := strings.Join(elide(got, strings.Split(c.want, " ")), " "); out != c.out {
 			t.Errorf("elide(%q) = %q, want %q", c.want, out, c.out)
+		}
+	}
+	// a "..." with a note of the README's is kept, note and all
+	for _, c := range []struct{ want, out string }{
+		{"A|...   (note)|Z", "a|...   (note)|z"},
+		{"...|H|q|...  (more)", "...|H|x|...  (more)"},
+	} {
+		if out := strings.Join(elide(got, strings.Split(c.want, "|")), "|"); out != c.out {
+			t.Errorf("elide(%q) = %q, want %q", c.want, out, c.out)
+		}
+	}
+}
+
+// TestMatchElided: "..." stands for any lines, with or without a note; a
+// leading one only anchors the end, a trailing one only the start.
+func TestMatchElided(t *testing.T) {
+	got := strings.Split("a b c H x y z", " ")
+	for _, c := range []struct {
+		want string
+		ok   bool
+	}{
+		{"a|...|z", true},
+		{"...|y|z", true},
+		{"...|H|x", false},
+		{"...|H|x|...", true},
+		{"a|b|...  (5 more)", true},
+		{"a|...  (5 more)|q", false},
+		{"a|...(no blanks)", false},
+		{"a|b|c|H|x|y", false},
+	} {
+		if ok := matchElided(got, strings.Split(c.want, "|")); ok != c.ok {
+			t.Errorf("matchElided(%q) = %v, want %v", c.want, ok, c.ok)
 		}
 	}
 }
