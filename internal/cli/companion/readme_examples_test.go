@@ -11,8 +11,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gpunode/gpunode/internal/cli"
+	"github.com/gpunode/gpunode/internal/testhost"
+	"github.com/gpunode/gpunode/internal/tune/tunetest"
 )
 
 // TestREADMEExamples (issue 28 item 7): the README's examples are goldens.
@@ -25,9 +28,13 @@ import (
 // in a temp directory of the block (links to the fixtures' directory, so
 // files it writes stay there for the block's next lines, e.g. `cat`),
 // with gpunode on PATH (the test binary) and the README's documented
-// variables set (T, the DRA seed manifests). Search times ("in 7.79ms")
-// are compared as <time>. What is still skipped, and why, is
-// readmeSkip's answer, logged with -v.
+// variables set (T, the DRA seed manifests). The examples on /tmp/dgx
+// run on one copy of the README's demo host (makeDemo), made at the first
+// of them, in README order: they are a sequence (audit, tune plan, apply,
+// status, rollback), so one of them run alone with -run sees another
+// state. Search times ("in 7.79ms") are compared as <time>, a journal's
+// time (2026-11-29T09:42:25Z) as <timestamp>. What is still skipped, and
+// why, is readmeSkip's answer, logged with -v.
 func TestREADMEExamples(t *testing.T) {
 	repo, err := filepath.Abs(filepath.Join("..", "..", ".."))
 	if err != nil {
@@ -87,6 +94,14 @@ func TestREADMEExamples(t *testing.T) {
 		}
 	}
 	times := regexp.MustCompile(`\b\d+(\.\d+)?(ms|µs|s)\b`)
+	// a journal's time (tune status, rollback on the demo copy)
+	stamps := regexp.MustCompile(`\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\b`)
+	mask := func(s string) string {
+		return times.ReplaceAllString(stamps.ReplaceAllString(s, "<timestamp>"), "<time>")
+	}
+	// the demo host of the examples on /tmp/dgx, made at the first one
+	// (they are a sequence: audit, tune plan, apply, status, rollback)
+	demo := ""
 	exitNote := regexp.MustCompile(`\s+\(exit \d+\)$`)
 	ran := 0
 	fixed := map[int][]string{} // -update: README line of the command -> its new output
@@ -108,6 +123,13 @@ func TestREADMEExamples(t *testing.T) {
 			continue
 		}
 		ran++
+		cmd := ex.cmd
+		if strings.Contains(cmd, demoRoot) {
+			if demo == "" {
+				demo = makeDemo(t)
+			}
+			cmd = strings.ReplaceAll(cmd, demoRoot, demo)
+		}
 		if _, ok := farms[ex.dir]; shell && !ok {
 			farms[ex.dir] = linkFarm(t, ex.dir)
 		}
@@ -117,17 +139,22 @@ func TestREADMEExamples(t *testing.T) {
 			var roots []string
 			if shell {
 				wd := farms[ex.dir]
-				code, out, stderr = runShell(t, wd, ex.cmd)
-				args, _ := shellWords(ex.cmd)
+				code, out, stderr = runShell(t, wd, cmd)
+				args, _ := shellWords(cmd)
 				roots = rootArgs(wd, args)
 			} else {
-				args, _ := shellWords(strings.TrimPrefix(ex.cmd, "gpunode "))
+				args, _ := shellWords(strings.TrimPrefix(cmd, "gpunode "))
 				t.Chdir(ex.dir)
 				code, out, stderr = run(t, args...)
 				roots = rootArgs("", args)
 			}
+			if demo != "" {
+				out, stderr = strings.ReplaceAll(out, demo, demoRoot), strings.ReplaceAll(stderr, demo, demoRoot)
+			}
 			for _, r := range roots {
-				out = strings.ReplaceAll(out, r, "<root>")
+				if r != demo {
+					out = strings.ReplaceAll(out, r, "<root>")
+				}
 			}
 			// what a person sees: stdout, then stderr, or stderr first (a
 			// terminal shows them as they are written); then the exit
@@ -137,12 +164,12 @@ func TestREADMEExamples(t *testing.T) {
 				raw += fmt.Sprintf("\n$ echo $?\n%d", code)
 				rawErrFirst += fmt.Sprintf("\n$ echo $?\n%d", code)
 			}
-			got := times.ReplaceAllString(raw, "<time>")
+			got := mask(raw)
 			for i, w := range ex.want {
 				ex.want[i] = exitNote.ReplaceAllString(w, "")
 			}
-			want := times.ReplaceAllString(strings.TrimRight(strings.Join(ex.want, "\n"), "\n"), "<time>")
-			if stderr != "" && out != "" && matchElided(strings.Split(times.ReplaceAllString(rawErrFirst, "<time>"), "\n"), strings.Split(want, "\n")) {
+			want := mask(strings.TrimRight(strings.Join(ex.want, "\n"), "\n"))
+			if stderr != "" && out != "" && matchElided(strings.Split(mask(rawErrFirst), "\n"), strings.Split(want, "\n")) {
 				return
 			}
 			if !matchElided(strings.Split(got, "\n"), strings.Split(want, "\n")) && *update {
@@ -169,6 +196,7 @@ func TestREADMEExamples(t *testing.T) {
 	for _, s := range skipped {
 		t.Logf("skipped %s", s)
 	}
+	t.Logf("%d README examples ran, %d skipped", ran, len(skipped))
 	if len(fixed) > 0 {
 		var outLines []string
 		for i := 0; i < len(lines); i++ {
@@ -190,8 +218,8 @@ func TestREADMEExamples(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if ran < 50 {
-		t.Errorf("only %d README examples ran (54 when written); the extraction is broken", ran)
+	if ran < 58 {
+		t.Errorf("only %d README examples ran (62 with the /tmp/dgx ones); the extraction is broken", ran)
 	}
 }
 
@@ -202,10 +230,12 @@ func TestREADMEExamples(t *testing.T) {
 // excerpt's first line is gone is returned whole.
 func elide(got, want []string) []string {
 	var parts [][]string
+	var marks []string // the "..." lines, notes kept
 	start := 0
 	for i, w := range want {
-		if w == "..." {
+		if isElision(w) {
 			parts = append(parts, want[start:i])
+			marks = append(marks, w)
 			start = i + 1
 		}
 	}
@@ -219,8 +249,8 @@ func elide(got, want []string) []string {
 	}
 	out := append([]string{}, got[:head]...)
 	at := head
-	for _, p := range parts[1 : len(parts)-1] {
-		out = append(out, "...")
+	for i, p := range parts[1 : len(parts)-1] {
+		out = append(out, marks[i])
 		if len(p) == 0 {
 			continue
 		}
@@ -231,16 +261,25 @@ func elide(got, want []string) []string {
 		out = append(out, got[at+k:at+k+len(p)]...)
 		at += k + len(p)
 	}
-	return append(append(out, "..."), got[len(got)-tail:]...)
+	return append(append(out, marks[len(marks)-1]), got[len(got)-tail:]...)
 }
 
+// elisionLine is a README line that stands for any number of output
+// lines: "...", or "..." with a note of the README's after two or more
+// blanks ("...      (208 devices: 26 per GPU, 9 slices)").
+var elisionLine = regexp.MustCompile(`^\.\.\.(\s{2,}\(.*\))?$`)
+
+func isElision(w string) bool { return elisionLine.MatchString(w) }
+
 // matchElided compares output lines with the README's, where a README line
-// "..." stands for any number of lines.
+// "..." (isElision) stands for any number of lines: one at the start only
+// is the end of the output, one at the end only its start, and a part
+// between two is an excerpt.
 func matchElided(got, want []string) bool {
 	if len(want) == 0 {
 		return len(got) == 0
 	}
-	if want[0] == "..." {
+	if isElision(want[0]) {
 		for i := 0; i <= len(got); i++ {
 			if matchElided(got[i:], want[1:]) {
 				return true
@@ -252,12 +291,23 @@ func matchElided(got, want []string) bool {
 }
 
 // filesExist reports whether every argument naming a YAML or JSON file
-// exists from dir (an example that reads a file an earlier example wrote
-// is left out).
+// exists from dir, or, an absolute one, under the example's --root (a
+// fixture's file, as container check's --image-config /root/...): an
+// example that reads a file an earlier example wrote is left out.
 func filesExist(dir string, args []string) bool {
+	root := ""
+	for i, a := range args {
+		if a == "--root" && i+1 < len(args) {
+			root = filepath.Join(dir, args[i+1])
+		}
+	}
 	for _, a := range args {
 		if strings.HasSuffix(a, ".yaml") || strings.HasSuffix(a, ".json") || strings.HasSuffix(a, ".yml") {
-			if _, err := os.Stat(filepath.Join(dir, a)); err != nil {
+			_, err := os.Stat(filepath.Join(dir, a))
+			if err != nil && root != "" && filepath.IsAbs(a) {
+				_, err = os.Stat(filepath.Join(root, a))
+			}
+			if err != nil {
 				return false
 			}
 		}
@@ -271,7 +321,7 @@ func filesExist(dir string, args []string) bool {
 func runsOnFixtures(args []string) bool {
 	for i, a := range args {
 		if a == "--root" && i+1 < len(args) {
-			return strings.Contains(args[i+1], "testdata/")
+			return strings.Contains(args[i+1], "testdata/") || args[i+1] == demoRoot
 		}
 	}
 	if len(args) < 2 {
@@ -323,6 +373,32 @@ func shellWords(s string) ([]string, bool) {
 	return words, sawWord
 }
 
+// demoRoot is the README's DGX demo host: dgx-h100 with a process
+// overlaid (tunetest's TestWriteDemo); the examples on it run on a copy
+// made by makeDemo, whose path the output shows as demoRoot again.
+const demoRoot = "/tmp/dgx"
+
+// makeDemo makes the README's /tmp/dgx in a temp directory, as the README
+// says (GPUNODE_DEMO_DIR=/tmp/dgx go test ./internal/tune/tunetest -run
+// WriteDemo).
+func makeDemo(t *testing.T) string {
+	t.Helper()
+	start := time.Now()
+	src, err := testhost.HostsDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := testhost.TempDir(t)
+	if err := testhost.CopyTree(filepath.Join(src, "dgx-h100"), dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := tunetest.Overlay(dir, tunetest.Options{Process: true}); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("made the demo host %s in %v", demoRoot, time.Since(start))
+	return dir
+}
+
 // readmeVars are the variables the README documents for its examples.
 func readmeVars() map[string]string { return map[string]string{"T": "internal/k8s/dra/testdata/seed"} }
 
@@ -332,20 +408,12 @@ func readmeVars() map[string]string { return map[string]string{"T": "internal/k8
 func readmeSkip(cmd, dir, farm string, want []string, echoExit bool) (shell bool, why string) {
 	first, _, _ := strings.Cut(cmd, " ")
 	switch {
-	case strings.Contains(cmd, "/tmp/dgx"):
-		// tunetest's WriteDemo copy of dgx-h100 (15k files: ~17 s to
-		// make at load 18); outputs trimmed by hand, with journal times
-		return false, "works on /tmp/dgx (WriteDemo's stocked DGX copy), its outputs trimmed by hand"
-	case strings.Contains(cmd, "/tmp/"):
+	case strings.Contains(strings.ReplaceAll(cmd, demoRoot, ""), "/tmp/"):
 		return false, "works on a file in /tmp made by a step that is not gpunode's"
 	case strings.Contains(cmd, "jq "):
 		return false, "pipes to jq (not a CI tool)"
 	case len(want) == 0 && !echoExit && !strings.Contains(cmd, ">"):
 		return false, "no output shown"
-	case len(want) > 0 && want[0] == "..." && want[len(want)-1] != "...":
-		return false, "an excerpt from the middle of its output (a leading ... only)"
-	case slices.ContainsFunc(want, func(w string) bool { return strings.HasPrefix(w, "...") && w != "..." }):
-		return false, "an elision with a note of the README's (\"...  (208 devices ...)\")"
 	case strings.Contains(cmd, "this machine"), strings.Contains(cmd, "--live"), strings.Contains(cmd, "--kubeconfig"):
 		return false, "reads this machine or a live cluster"
 	case strings.Contains(cmd, "...") || strings.Contains(cmd, "DIR/") || strings.HasSuffix(cmd, "\\"):
@@ -469,6 +537,38 @@ func TestElide(t *testing.T) {
 	} {
 		if out := strings.Join(elide(got, strings.Split(c.want, " ")), " "); out != c.out {
 			t.Errorf("elide(%q) = %q, want %q", c.want, out, c.out)
+		}
+	}
+	// a "..." with a note of the README's is kept, note and all
+	for _, c := range []struct{ want, out string }{
+		{"A|...   (note)|Z", "a|...   (note)|z"},
+		{"...|H|q|...  (more)", "...|H|x|...  (more)"},
+	} {
+		if out := strings.Join(elide(got, strings.Split(c.want, "|")), "|"); out != c.out {
+			t.Errorf("elide(%q) = %q, want %q", c.want, out, c.out)
+		}
+	}
+}
+
+// TestMatchElided: "..." stands for any lines, with or without a note; a
+// leading one only anchors the end, a trailing one only the start.
+func TestMatchElided(t *testing.T) {
+	got := strings.Split("a b c H x y z", " ")
+	for _, c := range []struct {
+		want string
+		ok   bool
+	}{
+		{"a|...|z", true},
+		{"...|y|z", true},
+		{"...|H|x", false},
+		{"...|H|x|...", true},
+		{"a|b|...  (5 more)", true},
+		{"a|...  (5 more)|q", false},
+		{"a|...(no blanks)", false},
+		{"a|b|c|H|x|y", false},
+	} {
+		if ok := matchElided(got, strings.Split(c.want, "|")); ok != c.ok {
+			t.Errorf("matchElided(%q) = %v, want %v", c.want, ok, c.ok)
 		}
 	}
 }
