@@ -165,7 +165,7 @@ func (a *App) newMIGValidateCommand() *cobra.Command {
 	var deviceIDs []string
 	var gpus int
 	cmd := &cobra.Command{
-		Use:   "validate -f mig-parted.yaml [-c LABEL] [--model M [--gpus N] | --device-id ID ...]",
+		Use:   "validate (-f mig-parted.yaml | mig-parted.yaml) [-c LABEL] [--model M [--gpus N] | --device-id ID ...]",
 		Short: "Check a mig-parted config file: format (as mig-parted) and feasibility of every entry",
 		Long: `Validate parses a mig-parted v1 config file with mig-parted's own rules and
 error messages, then checks offline that every entry's mig-devices fit on each
@@ -177,10 +177,19 @@ any entry names). Without either, each entry is checked on every catalogued
 model its device-filter selects (entries without a filter: on every model that
 has all their profiles).
 
+The file is -f FILE (mig-parted's own flag) or the one argument, as
+'k8s kubelet lint FILE' takes its file; - reads stdin.
+
 Exit codes: 0 every entry fits, 1 an entry does not fit, 2 malformed file or flags.`,
-		Example: "  gpunode mig validate -f /etc/nvidia-mig-manager/config.yaml -c all-balanced --device-id 0x2330",
-		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		Example: "  gpunode mig validate -f /etc/nvidia-mig-manager/config.yaml -c all-balanced --device-id 0x2330\n  gpunode mig validate mig-parted.yaml --model A100-SXM4-80GB",
+		Args:    cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				if file != "" && file != args[0] {
+					return Usagef("mig validate: the file is given twice (-f %s and %s): give one", file, args[0])
+				}
+				file = args[0]
+			}
 			if file == "" {
 				// mig-parted's text.
 				return Usagef("mig validate: missing required flags 'config-file' (-f)")

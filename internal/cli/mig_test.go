@@ -56,6 +56,11 @@ func TestMIGGolden(t *testing.T) {
 	if code != 1 || out != want {
 		t.Errorf("mig validate --model: exit %d\n%s", code, out)
 	}
+	// The file as the one argument, as 'k8s kubelet lint FILE' takes it.
+	code, out, _ = run(t, "mig", "validate", cfg, "--model", "H100-80GB", "--gpus", "8")
+	if code != 1 || out != want {
+		t.Errorf("mig validate FILE --model: exit %d\n%s", code, out)
+	}
 }
 
 func TestMIGExitCodes(t *testing.T) {
@@ -92,6 +97,10 @@ func TestMIGExitCodes(t *testing.T) {
 		{[]string{"mig", "validate", "-f", good, "-c", "b"}, ExitUsage, "selected mig-config not present: b"},
 		{[]string{"mig", "validate", "-f", good, "--device-id", "0x2330"}, ExitOK, ""},
 		{[]string{"mig", "validate", "-f", good, "--device-id", "0x20B7"}, ExitFindings, ""},
+		{[]string{"mig", "validate", good, "--device-id", "0x2330"}, ExitOK, ""},
+		{[]string{"mig", "validate", "-f", good, good}, ExitOK, ""},
+		{[]string{"mig", "validate", "-f", good, bad}, ExitUsage, "the file is given twice"},
+		{[]string{"mig", "validate", good, bad}, ExitUsage, "accepts at most 1 arg"},
 		{[]string{"mig", "validate", "-f", good, "--device-id", "zz"}, ExitUsage, "invalid PCI device id"},
 		{[]string{"mig", "validate", "-f", good, "--gpus", "2"}, ExitUsage, "--gpus needs --model"},
 		{[]string{"mig", "validate", "-f", good, "--model", "H100-80GB", "--device-id", "0x2330"}, ExitUsage, "mutually exclusive"},
