@@ -366,7 +366,7 @@ func TestOneReadForAKnownSize(t *testing.T) {
 	mtWrite(t, filepath.Join(root, "sys/attr"), []byte("42\n"))
 	files["sys/attr"] = []byte("42\n")
 	reads := map[string]int{}
-	f := base.WithFaults(&Faults{Read: func(p string) { reads[p]++ }})
+	f := base.WithFaults(onRead(func(p string) { reads[p]++ }))
 	for n, want := range files {
 		got, err := f.ReadFile("/" + n)
 		if err != nil || string(got) != string(want) {

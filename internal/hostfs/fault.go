@@ -59,21 +59,17 @@ type Faults struct {
 	// stands for the kernel's answer to that attempt. Tests use it to
 	// inject the transient EAGAIN of RESOLVE_IN_ROOT.
 	Open func(p string, try int) error
-	// Read, when set, runs before every read(2) of a file's contents (the
-	// read side; not counted), with the host path. Tests count with it
-	// the reads a file costs: one for a file of known size.
-	Read func(p string)
 	// Sys, when set, runs before each of the other system calls the FS
 	// makes on a descriptor it holds or on an output path (not counted):
-	// read (after Read), fstat and getdents on the read side, each
-	// openat2 attempt of a Dir's entry beneath its descriptor, the calls of
-	// WriteOutput and of a capture's output side (see the names passed at
-	// each call). It
-	// gets the call's name and the path it is for (a host path; for
-	// WriteOutput and a capture's output directory, the name as given);
-	// an errno it returns stands for the kernel's answer, and the call is
-	// not made. Racing tests create or remove an entry in it, between two
-	// calls of a check-then-act.
+	// each read(2) of a file's contents (tests count with it the reads a
+	// file costs: one for a file of known size), fstat and getdents on the
+	// read side, each openat2 attempt of a Dir's entry beneath its
+	// descriptor, the calls of WriteOutput and of a capture's output side
+	// (see the names passed at each call). It gets the call's name and the
+	// path it is for (a host path; for WriteOutput and a capture's output
+	// directory, the name as given); an errno it returns stands for the
+	// kernel's answer, and the call is not made. Racing tests create or
+	// remove an entry in it, between two calls of a check-then-act.
 	Sys func(call, p string) error
 	// Sleep, when set, runs instead of time.Sleep for each pause of the
 	// back-off between two openat2 attempts that answered EAGAIN (see

@@ -401,9 +401,6 @@ func isSysfsAttr(st *unix.Stat_t) bool {
 // readOnce is one read(2) of host path p, retried (boundedly) when a
 // signal interrupts it.
 func (f *FS) readOnce(fd int, p string, b []byte) (int, error) {
-	if f.faults != nil && f.faults.Read != nil {
-		f.faults.Read(p)
-	}
 	for try := 0; ; try++ {
 		var n int
 		err := f.faults.sys("read", p)

@@ -173,7 +173,7 @@ func TestReadGrownSmallFile(t *testing.T) {
 		host := filepath.Join(root, "etc", fmt.Sprintf("f%d", size))
 		mtWrite(t, host, []byte(strings.Repeat("a", size)))
 		reads := 0
-		f := base.WithFaults(&Faults{Read: func(string) {
+		f := base.WithFaults(onRead(func(string) {
 			if reads++; reads == 1 {
 				fh, err := os.OpenFile(host, os.O_WRONLY|os.O_APPEND, 0)
 				if err != nil {
@@ -184,7 +184,7 @@ func TestReadGrownSmallFile(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-		}})
+		}))
 		b, err := f.ReadFile(fmt.Sprintf("/etc/f%d", size))
 		if want := strings.Repeat("a", size) + "0123456789"; err != nil || string(b) != want {
 			t.Errorf("size %d, grown: %q, %v; want %q", size, b, err, want)

@@ -52,7 +52,7 @@ func TestDirectoryReadNoRead(t *testing.T) {
 	root, f := mtRoot(t)
 	mkdir(t, filepath.Join(root, "etc/d"))
 	reads := 0
-	ff := f.WithFaults(&Faults{Read: func(string) { reads++ }})
+	ff := f.WithFaults(onRead(func(string) { reads++ }))
 	_, err := ff.ReadFile("/etc/d")
 	wantErr(t, "ReadFile(dir)", err, syscall.EISDIR, "read", "/etc/d")
 	_, err = ff.ReadHead("/etc/d", 10)
@@ -74,7 +74,7 @@ func TestReadFollowsAChangingFile(t *testing.T) {
 	p := filepath.Join(root, "etc/changing")
 	mtWrite(t, p, []byte("0123456789"))
 	n := 0
-	ff := f.WithFaults(&Faults{Read: func(string) {
+	ff := f.WithFaults(onRead(func(string) {
 		n++
 		switch n {
 		case 1: // after the fstat: shrink to 5 bytes
@@ -91,7 +91,7 @@ func TestReadFollowsAChangingFile(t *testing.T) {
 				t.Error(err)
 			}
 		}
-	}})
+	}))
 	b, err := ff.ReadFile("/etc/changing")
 	if err != nil || string(b) != "01234XYZ" {
 		t.Errorf("ReadFile of a changing file = %q, %v; want 01234XYZ", b, err)
@@ -112,7 +112,7 @@ func TestReadSparsePageThatGrew(t *testing.T) {
 		t.Skipf("no sparse page here (%v, %d blocks)", err, st.Blocks)
 	}
 	n := 0
-	ff := f.WithFaults(&Faults{Read: func(string) {
+	ff := f.WithFaults(onRead(func(string) {
 		if n++; n == 1 {
 			fh, err := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
 			if err == nil {
@@ -123,7 +123,7 @@ func TestReadSparsePageThatGrew(t *testing.T) {
 				t.Error(err)
 			}
 		}
-	}})
+	}))
 	b, err := ff.ReadFile("/etc/page")
 	if err != nil || len(b) != os.Getpagesize()+4 || !strings.HasSuffix(string(b), "tail") {
 		t.Errorf("ReadFile of a page that grew: %d bytes, %v; want %d ending in tail", len(b), err, os.Getpagesize()+4)

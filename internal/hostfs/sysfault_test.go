@@ -31,6 +31,17 @@ func sysFail(call, p string, errno syscall.Errno) *Faults {
 	}}
 }
 
+// onRead returns Faults whose Sys hook calls fn with the host path before
+// each read(2) of a file's contents, and lets the read through.
+func onRead(fn func(p string)) *Faults {
+	return &Faults{Sys: func(call, p string) error {
+		if call == "read" {
+			fn(p)
+		}
+		return nil
+	}}
+}
+
 // wantErr checks that err wraps errno, is (or wraps) a *fs.PathError of op
 // when op is set, and names p.
 func wantErr(t *testing.T, what string, err error, errno syscall.Errno, op, p string) {

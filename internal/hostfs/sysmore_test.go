@@ -47,7 +47,7 @@ func TestReadFollowsAChangingBigFile(t *testing.T) {
 	p := filepath.Join(root, "etc/big")
 	mtWrite(t, p, []byte(strings.Repeat("b", 3*oneRead)))
 	n := 0
-	ff := f.WithFaults(&Faults{Read: func(string) {
+	ff := f.WithFaults(onRead(func(string) {
 		n++
 		switch n {
 		case 1:
@@ -64,7 +64,7 @@ func TestReadFollowsAChangingBigFile(t *testing.T) {
 				t.Error(err)
 			}
 		}
-	}})
+	}))
 	b, err := ff.ReadFile("/etc/big")
 	if err != nil || len(b) != 5003 || !strings.HasSuffix(string(b), "bXYZ") {
 		t.Errorf("ReadFile of a changing big file: %d bytes, %v; want 5003 ending in XYZ", len(b), err)
