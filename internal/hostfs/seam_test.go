@@ -175,14 +175,7 @@ func TestReadGrownSmallFile(t *testing.T) {
 		reads := 0
 		f := base.WithFaults(onRead(func(string) {
 			if reads++; reads == 1 {
-				fh, err := os.OpenFile(host, os.O_WRONLY|os.O_APPEND, 0)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer fh.Close()
-				if _, err := fh.WriteString("0123456789"); err != nil {
-					t.Fatal(err)
-				}
+				appendTo(t, host, "0123456789")
 			}
 		}))
 		b, err := f.ReadFile(fmt.Sprintf("/etc/f%d", size))

@@ -82,14 +82,7 @@ func TestReadFollowsAChangingFile(t *testing.T) {
 				t.Error(err)
 			}
 		case 2: // after the first read: 3 bytes more
-			fh, err := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
-			if err == nil {
-				_, err = fh.WriteString("XYZ")
-				fh.Close()
-			}
-			if err != nil {
-				t.Error(err)
-			}
+			appendTo(t, p, "XYZ")
 		}
 	}))
 	b, err := ff.ReadFile("/etc/changing")
@@ -114,14 +107,7 @@ func TestReadSparsePageThatGrew(t *testing.T) {
 	n := 0
 	ff := f.WithFaults(onRead(func(string) {
 		if n++; n == 1 {
-			fh, err := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
-			if err == nil {
-				_, err = fh.WriteString("tail")
-				fh.Close()
-			}
-			if err != nil {
-				t.Error(err)
-			}
+			appendTo(t, p, "tail")
 		}
 	}))
 	b, err := ff.ReadFile("/etc/page")

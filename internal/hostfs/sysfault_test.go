@@ -31,6 +31,34 @@ func sysFail(call, p string, errno syscall.Errno) *Faults {
 	}}
 }
 
+// eintrs returns Faults whose Sys hook answers EINTR to the first k
+// calls named call, and lets every other call through.
+func eintrs(call string, k int) *Faults {
+	n := 0
+	return &Faults{Sys: func(c, _ string) error {
+		if c == call && n < k {
+			n++
+			return syscall.EINTR
+		}
+		return nil
+	}}
+}
+
+// appendTo appends s to the file at p (a test's file, grown under a read).
+func appendTo(t *testing.T, p, s string) {
+	t.Helper()
+	fh, err := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
+	if err == nil {
+		_, err = fh.WriteString(s)
+		if cerr := fh.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		t.Error(err)
+	}
+}
+
 // onRead returns Faults whose Sys hook calls fn with the host path before
 // each read(2) of a file's contents, and lets the read through.
 func onRead(fn func(p string)) *Faults {
@@ -110,14 +138,7 @@ func TestGetdentsEINTRBound(t *testing.T) {
 		eintr int
 		ok    bool
 	}{{1, true}, {64, true}, {65, false}} {
-		n := 0
-		ff := f.WithFaults(&Faults{Sys: func(call, p string) error {
-			if call == "getdents" && n < c.eintr {
-				n++
-				return syscall.EINTR
-			}
-			return nil
-		}})
+		ff := f.WithFaults(eintrs("getdents", c.eintr))
 		names, err := ff.ReadDirNames("/sys/d")
 		if c.ok && (err != nil || strings.Join(names, ",") != "a,b") {
 			t.Errorf("%d EINTRs: %q, %v; want a,b", c.eintr, names, err)

@@ -55,14 +55,7 @@ func TestReadFollowsAChangingBigFile(t *testing.T) {
 				t.Error(err)
 			}
 		case 2:
-			fh, err := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
-			if err == nil {
-				_, err = fh.WriteString("XYZ")
-				fh.Close()
-			}
-			if err != nil {
-				t.Error(err)
-			}
+			appendTo(t, p, "XYZ")
 		}
 	}))
 	b, err := ff.ReadFile("/etc/big")

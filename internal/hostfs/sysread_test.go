@@ -133,14 +133,7 @@ func TestReadEINTRBound(t *testing.T) {
 		eintr int
 		ok    bool
 	}{{1, true}, {64, true}, {65, false}} {
-		n := 0
-		ff := f.WithFaults(&Faults{Sys: func(call, p string) error {
-			if call == "read" && n < c.eintr {
-				n++
-				return syscall.EINTR
-			}
-			return nil
-		}})
+		ff := f.WithFaults(eintrs("read", c.eintr))
 		b, err := ff.ReadFile("/etc/f")
 		if c.ok && (err != nil || string(b) != "value\n") {
 			t.Errorf("%d EINTRs: %q, %v; want the file", c.eintr, b, err)
