@@ -82,18 +82,19 @@ func (d *Dir) Real() (string, error) {
 func (d *Dir) join(name string) string { return clean(path.Join(d.path, name)) }
 
 // openBeneath opens name (one or more components, cleaned as FS.ReadFile
-// cleans DIR/NAME: "x/../y" is "y", "y/" is "y") beneath the directory; ok
+// cleans DIR/NAME: "x/../y" is "y", "y/" is "y"; p is d.join(name), the
+// host path, which the caller has made) beneath the directory; ok
 // is false when the FS must decide by the whole path. A name that leaves
 // the directory ("..", an absolute name) is refused by RESOLVE_BENEATH
 // (EXDEV) and so goes to the FS.
-func (d *Dir) openBeneath(name string, flag int) (fd int, ok bool, err error) {
+func (d *Dir) openBeneath(name, p string, flag int) (fd int, ok bool, err error) {
 	if d.fd == noFD {
 		return noFD, false, nil
 	}
 	rel := path.Clean(name)
 	how := &unix.OpenHow{Flags: uint64(flag | unix.O_CLOEXEC), Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS}
 	for try := 0; ; try++ {
-		fd, err = noFD, d.f.faults.sys("openat2", d.join(name))
+		fd, err = noFD, d.f.faults.sys("openat2", p)
 		if err == nil {
 			fd, err = unix.Openat2(d.fd, rel, how)
 		}
@@ -106,7 +107,7 @@ func (d *Dir) openBeneath(name string, flag int) (fd int, ok bool, err error) {
 	case err == nil:
 		return fd, true, nil
 	case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ENOTDIR):
-		return noFD, true, &fs.PathError{Op: "open", Path: d.join(name), Err: err}
+		return noFD, true, &fs.PathError{Op: "open", Path: p, Err: err}
 	}
 	// EXDEV (a link out of the directory), ELOOP, ENOSYS...
 	return noFD, false, nil
@@ -115,7 +116,7 @@ func (d *Dir) openBeneath(name string, flag int) (fd int, ok bool, err error) {
 // ReadFile reads entry name as FS.ReadFile reads DIR/NAME.
 func (d *Dir) ReadFile(name string) ([]byte, error) {
 	p := d.join(name)
-	fd, ok, err := d.openBeneath(name, unix.O_RDONLY|unix.O_NONBLOCK)
+	fd, ok, err := d.openBeneath(name, p, unix.O_RDONLY|unix.O_NONBLOCK)
 	if !ok {
 		return d.f.ReadFile(p)
 	}
@@ -169,7 +170,7 @@ func (d *Dir) Readlink(name string) (string, error) {
 // directory itself), sorted.
 func (d *Dir) ReadDirNames(name string) ([]string, error) {
 	p := d.join(name)
-	fd, ok, err := d.openBeneath(name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NONBLOCK)
+	fd, ok, err := d.openBeneath(name, p, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NONBLOCK)
 	if !ok {
 		return d.f.ReadDirNames(p)
 	}
