@@ -4,8 +4,43 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 )
+
+// depsCache holds 'go list -deps' per package: the tests below list the
+// companion and its helper more than once.
+var depsCache struct {
+	sync.Mutex
+	m map[string][]string
+}
+
+// goDeps lists the packages pkg links ('go list -deps', in dependency
+// order; shared, not to be written into); the test is skipped where there
+// is no go tool.
+func goDeps(t *testing.T, pkg string) []string {
+	t.Helper()
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go tool")
+	}
+	depsCache.Lock()
+	defer depsCache.Unlock()
+	if d, ok := depsCache.m[pkg]; ok {
+		return d
+	}
+	cmd := exec.Command("go", "list", "-deps", pkg)
+	cmd.Dir = repoRoot
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list -deps %s: %v", pkg, err)
+	}
+	if depsCache.m == nil {
+		depsCache.m = map[string][]string{}
+	}
+	// Clipped: a caller's append copies rather than writing into the cache.
+	depsCache.m[pkg] = slices.Clip(strings.Fields(string(out)))
+	return depsCache.m[pkg]
+}
 
 // gpunode (cmd/gpunode) runs the node commands and must start in a few
 // milliseconds (issue 12: 'bind -- true' within 3 ms of 'true'). Every
@@ -35,19 +70,7 @@ var heavyForNodeBinary = []string{
 }
 
 func TestNodeBinaryLinksNoHeavyLibraries(t *testing.T) {
-	if _, err := exec.LookPath("go"); err != nil {
-		t.Skip("no go tool")
-	}
-	deps := func(pkg string) []string {
-		cmd := exec.Command("go", "list", "-deps", pkg)
-		cmd.Dir = repoRoot
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("go list -deps %s: %v", pkg, err)
-		}
-		return strings.Fields(string(out))
-	}
-	for _, p := range deps("./cmd/gpunode") {
+	for _, p := range goDeps(t, "./cmd/gpunode") {
 		for _, h := range heavyForNodeBinary {
 			if strings.HasPrefix(p, h) {
 				t.Errorf("cmd/gpunode links %s: move the command that needs it to internal/cli/companion (gpunode-full)", p)
@@ -56,7 +79,7 @@ func TestNodeBinaryLinksNoHeavyLibraries(t *testing.T) {
 	}
 	// The companion or its helper still has them (else this list is
 	// stale).
-	full := strings.Join(append(deps("./cmd/gpunode-full"), deps("./cmd/gpunode-helm")...), "\n")
+	full := strings.Join(append(goDeps(t, "./cmd/gpunode-full"), goDeps(t, "./cmd/gpunode-helm")...), "\n")
 	for _, h := range heavyForNodeBinary {
 		if !strings.Contains(full, "\n"+h) {
 			t.Errorf("cmd/gpunode-full and cmd/gpunode-helm link nothing under %s: drop it from heavyForNodeBinary", h)
@@ -87,19 +110,7 @@ var agentMayLink = []string{
 }
 
 func TestAgentBinaryLinksNoHeavyLibraries(t *testing.T) {
-	if _, err := exec.LookPath("go"); err != nil {
-		t.Skip("no go tool")
-	}
-	deps := func(pkg string) []string {
-		cmd := exec.Command("go", "list", "-deps", pkg)
-		cmd.Dir = repoRoot
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("go list -deps %s: %v", pkg, err)
-		}
-		return strings.Fields(string(out))
-	}
-	agent := deps("./cmd/gpunode-agent")
+	agent := goDeps(t, "./cmd/gpunode-agent")
 	has := map[string]bool{}
 	for _, p := range agent {
 		has[p] = true
@@ -123,7 +134,7 @@ func TestAgentBinaryLinksNoHeavyLibraries(t *testing.T) {
 	}
 	// The companion or its helper still has them (else this list is
 	// stale).
-	full := strings.Join(append(deps("./cmd/gpunode-full"), deps("./cmd/gpunode-helm")...), "\n")
+	full := strings.Join(append(goDeps(t, "./cmd/gpunode-full"), goDeps(t, "./cmd/gpunode-helm")...), "\n")
 	for _, h := range heavyForAgentBinary {
 		if !strings.Contains(full, "\n"+h) {
 			t.Errorf("cmd/gpunode-full and cmd/gpunode-helm link nothing under %s: drop it from heavyForAgentBinary", h)
@@ -145,20 +156,8 @@ var heavyForFullBinary = []string{
 }
 
 func TestFullBinaryLinksNoHelm(t *testing.T) {
-	if _, err := exec.LookPath("go"); err != nil {
-		t.Skip("no go tool")
-	}
-	deps := func(pkg string) []string {
-		cmd := exec.Command("go", "list", "-deps", pkg)
-		cmd.Dir = repoRoot
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("go list -deps %s: %v", pkg, err)
-		}
-		return strings.Fields(string(out))
-	}
 	for _, bin := range []string{"./cmd/gpunode-full", "./cmd/kubectl-gpunode"} {
-		for _, p := range deps(bin) {
+		for _, p := range goDeps(t, bin) {
 			for _, h := range heavyForFullBinary {
 				if strings.HasPrefix(p, h) {
 					t.Errorf("%s links %s: run what needs it in a helper executable (as k8s lint runs gpunode-helm)", bin, p)
@@ -168,7 +167,7 @@ func TestFullBinaryLinksNoHelm(t *testing.T) {
 	}
 	// The helper has them (else this list is stale), and not the
 	// companion's command tree.
-	helper := deps("./cmd/gpunode-helm")
+	helper := goDeps(t, "./cmd/gpunode-helm")
 	all := strings.Join(helper, "\n")
 	for _, h := range heavyForFullBinary {
 		if !strings.Contains(all, "\n"+h) {
