@@ -50,16 +50,16 @@ func (r *Report) WriteTable(w io.Writer, o output.Options) error {
 			for _, g := range c.GPUs {
 				gpus = append(gpus, g.label())
 			}
-			cpus := dash(c.CPUs)
+			cpus := output.Dash(c.CPUs)
 			if c.CPUs != "" && !c.CPUsExclusive {
 				cpus += " (shared)"
 			}
-			mem := dash(joinInts(c.MemoryNUMANodes))
+			mem := output.Dash(joinInts(c.MemoryNUMANodes))
 			if c.MemorySource == SourceUnknown && len(c.GPUs) > 0 {
 				mem = "?"
 			}
-			rows = append(rows, row{sev, []string{p.Namespace, p.Name, c.Name, dash(strings.Join(gpus, ",")),
-				dash(joinInts(c.GPUNUMANodes)), cpus, dash(joinInts(c.CPUNUMANodes)), mem, st}})
+			rows = append(rows, row{sev, []string{p.Namespace, p.Name, c.Name, output.Dash(strings.Join(gpus, ",")),
+				output.Dash(joinInts(c.GPUNUMANodes)), cpus, output.Dash(joinInts(c.CPUNUMANodes)), mem, st}})
 		}
 	}
 	// by severity (error, drift, ..., ok), then namespace, pod, container
@@ -100,10 +100,3 @@ func (r *Report) WriteTable(w io.Writer, o output.Options) error {
 
 // ListItems implements output.Lister: one row per pod.
 func (r *Report) ListItems() any { return r.Pods }
-
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
