@@ -272,7 +272,7 @@ func TestRunFailsOnUnreadableJournalDir(t *testing.T) {
 // the lock and, unless only, every one after it.
 func unreadableJournalDir(t *testing.T, only bool) {
 	ctx := context.Background()
-	refused := 0
+	refused, swept := 0, false
 	for k := 1; k <= 20; k++ {
 		fsys, root := newHost(t)
 		commitOne(t, fsys, "tune")
@@ -303,6 +303,7 @@ func unreadableJournalDir(t *testing.T, only bool) {
 			if err != nil || res.ID != "000002-tune" {
 				t.Fatalf("k=%d: no open failed, yet Run = %+v, %v", k, res, err)
 			}
+			swept = true
 			break
 		}
 		switch {
@@ -317,6 +318,9 @@ func unreadableJournalDir(t *testing.T, only bool) {
 		case res.ID != "000002-tune" || len(names) != 2:
 			t.Errorf("k=%d: Run = %+v with journals %v: it did not see the journal on disk", k, res, names)
 		}
+	}
+	if !swept {
+		t.Errorf("Run opened the journal directory more than 20 times under the lock: the sweep did not reach its end")
 	}
 	if refused < 2 {
 		t.Errorf("%d refusals; want at least cleaning the temps and listing", refused)
