@@ -67,9 +67,11 @@ type Faults struct {
 	// descriptor, the calls of WriteOutput and of a capture's output side
 	// (see the names passed at each call). It gets the call's name and the
 	// path it is for (a host path; for WriteOutput and a capture's output
-	// directory, the name as given); an errno it returns stands for the
-	// kernel's answer, and the call is not made. Racing tests create or
-	// remove an entry in it, between two calls of a check-then-act.
+	// directory, the name as given, and for WriteOutput's fsync of the
+	// directory that directory as split off the name, trailing separator
+	// kept); an errno it returns stands for the kernel's answer, and the
+	// call is not made. Racing tests create or remove an entry in it,
+	// between two calls of a check-then-act.
 	Sys func(call, p string) error
 	// Sleep, when set, runs instead of time.Sleep for each pause of the
 	// back-off between two openat2 attempts that answered EAGAIN (see

@@ -536,8 +536,10 @@ func (f *FS) Path(p string) string {
 func (f *FS) Resolve(p string) (string, error) {
 	p = clean(p)
 	if f.rootFD != noFD && f.rec == nil {
-		// Fast path: openat2 resolves inside the root, /proc/self/fd tells where (not openFD: without openat2 it resolves through Resolve, looping).
-		// Recording needs the slow path, which sees (and records) every link on the way.
+		// Fast path: openat2 resolves inside the root, /proc/self/fd
+		// tells where (not openFD: without openat2 it resolves through
+		// Resolve, looping). Recording needs the slow path, which sees
+		// (and records) every link on the way.
 		if fd, err := f.openat2(p, &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS}); err == nil {
 			resolved, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
 			unix.Close(fd)
