@@ -69,7 +69,9 @@ type jpOperand struct {
 
 type jpTemplate struct{ nodes []jpNode }
 
-// maxJPDepth bounds nested range blocks and recursive descent.
+// maxJPDepth bounds nested range blocks (parseJP refuses deeper ones, so
+// running them recurses no deeper). Recursive descent (descend) stops at
+// 10000 levels, the most encoding/json decodes, so plain data never meets it.
 const maxJPDepth = 64
 
 func parseJP(tmpl string) (*jpTemplate, error) {
@@ -400,14 +402,14 @@ func parseOperand(s string) (jpOperand, error) {
 // execute writes the template run over data.
 func (t *jpTemplate) execute(w io.Writer, data any) error {
 	var b bytes.Buffer
-	if err := runNodes(&b, t.nodes, data, data, 0); err != nil {
+	if err := runNodes(&b, t.nodes, data, data); err != nil {
 		return err
 	}
 	_, err := w.Write(b.Bytes())
 	return err
 }
 
-func runNodes(b *bytes.Buffer, nodes []jpNode, cur, root any, depth int) error {
+func runNodes(b *bytes.Buffer, nodes []jpNode, cur, root any) error {
 	for _, n := range nodes {
 		switch n := n.(type) {
 		case jpText:
@@ -433,7 +435,7 @@ func runNodes(b *bytes.Buffer, nodes []jpNode, cur, root any, depth int) error {
 				return err
 			}
 			for _, v := range vals {
-				if err := runNodes(b, n.body, v, root, depth+1); err != nil {
+				if err := runNodes(b, n.body, v, root); err != nil {
 					return err
 				}
 			}
