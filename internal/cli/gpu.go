@@ -32,8 +32,7 @@ func (f *GPUFlags) Register(cmd *cobra.Command, persistent bool) {
 	if persistent {
 		fs = cmd.PersistentFlags()
 	}
-	f.backend = gpu.KindAuto
-	fs.Var(backendValue{&f.backend}, "gpu-backend", "GPU backend: "+strings.Join(gpu.Kinds, ", ")+
+	GPUBackendVar(fs, &f.backend, "GPU backend: "+strings.Join(gpu.Kinds, ", ")+
 		" (auto: NVML, else nvidia-smi, else none; with --root other than / and no --live-root, the fake file "+gpu.FakeFile+")")
 	_ = cmd.RegisterFlagCompletionFunc("gpu-backend", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return gpu.Kinds, cobra.ShellCompDirectiveNoFileComp

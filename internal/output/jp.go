@@ -2,6 +2,7 @@ package output
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -68,7 +69,9 @@ type jpOperand struct {
 
 type jpTemplate struct{ nodes []jpNode }
 
-// maxJPDepth bounds nested range blocks and recursive descent.
+// maxJPDepth bounds nested range blocks (parseJP refuses deeper ones, so
+// running them recurses no deeper). Recursive descent (descend) stops at
+// 10000 levels, the most encoding/json decodes, so plain data never meets it.
 const maxJPDepth = 64
 
 func parseJP(tmpl string) (*jpTemplate, error) {
@@ -399,14 +402,14 @@ func parseOperand(s string) (jpOperand, error) {
 // execute writes the template run over data.
 func (t *jpTemplate) execute(w io.Writer, data any) error {
 	var b bytes.Buffer
-	if err := runNodes(&b, t.nodes, data, data, 0); err != nil {
+	if err := runNodes(&b, t.nodes, data, data); err != nil {
 		return err
 	}
 	_, err := w.Write(b.Bytes())
 	return err
 }
 
-func runNodes(b *bytes.Buffer, nodes []jpNode, cur, root any, depth int) error {
+func runNodes(b *bytes.Buffer, nodes []jpNode, cur, root any) error {
 	for _, n := range nodes {
 		switch n := n.(type) {
 		case jpText:
@@ -432,7 +435,7 @@ func runNodes(b *bytes.Buffer, nodes []jpNode, cur, root any, depth int) error {
 				return err
 			}
 			for _, v := range vals {
-				if err := runNodes(b, n.body, v, root, depth+1); err != nil {
+				if err := runNodes(b, n.body, v, root); err != nil {
 					return err
 				}
 			}
@@ -526,6 +529,9 @@ func (st jpStep) apply(v, root any) ([]any, error) {
 		}, 0)
 		return out, nil
 	case stepIndex:
+		if v == nil {
+			return nil, nil
+		}
 		l, ok := v.([]any)
 		if !ok {
 			return nil, fmt.Errorf("%s is not array or slice", jpKind(v))
@@ -543,38 +549,21 @@ func (st jpStep) apply(v, root any) ([]any, error) {
 		}
 		return out, nil
 	case stepSlice:
+		if v == nil {
+			return nil, nil // a null list slices to nothing, as an index into it does
+		}
 		l, ok := v.([]any)
 		if !ok {
 			return nil, fmt.Errorf("%s is not array or slice", jpKind(v))
 		}
-		start, end, step := 0, len(l), 1
-		if st.slice[0] != nil {
-			start = *st.slice[0]
-			if start < 0 {
-				start += len(l)
-			}
-		}
-		if st.slice[1] != nil {
-			end = *st.slice[1]
-			if end < 0 {
-				end += len(l)
-			}
-		}
-		if st.slice[2] != nil {
-			step = *st.slice[2]
-		}
-		if step <= 0 {
-			return nil, fmt.Errorf("step must be > 0")
-		}
-		start, end = max(0, min(start, len(l))), max(0, min(end, len(l)))
-		var out []any
-		for i := start; i < end; i += step {
-			out = append(out, l[i])
-		}
-		return out, nil
+		return st.sliceOf(l)
 	case stepFilter:
+		l, ok := v.([]any)
+		if !ok {
+			return nil, fmt.Errorf("%s is not array or slice and cannot be filtered", jpKind(v))
+		}
 		var out []any
-		for _, x := range children(v) {
+		for _, x := range l {
 			ok, err := st.filter.match(x, root)
 			if err != nil {
 				return nil, err
@@ -586,6 +575,49 @@ func (st jpStep) apply(v, root any) ([]any, error) {
 		return out, nil
 	}
 	return nil, nil
+}
+
+// sliceOf is l[start:end:step]. Negative bounds count from the end; a
+// bound outside the list, or a start past the end, is an error (as
+// client-go's), except that an empty range is always empty. The walk
+// counts from 0 so that no step, however large, overflows.
+func (st jpStep) sliceOf(l []any) ([]any, error) {
+	n := len(l)
+	start, end, step := 0, n, 1
+	if st.slice[0] != nil {
+		if start = *st.slice[0]; start < 0 {
+			start += n
+		}
+	}
+	if st.slice[1] != nil {
+		if end = *st.slice[1]; end < 0 {
+			end += n
+		}
+	}
+	switch {
+	case start == end:
+		return nil, nil
+	case start < 0 || start >= n:
+		return nil, fmt.Errorf("array index out of bounds: index %d, length %d", start, n)
+	case end < 0 || end > n:
+		return nil, fmt.Errorf("array index out of bounds: index %d, length %d", end-1, n)
+	case start > end:
+		return nil, fmt.Errorf("starting index %d is greater than ending index %d", start, end)
+	}
+	if st.slice[2] != nil {
+		if step = *st.slice[2]; step <= 0 {
+			return nil, fmt.Errorf("step must be > 0")
+		}
+	}
+	in := l[start:end]
+	var out []any
+	for i := 0; i < len(in); i += step {
+		out = append(out, in[i])
+		if step >= len(in)-i {
+			break
+		}
+	}
+	return out, nil
 }
 
 // children are a list's items, or a map's values in key order.
@@ -633,48 +665,29 @@ func jpKind(v any) string {
 	return fmt.Sprintf("%T", v)
 }
 
+// match tests one item: a filter without an operator keeps it when the
+// path is there (whatever it holds, null and false included); a
+// comparison takes one value on each side, keeps nothing when a side is
+// missing, and is an error when a side gives several.
 func (f *jpFilter) match(x, root any) (bool, error) {
 	left, err := f.left.values(x, root)
 	if err != nil {
 		return false, err
 	}
 	if f.op == "" {
-		for _, l := range left {
-			if l != nil && l != false {
-				return true, nil
-			}
-		}
-		return false, nil
+		return len(left) > 0, nil
 	}
 	right, err := f.right.values(x, root)
 	if err != nil {
 		return false, err
 	}
-	for _, l := range left {
-		for _, r := range right {
-			if isInt(l) != isInt(r) && isNumber(l) && isNumber(r) {
-				// kubectl's objects hold int64 or float64, and client-go
-				// refuses to compare the two
-				return false, fmt.Errorf("incompatible types for comparison")
-			}
-			if compare(l, r, f.op) {
-				return true, nil
-			}
-		}
+	if len(left) == 0 || len(right) == 0 {
+		return false, nil
 	}
-	return false, nil
-}
-
-func isNumber(v any) bool {
-	_, ok := v.(json.Number)
-	return ok
-}
-
-// isInt: a number written without a fraction or exponent (an int64 in a
-// kubectl object).
-func isInt(v any) bool {
-	n, ok := v.(json.Number)
-	return ok && !strings.ContainsAny(string(n), ".eE")
+	if len(left) > 1 || len(right) > 1 {
+		return false, fmt.Errorf("can only compare one element at a time")
+	}
+	return compare(left[0], right[0], f.op)
 }
 
 func (o jpOperand) values(x, root any) ([]any, error) {
@@ -688,50 +701,70 @@ func (o jpOperand) values(x, root any) ([]any, error) {
 	return o.path.eval([]any{start}, root)
 }
 
-func compare(l, r any, op string) bool {
-	ln, lnum := asFloat(l)
-	rn, rnum := asFloat(r)
-	if lnum && rnum {
-		switch op {
-		case "==":
-			return ln == rn
-		case "!=":
-			return ln != rn
-		case "<":
-			return ln < rn
-		case ">":
-			return ln > rn
-		case "<=":
-			return ln <= rn
-		case ">=":
-			return ln >= rn
-		}
+// compare applies op to two scalars of one kind: numbers (integers with
+// integers, fractions with fractions: kubectl's objects hold int64 and
+// float64 and client-go refuses to compare the two), strings, or bools
+// (== and != only). Anything else is an error, never a panic on maps or
+// lists.
+func compare(l, r any, op string) (bool, error) {
+	lk, rk := scalarKind(l), scalarKind(r)
+	switch {
+	case lk == "" || rk == "":
+		return false, fmt.Errorf("invalid type for comparison")
+	case lk != rk:
+		return false, fmt.Errorf("incompatible types for comparison")
 	}
-	ls, lok := l.(string)
-	rs, rok := r.(string)
-	if lok && rok {
+	var c int
+	switch lk {
+	case "bool":
 		switch op {
 		case "==":
-			return ls == rs
+			return l == r, nil
 		case "!=":
-			return ls != rs
-		case "<":
-			return ls < rs
-		case ">":
-			return ls > rs
-		case "<=":
-			return ls <= rs
-		case ">=":
-			return ls >= rs
+			return l != r, nil
 		}
+		return false, fmt.Errorf("invalid type for comparison")
+	case "string":
+		c = strings.Compare(l.(string), r.(string))
+	default:
+		ln, lok := asFloat(l)
+		rn, rok := asFloat(r)
+		if !lok || !rok {
+			return false, fmt.Errorf("invalid number for comparison")
+		}
+		c = cmp.Compare(ln, rn)
 	}
 	switch op {
 	case "==":
-		return l == r
+		return c == 0, nil
 	case "!=":
-		return l != r
+		return c != 0, nil
+	case "<":
+		return c < 0, nil
+	case ">":
+		return c > 0, nil
+	case "<=":
+		return c <= 0, nil
+	case ">=":
+		return c >= 0, nil
 	}
-	return false
+	return false, fmt.Errorf("unknown operator %s", op)
+}
+
+// scalarKind is "int", "float", "string" or "bool"; "" for anything else.
+func scalarKind(v any) string {
+	switch v := v.(type) {
+	case string:
+		return "string"
+	case bool:
+		return "bool"
+	case json.Number:
+		if strings.ContainsAny(string(v), ".eE") {
+			return "float"
+		}
+		return "int"
+	}
+	return ""
 }
 
 func asFloat(v any) (float64, bool) {

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-const jpDoc = `{"schemaVersion":"v1","checks":[{"id":"a","status":"drift","n":2},{"id":"b","status":"ok","n":1.5},{"id":"c","status":"ok","labels":{"k.io/x":"y"}}],"m":{"z":1,"a":2}}`
+const jpDoc = `{"schemaVersion":"v1","flags":[{"n":"a","on":false},{"n":"b","on":null},{"n":"c"}],"nums":[0,1,2,3,4],"checks":[{"id":"a","status":"drift","n":2},{"id":"b","status":"ok","n":1.5},{"id":"c","status":"ok","labels":{"k.io/x":"y"}}],"m":{"z":1,"a":2}}`
 
 func jpData(t testing.TB) any {
 	var v any
@@ -37,6 +37,14 @@ func TestJSONPathEngine(t *testing.T) {
 		{`{.m}`, `{"a":2,"z":1}`},
 		{`{.missing}`, ""},
 		{`x{"\t"}y`, "x\ty"},
+		{`{.flags[?(@.on)].n}`, "a b"}, // there, though false or null
+		{`{.checks[?(@.id<"b")].id}`, "a"},
+		{`{.nums[1::9223372036854775807]}`, "1"}, // no overflow past the end
+		{`{.nums[0:5:2]}`, "0 2 4"},
+		{`{.nums[4:]}`, "4"},
+		{`{.nums[5:]}`, ""},
+		{`{.nums[2:2:0]}`, ""},
+		{`{.flags[1].on[0]}`, ""},
 	} {
 		jp, err := parseJP(tc.tmpl)
 		if err != nil {
@@ -53,7 +61,10 @@ func TestJSONPathEngine(t *testing.T) {
 			t.Errorf("%s: accepted", bad)
 		}
 	}
-	for _, runtimeErr := range []string{`{.checks[7].id}`, `{.schemaVersion[0]}`, `{.checks[?(@.n>1)].id}`} {
+	for _, runtimeErr := range []string{`{.checks[7].id}`, `{.schemaVersion[0]}`, `{.checks[?(@.n>1)].id}`,
+		`{.checks[?(@.labels==@.labels)].id}`, `{.checks[?(@.id==1)].id}`, `{.flags[?(@.on<true)].n}`,
+		`{.checks[*][?(@.id)]}`, `{.m[?(@.z)]}`, `{.checks[?(@.id==$.m.*)].id}`, `{.nums[?(@==1.0)]}`,
+		`{.nums[0:6]}`, `{.nums[-6:]}`, `{.nums[3:1]}`, `{.nums[1:3:0]}`} {
 		jp, err := parseJP(runtimeErr)
 		if err != nil {
 			t.Fatalf("%s: %v", runtimeErr, err)
@@ -65,15 +76,15 @@ func TestJSONPathEngine(t *testing.T) {
 }
 
 // FuzzJSONPath: no template, however malformed, panics the parser or the
-// evaluation.
-// FuzzJSONPath: a template that parses runs the same way twice, and is
+// evaluation; a template that parses runs the same way twice, and is
 // a sequence of independent nodes: the template written twice parses and
 // gives the output twice (or fails where the template alone fails).
 // Agreement with client-go's jsonpath is the conformance module's
 // (conformance/dra/printers).
 func FuzzJSONPath(f *testing.F) {
 	for _, s := range []string{`{.a.b[*].c}`, `{range .x[*]}{.y}{end}`, `{..z}`, `{.a[?(@.b>=1)]}`, `{"\n"}`, `{.a[1:5:2]}`, `{.a['b','c']}`,
-		`{range .checks[*]}{.id}={.status}{"\n"}{end}`, `{.checks[7].id}`, `x{.m}y`} {
+		`{range .checks[*]}{.id}={.status}{"\n"}{end}`, `{.checks[7].id}`, `x{.m}y`,
+		`{.checks[?(@.labels==@.m)].id}`, `{.nums[1::9223372036854775807]}`} {
 		f.Add(s)
 	}
 	data := jpData(f)

@@ -60,7 +60,9 @@ type customColumn struct {
 }
 
 // parseCustomColumns reads kubectl's spec: HEADER:EXPR pairs separated by
-// commas, EXPR a field path (".status", "status" or "{.status}").
+// commas, EXPR a field path (".status", "status" or "{.status}"), split at
+// its first colon only, as kubectl's, so that a slice (ID:.l[0:2]) is an
+// EXPR.
 func parseCustomColumns(spec string) ([]customColumn, error) {
 	if strings.TrimSpace(spec) == "" {
 		return nil, fmt.Errorf("-o custom-columns: want HEADER:FIELD pairs, as in -o custom-columns=ID:.id,STATUS:.status")
@@ -68,7 +70,7 @@ func parseCustomColumns(spec string) ([]customColumn, error) {
 	var cols []customColumn
 	for _, part := range strings.Split(spec, ",") {
 		header, expr, ok := strings.Cut(part, ":")
-		if !ok || header == "" || strings.Contains(expr, ":") {
+		if !ok || header == "" {
 			return nil, fmt.Errorf("-o custom-columns: unexpected spec %q, expected <header>:<json-path-expr>", part)
 		}
 		jp, err := parseJP(relaxed(expr))
@@ -108,9 +110,9 @@ func writeCustomColumns(w io.Writer, spec string, v any, o Options) error {
 			}
 		}
 	}
-	g := Grid{}
-	for _, c := range cols {
-		g.Columns = append(g.Columns, Column{Name: c.header})
+	g := Grid{Columns: make([]Column, len(cols))}
+	for i, c := range cols {
+		g.Columns[i] = Column{Name: c.header}
 	}
 	for _, it := range items {
 		data, err := plain(it)

@@ -100,6 +100,11 @@ func TestJSONPathAndCustomColumns(t *testing.T) {
 	if got != want {
 		t.Errorf("custom-columns:\n%q\nwant\n%q", got, want)
 	}
+	// the spec splits at a column's first colon, as kubectl's: a slice
+	// is a field path
+	if got := render(t, "custom-columns=TWO:.l[0:2],LAST:l[-1:]", map[string]any{"l": []int{1, 2, 3}}, Options{}); got != "TWO  LAST\n1,2  3\n" {
+		t.Errorf("custom-columns with a slice: %q", got)
+	}
 	for _, bad := range []string{"jsonpath=", "jsonpath={.a", "custom-columns=", "custom-columns=ID", "custom-columns=ID:{.a", "json=x", "tablex"} {
 		if _, err := ParseFormat(bad); err == nil {
 			t.Errorf("ParseFormat(%q) accepted", bad)

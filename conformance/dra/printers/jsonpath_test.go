@@ -36,6 +36,7 @@ const doc = `{
   ],
   "gpus": [{"index": 0, "bdf": "0000:18:00.0", "numaNode": 0}, {"index": 7, "bdf": "0000:bb:00.0", "numaNode": 1}],
   "empty": [],
+  "flags": [{"n": "a", "on": false}, {"n": "b", "on": null}, {"n": "c"}, {"n": "d", "on": true}],
   "labels": {"a.b/c": "dotted", "plain": "x"}
 }`
 
@@ -93,6 +94,22 @@ var templates = []string{
 	`{range .checks[*]}{.id}{end`,
 	`{.checks[}`,
 	`{end}`,
+	`{.flags[?(@.on)].n}`,
+	`{.flags[?(@.on==true)].n}`,
+	`{.flags[?(@.n<"c")].n}`,
+	`{.checks[?(@.fix[*]=="x")].id}`,
+	`{.checks[?(@.labels==@.labels)].id}`,
+	`{.checks[?(@.status==1)].id}`,
+	`{.gpus[?(@.index==0.0)].bdf}`,
+	`{.host[?(@.name)]}`,
+	`{.host.kernel[0]}`,
+	`{.host.kernel[?(@.a)]}`,
+	`{.checks[1:9].id}`,
+	`{.checks[-9:].id}`,
+	`{.checks[3:1].id}`,
+	`{.checks[6:].id}`,
+	`{.checks[2:2:0].id}`,
+	`{.checks[1::9223372036854775807].id}`,
 }
 
 func TestJSONPathMatchesClientGo(t *testing.T) {

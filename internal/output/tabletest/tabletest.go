@@ -36,9 +36,12 @@ type Case struct {
 // with an upper-case word and has two columns or more.
 var header = regexp.MustCompile(`^[A-Z][A-Z0-9]+( [A-Za-z0-9/#]+)*  +[A-Z(]`)
 
-// columns splits a table line into its cells (two spaces or more apart).
+// cellGap is what separates a table line's cells: two spaces or more.
+var cellGap = regexp.MustCompile(`\s{2,}`)
+
+// columns splits a table line into its cells.
 func columns(l string) []string {
-	return regexp.MustCompile(`\s{2,}`).Split(strings.TrimSpace(l), -1)
+	return cellGap.Split(strings.TrimSpace(l), -1)
 }
 
 // Check runs c with the default table and every option, and reports what
@@ -206,5 +209,5 @@ func isSubsequence(want, got []string) bool {
 	return i == len(want)
 }
 
-// Describe names a case for test output.
+// String names a case for test output.
 func (c Case) String() string { return fmt.Sprint(c.Args) }
