@@ -238,9 +238,9 @@ func dpConfigs(o *Object) []*DPConfig {
 	case *configDoc:
 		return []*DPConfig{decodeDP(o, "", "", v.raw)}
 	case *v1.ConfigMap:
-		return configMapDPs(o, v)
+		return mapDPs(o, v.Data, false)
 	case *DPChartValues:
-		return chartDPs(o, v)
+		return mapDPs(o, v.Config.Map, true)
 	}
 	return nil
 }
