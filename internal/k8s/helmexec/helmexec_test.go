@@ -180,3 +180,26 @@ func TestBoundedBufferEdge(t *testing.T) {
 		t.Fatalf("past the bound: %d %v over=%v len %d", n, err, b.over, b.buf.Len())
 	}
 }
+
+// MaxBytes bounds the rendered bytes: a render of exactly MaxBytes is
+// answered, one byte more is the input's fault.
+func TestServeMaxBytesEdge(t *testing.T) {
+	// fakeRender: one template of the values data + " r/ns" (8 + 5 bytes).
+	const rendered = 13
+	for _, tc := range []struct {
+		max  int64
+		code int
+	}{{rendered + 1, ExitOK}, {rendered, ExitOK}, {rendered - 1, ExitInput}} {
+		req, _ := json.Marshal(Request{SchemaVersion: SchemaVersion, Charts: []string{"a"}, Values: []Values{{File: "v", Data: []byte("12345678")}},
+			Release: "r", Namespace: "ns", MaxBytes: tc.max})
+		var out bytes.Buffer
+		code := Serve(bytes.NewReader(req), &out, fakeRender)
+		var resp Response
+		if err := json.Unmarshal(out.Bytes(), &resp); err != nil {
+			t.Fatal(err)
+		}
+		if code != tc.code || (code == ExitOK) != (resp.Error == nil) || (code == ExitOK && len(resp.Charts) != 1) {
+			t.Errorf("maxBytes %d: exit %d (want %d), response %s", tc.max, code, tc.code, out.String())
+		}
+	}
+}
