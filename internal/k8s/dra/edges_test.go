@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	resourceapi "k8s.io/api/resource/v1"
-	"k8s.io/utils/ptr"
 )
 
 // migClaim: count 1g.10gb MIG devices (56 exist on a dynamic-MIG node of 8
@@ -233,5 +232,4 @@ func TestLoadersJudgeLikeAPIServer(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "but multiple fields are set") {
 		t.Errorf("two: %v", err)
 	}
-	_ = ptr.To(0)
 }

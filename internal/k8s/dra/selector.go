@@ -175,7 +175,8 @@ func (sel eqSelector) eval(driver string, dev *resourceapi.Device) (match, decid
 	if !attributesConvert(dev) {
 		return false, false
 	}
-	match, decided = true, true
+	// Every term true so far: a match, unless a term was left to CEL.
+	decided = true
 	for _, t := range sel {
 		if !t.attr {
 			if driver != t.value {
@@ -192,10 +193,7 @@ func (sel eqSelector) eval(driver string, dev *resourceapi.Device) (match, decid
 			return false, true
 		}
 	}
-	if !decided {
-		return false, false
-	}
-	return match, true
+	return decided, decided
 }
 
 // stringAttr is the attribute domain/id of a device of driver, as CEL sees

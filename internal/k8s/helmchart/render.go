@@ -36,11 +36,9 @@ const (
 // MaxTemplates bounds the rendered files of one chart (subcharts included).
 const MaxTemplates = 10000
 
-// Values is one values file, read by the caller (through userfile).
-type Values struct {
-	File string
-	Data []byte
-}
+// Values is one values file, read by the caller (through userfile): the
+// protocol's own type, so that a request's values pass through as they are.
+type Values = helmexec.Values
 
 // Options name and place the release.
 type Options struct {
@@ -102,12 +100,15 @@ func merge(dst, src map[string]any) map[string]any {
 // render to nothing (blank, comments, disabled by values) are left out;
 // the rest come in path order.
 func Render(dir string, values []Values, opt Options) ([]File, error) {
-	if opt.Release == "" {
-		opt.Release = DefaultRelease
+	user, err := mergeValues(values)
+	if err != nil {
+		return nil, err
 	}
-	if opt.Namespace == "" {
-		opt.Namespace = DefaultNamespace
-	}
+	return render(dir, user, opt)
+}
+
+// mergeValues parses the values files and merges them in order.
+func mergeValues(values []Values) (map[string]any, error) {
 	user := map[string]any{}
 	for _, v := range values {
 		m, err := ParseValues(v)
@@ -115,6 +116,18 @@ func Render(dir string, values []Values, opt Options) ([]File, error) {
 			return nil, err
 		}
 		user = merge(user, m)
+	}
+	return user, nil
+}
+
+// render is Render with the values files merged (user is not modified:
+// the SDK coalesces a copy of it).
+func render(dir string, user map[string]any, opt Options) ([]File, error) {
+	if opt.Release == "" {
+		opt.Release = DefaultRelease
+	}
+	if opt.Namespace == "" {
+		opt.Namespace = DefaultNamespace
 	}
 	ch, err := loader.Load(dir)
 	if err != nil {
@@ -165,15 +178,16 @@ func empty(s string) bool {
 }
 
 // RenderRequest renders a helmexec request's charts in order, each with
-// the request's values files (gpunode-helm's renderer).
+// the request's values files, parsed and merged once (gpunode-helm's
+// renderer).
 func RenderRequest(req helmexec.Request) ([]helmexec.Chart, error) {
-	vals := make([]Values, 0, len(req.Values))
-	for _, v := range req.Values {
-		vals = append(vals, Values{File: v.File, Data: v.Data})
+	user, err := mergeValues(req.Values)
+	if err != nil {
+		return nil, err
 	}
 	out := make([]helmexec.Chart, 0, len(req.Charts))
 	for _, dir := range req.Charts {
-		files, err := Render(dir, vals, Options{Release: req.Release, Namespace: req.Namespace})
+		files, err := render(dir, user, Options{Release: req.Release, Namespace: req.Namespace})
 		if err != nil {
 			return nil, err
 		}

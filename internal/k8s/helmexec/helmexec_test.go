@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +17,9 @@ import (
 // The test binary is its own helper: with envMode set, TestMain serves one
 // request with the behaviour named there instead of running the tests.
 const envMode = "HELMEXEC_TEST_MODE"
+
+// envPidFile names the file where the "spawn" helper writes its child's pid.
+const envPidFile = "HELMEXEC_TEST_PIDFILE"
 
 func TestMain(m *testing.M) {
 	switch os.Getenv(envMode) {
@@ -26,6 +31,21 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "panic: boom")
 		os.Exit(3)
 	case "hang":
+		time.Sleep(time.Minute)
+		os.Exit(0)
+	case "spawn":
+		// A helper that started a child of its own (as `go run` does),
+		// which holds the stdout pipe: its pid goes to $envPidFile.
+		self, err := os.Executable()
+		if err != nil {
+			os.Exit(3)
+		}
+		c := exec.Command(self)
+		c.Env = append(os.Environ(), envMode+"=hang")
+		c.Stdout = os.Stdout
+		if c.Start() != nil || os.WriteFile(os.Getenv(envPidFile), []byte(strconv.Itoa(c.Process.Pid)), 0o600) != nil {
+			os.Exit(3)
+		}
 		time.Sleep(time.Minute)
 		os.Exit(0)
 	case "flood":
@@ -143,6 +163,43 @@ func TestServeRefusesBadRequests(t *testing.T) {
 		}
 		if code != ExitFailure || resp.Error == nil || resp.Error.Input || !strings.Contains(resp.Error.Message, tc.want) || resp.SchemaVersion != SchemaVersion {
 			t.Errorf("%s: exit %d, response %s", tc.name, code, out.String())
+		}
+	}
+}
+
+// boundedBuffer takes up to its bound exactly, and refuses the byte past it.
+func TestBoundedBufferEdge(t *testing.T) {
+	b := &boundedBuffer{max: 10}
+	if n, err := b.Write(make([]byte, 9)); n != 9 || err != nil || b.over {
+		t.Fatalf("below the bound: %d %v over=%v", n, err, b.over)
+	}
+	if n, err := b.Write(make([]byte, 1)); n != 1 || err != nil || b.over {
+		t.Fatalf("at the bound: %d %v over=%v", n, err, b.over)
+	}
+	if n, err := b.Write(make([]byte, 1)); n != 0 || err == nil || !b.over || b.buf.Len() != 10 {
+		t.Fatalf("past the bound: %d %v over=%v len %d", n, err, b.over, b.buf.Len())
+	}
+}
+
+// MaxBytes bounds the rendered bytes: a render of exactly MaxBytes is
+// answered, one byte more is the input's fault.
+func TestServeMaxBytesEdge(t *testing.T) {
+	// fakeRender: one template of the values data + " r/ns" (8 + 5 bytes).
+	const rendered = 13
+	for _, tc := range []struct {
+		max  int64
+		code int
+	}{{rendered + 1, ExitOK}, {rendered, ExitOK}, {rendered - 1, ExitInput}} {
+		req, _ := json.Marshal(Request{SchemaVersion: SchemaVersion, Charts: []string{"a"}, Values: []Values{{File: "v", Data: []byte("12345678")}},
+			Release: "r", Namespace: "ns", MaxBytes: tc.max})
+		var out bytes.Buffer
+		code := Serve(bytes.NewReader(req), &out, fakeRender)
+		var resp Response
+		if err := json.Unmarshal(out.Bytes(), &resp); err != nil {
+			t.Fatal(err)
+		}
+		if code != tc.code || (code == ExitOK) != (resp.Error == nil) || (code == ExitOK && len(resp.Charts) != 1) {
+			t.Errorf("maxBytes %d: exit %d (want %d), response %s", tc.max, code, tc.code, out.String())
 		}
 	}
 }

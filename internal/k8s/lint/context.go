@@ -2,6 +2,8 @@ package lint
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -121,34 +123,16 @@ func newContext(in *Input) *Context {
 	return c
 }
 
-// configMapDPs are the device plugin configs of a ConfigMap, keys in order.
-func configMapDPs(o *Object, v *v1.ConfigMap) []*DPConfig {
+// mapDPs are the device plugin configs among the values of m (a
+// ConfigMap's data; the device plugin chart's config.map when chart is
+// set, its fields then named under "config.map[KEY]"), keys in order.
+func mapDPs(o *Object, m map[string]string, chart bool) []*DPConfig {
 	var out []*DPConfig
-	keys := make([]string, 0, len(v.Data))
-	for k := range v.Data {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		if d := configMapDP(o, k, v.Data[k]); d != nil {
-			out = append(out, d)
-		}
-	}
-	return out
-}
-
-// chartDPs are the device plugin configs of the device plugin chart's
-// values (config.map), keys in order.
-func chartDPs(o *Object, v *DPChartValues) []*DPConfig {
-	var out []*DPConfig
-	keys := make([]string, 0, len(v.Config.Map))
-	for k := range v.Config.Map {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		if d := configMapDP(o, k, v.Config.Map[k]); d != nil {
-			d.Prefix = fmt.Sprintf("config.map[%s]", k)
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		if d := configMapDP(o, k, m[k]); d != nil {
+			if chart {
+				d.Prefix = fmt.Sprintf("config.map[%s]", k)
+			}
 			out = append(out, d)
 		}
 	}

@@ -28,15 +28,7 @@ func (l *Loader) checkLocal(o *Object, pods []*PodRef) {
 	c := &Context{In: l.in, Pods: pods, byKind: map[string][]*Object{o.Kind: {o}}, Classes: map[string]*Object{}}
 	seen := map[string]bool{}
 	for _, r := range l.rules {
-		r := r
-		r.Check(c, func(fo *Object, field, message, fix string) {
-			key := r.ID + "\x00" + fo.ID() + "\x00" + field + "\x00" + message
-			if seen[key] {
-				return
-			}
-			seen[key] = true
-			l.in.local = append(l.in.local, newFinding(r, fo, field, message, fix))
-		})
+		l.in.local = check(r, c, seen, l.in.local)
 	}
 }
 
@@ -246,9 +238,9 @@ func dpConfigs(o *Object) []*DPConfig {
 	case *configDoc:
 		return []*DPConfig{decodeDP(o, "", "", v.raw)}
 	case *v1.ConfigMap:
-		return configMapDPs(o, v)
+		return mapDPs(o, v.Data, false)
 	case *DPChartValues:
-		return chartDPs(o, v)
+		return mapDPs(o, v.Config.Map, true)
 	}
 	return nil
 }

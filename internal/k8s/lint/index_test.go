@@ -180,3 +180,31 @@ func TestKubeletRefusedOnce(t *testing.T) {
 		t.Errorf("%d 'kubelet would not start' findings for 2 pods, want 1", n)
 	}
 }
+
+// The device plugin configs of a ConfigMap's data and of the device plugin
+// chart's config.map are found key by key, each finding naming its key in
+// the source's own terms.
+func TestMapDPsFields(t *testing.T) {
+	const bad = "version: v1\n    flags:\n      migStrategy: bogus\n"
+	cfg := func(indent string) string { return strings.ReplaceAll(bad, "\n    ", "\n"+indent) }
+	l := NewLoader()
+	for _, d := range []struct{ file, doc string }{
+		{"cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: dp, namespace: gpu}\ndata:\n  k2: |\n    " + cfg("    ") + "  k1: |\n    " + cfg("    ")},
+		{"values.yaml", "config:\n  map:\n    b: |\n      " + cfg("      ") + "    a: |\n      " + cfg("      ")},
+	} {
+		if err := l.Add(d.file, []byte(d.doc)); err != nil {
+			t.Fatalf("%s: %v", d.file, err)
+		}
+	}
+	var got []string
+	for _, f := range Run(l.Input()).Findings {
+		if f.Rule == "deviceplugin.config" {
+			got = append(got, f.File+" "+f.Field)
+		}
+	}
+	want := []string{"cm.yaml data[k1].flags.migStrategy", "cm.yaml data[k2].flags.migStrategy",
+		"values.yaml config.map[a].flags.migStrategy", "values.yaml config.map[b].flags.migStrategy"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("findings\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

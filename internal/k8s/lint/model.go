@@ -292,15 +292,7 @@ func Run(in *Input) *Report {
 		if r.Local && !in.whole {
 			continue
 		}
-		r := r
-		r.Check(c, func(o *Object, field, message, fix string) {
-			key := r.ID + "\x00" + o.ID() + "\x00" + field + "\x00" + message
-			if seen[key] {
-				return
-			}
-			seen[key] = true
-			rep.Findings = append(rep.Findings, newFinding(r, o, field, message, fix))
-		})
+		rep.Findings = check(r, c, seen, rep.Findings)
 	}
 	sort.SliceStable(rep.Findings, func(i, j int) bool {
 		a, b := rep.Findings[i], rep.Findings[j]
@@ -313,6 +305,20 @@ func Run(in *Input) *Report {
 		return a.Rule < b.Rule
 	})
 	return rep
+}
+
+// check runs r on c and appends its findings to out, each once: a
+// finding already in seen (rule, object, field and message) is dropped.
+func check(r Rule, c *Context, seen map[string]bool, out []Finding) []Finding {
+	r.Check(c, func(o *Object, field, message, fix string) {
+		key := r.ID + "\x00" + o.ID() + "\x00" + field + "\x00" + message
+		if seen[key] {
+			return
+		}
+		seen[key] = true
+		out = append(out, newFinding(r, o, field, message, fix))
+	})
+	return out
 }
 
 // Label renders a bad-input location the way objects.Error does.
