@@ -2,6 +2,7 @@ package objects
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -176,5 +177,32 @@ func TestUniqueNamesCollisions(t *testing.T) {
 	}
 	if err := uniqueNames("f", len(names), at); err == nil || !strings.Contains(err.Error(), "objects 2 and 5") {
 		t.Errorf("uniqueNames: %v", err)
+	}
+}
+
+// TestMaxDocumentsEdge: a file of MaxDocuments documents (empty ones
+// counted) is read whole; one more is refused, not cut short.
+func TestMaxDocumentsEdge(t *testing.T) {
+	obj := "apiVersion: v1\nkind: Node\nmetadata: {name: n}\n"
+	for _, tc := range []struct {
+		empty   int // empty documents before the object
+		wantErr bool
+	}{
+		{MaxDocuments - 2, false},
+		{MaxDocuments - 1, false}, // the object is document MaxDocuments
+		{MaxDocuments, true},
+	} {
+		data := strings.Repeat("# empty\n---\n", tc.empty) + obj
+		n := 0
+		err := EachDocument("f.yaml", []byte(data), func(Document) error { n++; return nil })
+		if tc.wantErr {
+			if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("more than %d documents", MaxDocuments)) {
+				t.Errorf("%d empty documents: err = %v, want more than %d documents", tc.empty, err, MaxDocuments)
+			}
+			continue
+		}
+		if err != nil || n != 1 {
+			t.Errorf("%d empty documents: %d documents, err %v; want 1, nil", tc.empty, n, err)
+		}
 	}
 }
