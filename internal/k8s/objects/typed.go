@@ -117,31 +117,12 @@ func (d *typedDecoder) fields(p *plan, keep func(f *fieldPlan) (bool, error)) er
 	if d.data[d.i] != '{' {
 		return d.mismatch(p)
 	}
-	var seenSmall [4]uint64
-	seen := seenSmall[:]
-	if n := (len(p.fields) + 63) / 64; n > len(seen) {
-		seen = make([]uint64, n)
-	}
-	hint := 0
-	return d.members(func(key []byte) error {
-		f, err := p.lookup(key, &hint)
-		if err != nil {
-			return d.failField(string(key), "unknown field")
-		}
-		if seen[f.pos/64]&(1<<(f.pos%64)) != 0 {
-			return d.failField(f.name, "duplicate field")
-		}
-		seen[f.pos/64] |= 1 << (f.pos % 64)
-		d.path = append(d.path, step{field: f.name, index: -1})
+	return d.structFields(p, func(f *fieldPlan) error {
 		took, err := keep(f)
 		if err == nil && !took {
 			err = d.value(f.plan, reflect.Value{})
 		}
-		if err != nil {
-			return err
-		}
-		d.path = d.path[:len(d.path)-1]
-		return nil
+		return err
 	})
 }
 

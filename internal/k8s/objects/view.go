@@ -688,6 +688,19 @@ func (d *decoder) members(fn func(key []byte) error) error {
 }
 
 func (d *decoder) object(p *plan, dst reflect.Value) error {
+	return d.structFields(p, func(f *fieldPlan) error {
+		var fv reflect.Value
+		if f.keep && dst.IsValid() {
+			fv = dst.FieldByIndex(f.index)
+		}
+		return d.value(f.plan, fv)
+	})
+}
+
+// structFields walks the members of the object at d.i as struct plan p:
+// unknown and duplicate field names are errors; fn is called with each
+// field, its path pushed and d at its value.
+func (d *decoder) structFields(p *plan, fn func(f *fieldPlan) error) error {
 	var seenSmall [4]uint64
 	seen := seenSmall[:]
 	if n := (len(p.fields) + 63) / 64; n > len(seen) {
@@ -703,12 +716,8 @@ func (d *decoder) object(p *plan, dst reflect.Value) error {
 			return d.failField(f.name, "duplicate field")
 		}
 		seen[f.pos/64] |= 1 << (f.pos % 64)
-		var fv reflect.Value
-		if f.keep && dst.IsValid() {
-			fv = dst.FieldByIndex(f.index)
-		}
 		d.path = append(d.path, step{field: f.name, index: -1})
-		if err := d.value(f.plan, fv); err != nil {
+		if err := fn(f); err != nil {
 			return err
 		}
 		d.path = d.path[:len(d.path)-1]
