@@ -11,7 +11,6 @@ package objects
 // references) are decoded by the reflective walk into their v1 types.
 
 import (
-	"bytes"
 	"reflect"
 	"sync"
 
@@ -167,22 +166,7 @@ func (d *typedDecoder) entries(p *plan, each func(key []byte) error) (ok bool, e
 	if d.data[d.i] != '{' {
 		return false, d.mismatch(p)
 	}
-	mark := len(d.seen)
-	defer func() { d.seen = d.seen[:mark] }()
-	return true, d.members(func(key []byte) error {
-		for _, k := range d.seen[mark:] {
-			if bytes.Equal(k, key) {
-				return &viewError{path: d.pathString() + "[" + string(key) + "]", reason: "duplicate field", named: true}
-			}
-		}
-		d.seen = append(d.seen, key)
-		d.path = append(d.path, step{key: key, index: -1})
-		if err := each(key); err != nil {
-			return err
-		}
-		d.path = d.path[:len(d.path)-1]
-		return nil
-	})
+	return true, d.mapEntries(each)
 }
 
 // text decodes a string field (plan p): null is "".

@@ -725,12 +725,32 @@ func (d *decoder) structFields(p *plan, fn func(f *fieldPlan) error) error {
 	})
 }
 
+// mapEntries walks the members of the object at d.i as a map: duplicate
+// keys are errors; fn is called with each key, its step pushed and d at
+// the value.
+func (d *decoder) mapEntries(fn func(key []byte) error) error {
+	mark := len(d.seen)
+	defer func() { d.seen = d.seen[:mark] }()
+	return d.members(func(key []byte) error {
+		for _, k := range d.seen[mark:] {
+			if bytes.Equal(k, key) {
+				return &viewError{path: d.pathString() + "[" + string(key) + "]", reason: "duplicate field", named: true}
+			}
+		}
+		d.seen = append(d.seen, key)
+		d.path = append(d.path, step{key: key, index: -1})
+		if err := fn(key); err != nil {
+			return err
+		}
+		d.path = d.path[:len(d.path)-1]
+		return nil
+	})
+}
+
 func (d *decoder) mapValue(p *plan, dst reflect.Value) error {
 	if dst.IsValid() && dst.IsNil() {
 		dst.Set(reflect.MakeMap(p.typ))
 	}
-	mark := len(d.seen)
-	defer func() { d.seen = d.seen[:mark] }()
 	var ev, kv reflect.Value
 	var strs map[string]string // a map[string]string, set directly
 	if dst.IsValid() {
@@ -741,14 +761,7 @@ func (d *decoder) mapValue(p *plan, dst reflect.Value) error {
 			kv = reflect.New(p.typ.Key()).Elem()
 		}
 	}
-	return d.members(func(key []byte) error {
-		for _, k := range d.seen[mark:] {
-			if bytes.Equal(k, key) {
-				return &viewError{path: d.pathString() + "[" + string(key) + "]", reason: "duplicate field", named: true}
-			}
-		}
-		d.seen = append(d.seen, key)
-		d.path = append(d.path, step{key: key, index: -1})
+	return d.mapEntries(func(key []byte) error {
 		if strs != nil {
 			d.ws()
 			if d.i < len(d.data) && d.data[d.i] == '"' {
@@ -757,7 +770,6 @@ func (d *decoder) mapValue(p *plan, dst reflect.Value) error {
 					return err
 				}
 				strs[string(key)] = v
-				d.path = d.path[:len(d.path)-1]
 				return nil
 			}
 			ev = reflect.New(p.typ.Elem()).Elem()
@@ -767,7 +779,6 @@ func (d *decoder) mapValue(p *plan, dst reflect.Value) error {
 		if err := d.value(p.elem, ev); err != nil {
 			return err
 		}
-		d.path = d.path[:len(d.path)-1]
 		if strs != nil {
 			strs[string(key)] = ev.String()
 		} else if dst.IsValid() {
