@@ -206,3 +206,28 @@ func TestMaxDocumentsEdge(t *testing.T) {
 		}
 	}
 }
+
+// TestLocateLoneCR: YAML breaks lines at a lone '\r' too; the line an
+// Error names is counted by '\n' as every other one is, and lies inside
+// the file.
+func TestLocateLoneCR(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int
+	}{
+		{"apiVersion: v1\rkind: Pod\rbogus: 1\n", 1},
+		{"apiVersion: v1\r\nkind: Pod\r\nbogus: 1\r\n", 3},
+		{"apiVersion: v1\rkind: Pod\nx: 2\rbogus: 1\n", 2},
+		{"\r0:", 1},
+	} {
+		field := "bogus"
+		if tc.in == "\r0:" {
+			field = "0"
+		}
+		err := Locate(&Error{File: "f.yaml", Doc: 1, Item: -1, Field: field, Reason: "unknown field"}, []byte(tc.in))
+		var e *Error
+		if !errors.As(err, &e) || e.Line != tc.want {
+			t.Errorf("%q: %v, want line %d", tc.in, err, tc.want)
+		}
+	}
+}
