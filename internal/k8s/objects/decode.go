@@ -26,7 +26,8 @@ import (
 	sigsjson "sigs.k8s.io/json"
 )
 
-// MaxDocuments bounds the documents read from one file.
+// MaxDocuments bounds the documents read from one file (empty ones
+// counted): a file with more is refused.
 const MaxDocuments = 100000
 
 // Error is a bad-input error: File, Line (1-based line in the file of the

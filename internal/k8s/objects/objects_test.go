@@ -2,6 +2,7 @@ package objects
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -176,5 +177,57 @@ func TestUniqueNamesCollisions(t *testing.T) {
 	}
 	if err := uniqueNames("f", len(names), at); err == nil || !strings.Contains(err.Error(), "objects 2 and 5") {
 		t.Errorf("uniqueNames: %v", err)
+	}
+}
+
+// TestMaxDocumentsEdge: a file of MaxDocuments documents (empty ones
+// counted) is read whole; one more is refused, not cut short.
+func TestMaxDocumentsEdge(t *testing.T) {
+	obj := "apiVersion: v1\nkind: Node\nmetadata: {name: n}\n"
+	for _, tc := range []struct {
+		empty   int // empty documents before the object
+		wantErr bool
+	}{
+		{MaxDocuments - 2, false},
+		{MaxDocuments - 1, false}, // the object is document MaxDocuments
+		{MaxDocuments, true},
+	} {
+		data := strings.Repeat("# empty\n---\n", tc.empty) + obj
+		n := 0
+		err := EachDocument("f.yaml", []byte(data), func(Document) error { n++; return nil })
+		if tc.wantErr {
+			if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("more than %d documents", MaxDocuments)) {
+				t.Errorf("%d empty documents: err = %v, want more than %d documents", tc.empty, err, MaxDocuments)
+			}
+			continue
+		}
+		if err != nil || n != 1 {
+			t.Errorf("%d empty documents: %d documents, err %v; want 1, nil", tc.empty, n, err)
+		}
+	}
+}
+
+// TestLocateLoneCR: YAML breaks lines at a lone '\r' too; the line an
+// Error names is counted by '\n' as every other one is, and lies inside
+// the file.
+func TestLocateLoneCR(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int
+	}{
+		{"apiVersion: v1\rkind: Pod\rbogus: 1\n", 1},
+		{"apiVersion: v1\r\nkind: Pod\r\nbogus: 1\r\n", 3},
+		{"apiVersion: v1\rkind: Pod\nx: 2\rbogus: 1\n", 2},
+		{"\r0:", 1},
+	} {
+		field := "bogus"
+		if tc.in == "\r0:" {
+			field = "0"
+		}
+		err := Locate(&Error{File: "f.yaml", Doc: 1, Item: -1, Field: field, Reason: "unknown field"}, []byte(tc.in))
+		var e *Error
+		if !errors.As(err, &e) || e.Line != tc.want {
+			t.Errorf("%q: %v, want line %d", tc.in, err, tc.want)
+		}
 	}
 }

@@ -83,12 +83,29 @@ func Locate(err error, data []byte) error {
 	}
 	e.Line = s.line
 	if l := yamlpos.LineIn(s.src, path); l > 0 {
-		e.Line = s.line + l - 1
+		e.Line = s.line + fileLine(s.src, l) - 1
 	} else if l := yamlpos.SyntaxLine(e.Reason); l > 0 {
 		// No field, but the YAML decoder named a line (a syntax error or
-		// a duplicate key), counted from the document's start; at the end
-		// of input it may name the line after the last, which is the last.
-		e.Line = s.line + min(l, 1+bytes.Count(s.src, []byte("\n"))) - 1
+		// a duplicate key), counted from the document's start.
+		e.Line = s.line + fileLine(s.src, l) - 1
 	}
 	return err
+}
+
+// fileLine is line l of src as YAML counts lines (a lone '\r' breaks one
+// too) as a line of the file ('\n' ends one, as everywhere else an Error
+// counts); the line after the last, which the YAML decoder may name at
+// the end of input, is the last.
+func fileLine(src []byte, l int) int {
+	line := 1
+	for i, yl := 0, 1; i < len(src) && yl < l; i++ {
+		switch {
+		case src[i] == '\n':
+			line++
+			yl++
+		case src[i] == '\r' && (i+1 == len(src) || src[i+1] != '\n'):
+			yl++
+		}
+	}
+	return line
 }

@@ -33,14 +33,7 @@ func sniff(file string, data []byte, json bool) error {
 	// A block scalar ("key: |", "- >-") open since line blockLine: its
 	// lines are those indented more than blockIndent (and blank ones).
 	blockLine, blockIndent, blockBytes := 0, 0, 0
-	// A flow scalar (plain or quoted) that goes on over lines, with no
-	// indicator: open since line runLine, quoted with runQuote (0: plain).
-	runLine, runBytes := 0, 0
-	var runQuote byte
-	tooBig := func(what string) error {
-		return &Error{File: file, Line: runLine, Item: -1,
-			Reason: fmt.Sprintf("%s scalar of more than %d bytes over several lines: no Kubernetes object has one (the API server refuses objects over 3 MiB)", what, MaxLineBytes)}
-	}
+	var run scalarRun
 	for off, line := 0, 1; off < len(data); line++ {
 		end := bytes.IndexByte(data[off:], '\n')
 		next := len(data)
@@ -71,56 +64,20 @@ func sniff(file string, data []byte, json bool) error {
 		isDoc := bytes.HasPrefix(t, []byte("---")) && (len(t) == 3 || t[3] == ' ' || t[3] == '\t' || t[3] == '#')
 		switch {
 		case isDoc:
-			runLine, runQuote = 0, 0
-		case runQuote != 0:
-			// inside a quoted scalar: every line counts up to the quote
-			if runBytes += len(l); runBytes > MaxLineBytes {
-				return tooBig("quoted")
-			}
-			if closesQuote(t, runQuote) {
-				runLine, runQuote = 0, 0
+			run.end()
+		case run.quote != 0:
+			if err := run.quoted(file, l, t); err != nil {
+				return err
 			}
 			continue
 		default:
-			if err := func() error {
-				c := bytes.TrimLeft(t, " \t")
-				if len(c) == 0 {
-					if runLine > 0 {
-						runBytes += len(l)
-					}
-					return nil
-				}
-				val, structural := flowValue(c)
-				if !structural {
-					// a line that goes on with the scalar above (or starts
-					// one under an empty "key:")
-					if c[0] == '#' {
-						runLine = 0
-						return nil
-					}
-					if runLine == 0 {
-						runLine, runBytes = line, 0
-					}
-					if runBytes += len(l); runBytes > MaxLineBytes {
-						return tooBig("plain")
-					}
-					return nil
-				}
-				runLine = 0
-				if len(val) > 0 && val[0] != '#' && val[0] != '|' && val[0] != '>' && val[0] != '{' && val[0] != '[' {
-					runLine, runBytes = line, len(l)
-					if (val[0] == '"' || val[0] == '\'') && !closesQuote(val[1:], val[0]) {
-						runQuote = val[0]
-					}
-				}
-				return nil
-			}(); err != nil {
+			if err := run.next(file, l, t, line); err != nil {
 				return err
 			}
 		}
 		if ind, ok := blockStart(t); ok {
 			blockLine, blockIndent, blockBytes = line, ind, 0
-			runLine, runQuote = 0, 0
+			run.end()
 		}
 		if isDoc {
 			expect = true
@@ -146,6 +103,69 @@ func sniff(file string, data []byte, json bool) error {
 			}
 			return &Error{File: file, Line: line, Doc: doc, Item: -1,
 				Reason: fmt.Sprintf("%q does not start a mapping: not an object (want a Kubernetes object with apiVersion and kind)", show)}
+		}
+	}
+	return nil
+}
+
+// scalarRun is a flow scalar (plain or quoted) that goes on over lines,
+// with no indicator: open since line line (0: none), quoted with quote
+// (0: plain), of bytes bytes so far.
+type scalarRun struct {
+	line, bytes int
+	quote       byte
+}
+
+func (r *scalarRun) end() { r.line, r.quote = 0, 0 }
+
+func (r *scalarRun) tooBig(file, what string) error {
+	return &Error{File: file, Line: r.line, Item: -1,
+		Reason: fmt.Sprintf("%s scalar of more than %d bytes over several lines: no Kubernetes object has one (the API server refuses objects over 3 MiB)", what, MaxLineBytes)}
+}
+
+// quoted counts line l (t: right-trimmed) inside a quoted scalar: every
+// line counts up to the closing quote.
+func (r *scalarRun) quoted(file string, l, t []byte) error {
+	if r.bytes += len(l); r.bytes > MaxLineBytes {
+		return r.tooBig(file, "quoted")
+	}
+	if closesQuote(t, r.quote) {
+		r.end()
+	}
+	return nil
+}
+
+// next judges line l (t: right-trimmed; n: its number) outside a quoted
+// scalar: a line that is neither an item nor a key goes on with the
+// scalar above (or starts one under an empty "key:"); a structural line
+// ends it, and starts one when its value is a scalar.
+func (r *scalarRun) next(file string, l, t []byte, n int) error {
+	c := bytes.TrimLeft(t, " \t")
+	if len(c) == 0 {
+		if r.line > 0 {
+			r.bytes += len(l)
+		}
+		return nil
+	}
+	val, structural := flowValue(c)
+	if !structural {
+		if c[0] == '#' {
+			r.line = 0
+			return nil
+		}
+		if r.line == 0 {
+			r.line, r.bytes = n, 0
+		}
+		if r.bytes += len(l); r.bytes > MaxLineBytes {
+			return r.tooBig(file, "plain")
+		}
+		return nil
+	}
+	r.line = 0
+	if len(val) > 0 && val[0] != '#' && val[0] != '|' && val[0] != '>' && val[0] != '{' && val[0] != '[' {
+		r.line, r.bytes = n, len(l)
+		if (val[0] == '"' || val[0] == '\'') && !closesQuote(val[1:], val[0]) {
+			r.quote = val[0]
 		}
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 
@@ -28,12 +29,16 @@ func EachDocument(file string, data []byte, fn func(Document) error) error {
 	}
 	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
 	docs := 0
-	for n := 0; n < MaxDocuments; n++ {
+	for n := 0; ; n++ {
 		b, err := r.Read()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		idx := docs + 1
+		if n == MaxDocuments {
+			// the bound counts every document read, empty ones too
+			return &Error{File: file, Item: -1, Reason: fmt.Sprintf("more than %d documents", MaxDocuments)}
+		}
 		if err != nil {
 			return &Error{File: file, Doc: idx, Item: -1, Reason: err.Error()}
 		}

@@ -11,7 +11,6 @@ package objects
 // references) are decoded by the reflective walk into their v1 types.
 
 import (
-	"bytes"
 	"reflect"
 	"sync"
 
@@ -117,31 +116,12 @@ func (d *typedDecoder) fields(p *plan, keep func(f *fieldPlan) (bool, error)) er
 	if d.data[d.i] != '{' {
 		return d.mismatch(p)
 	}
-	var seenSmall [4]uint64
-	seen := seenSmall[:]
-	if n := (len(p.fields) + 63) / 64; n > len(seen) {
-		seen = make([]uint64, n)
-	}
-	hint := 0
-	return d.members(func(key []byte) error {
-		f, err := p.lookup(key, &hint)
-		if err != nil {
-			return d.failField(string(key), "unknown field")
-		}
-		if seen[f.pos/64]&(1<<(f.pos%64)) != 0 {
-			return d.failField(f.name, "duplicate field")
-		}
-		seen[f.pos/64] |= 1 << (f.pos % 64)
-		d.path = append(d.path, step{field: f.name, index: -1})
+	return d.structFields(p, func(f *fieldPlan) error {
 		took, err := keep(f)
 		if err == nil && !took {
 			err = d.value(f.plan, reflect.Value{})
 		}
-		if err != nil {
-			return err
-		}
-		d.path = d.path[:len(d.path)-1]
-		return nil
+		return err
 	})
 }
 
@@ -186,22 +166,7 @@ func (d *typedDecoder) entries(p *plan, each func(key []byte) error) (ok bool, e
 	if d.data[d.i] != '{' {
 		return false, d.mismatch(p)
 	}
-	mark := len(d.seen)
-	defer func() { d.seen = d.seen[:mark] }()
-	return true, d.members(func(key []byte) error {
-		for _, k := range d.seen[mark:] {
-			if bytes.Equal(k, key) {
-				return &viewError{path: d.pathString() + "[" + string(key) + "]", reason: "duplicate field", named: true}
-			}
-		}
-		d.seen = append(d.seen, key)
-		d.path = append(d.path, step{key: key, index: -1})
-		if err := each(key); err != nil {
-			return err
-		}
-		d.path = d.path[:len(d.path)-1]
-		return nil
-	})
+	return true, d.mapEntries(each)
 }
 
 // text decodes a string field (plan p): null is "".

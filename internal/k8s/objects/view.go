@@ -688,6 +688,19 @@ func (d *decoder) members(fn func(key []byte) error) error {
 }
 
 func (d *decoder) object(p *plan, dst reflect.Value) error {
+	return d.structFields(p, func(f *fieldPlan) error {
+		var fv reflect.Value
+		if f.keep && dst.IsValid() {
+			fv = dst.FieldByIndex(f.index)
+		}
+		return d.value(f.plan, fv)
+	})
+}
+
+// structFields walks the members of the object at d.i as struct plan p:
+// unknown and duplicate field names are errors; fn is called with each
+// field, its path pushed and d at its value.
+func (d *decoder) structFields(p *plan, fn func(f *fieldPlan) error) error {
 	var seenSmall [4]uint64
 	seen := seenSmall[:]
 	if n := (len(p.fields) + 63) / 64; n > len(seen) {
@@ -703,12 +716,30 @@ func (d *decoder) object(p *plan, dst reflect.Value) error {
 			return d.failField(f.name, "duplicate field")
 		}
 		seen[f.pos/64] |= 1 << (f.pos % 64)
-		var fv reflect.Value
-		if f.keep && dst.IsValid() {
-			fv = dst.FieldByIndex(f.index)
-		}
 		d.path = append(d.path, step{field: f.name, index: -1})
-		if err := d.value(f.plan, fv); err != nil {
+		if err := fn(f); err != nil {
+			return err
+		}
+		d.path = d.path[:len(d.path)-1]
+		return nil
+	})
+}
+
+// mapEntries walks the members of the object at d.i as a map: duplicate
+// keys are errors; fn is called with each key, its step pushed and d at
+// the value.
+func (d *decoder) mapEntries(fn func(key []byte) error) error {
+	mark := len(d.seen)
+	defer func() { d.seen = d.seen[:mark] }()
+	return d.members(func(key []byte) error {
+		for _, k := range d.seen[mark:] {
+			if bytes.Equal(k, key) {
+				return &viewError{path: d.pathString() + "[" + string(key) + "]", reason: "duplicate field", named: true}
+			}
+		}
+		d.seen = append(d.seen, key)
+		d.path = append(d.path, step{key: key, index: -1})
+		if err := fn(key); err != nil {
 			return err
 		}
 		d.path = d.path[:len(d.path)-1]
@@ -720,8 +751,6 @@ func (d *decoder) mapValue(p *plan, dst reflect.Value) error {
 	if dst.IsValid() && dst.IsNil() {
 		dst.Set(reflect.MakeMap(p.typ))
 	}
-	mark := len(d.seen)
-	defer func() { d.seen = d.seen[:mark] }()
 	var ev, kv reflect.Value
 	var strs map[string]string // a map[string]string, set directly
 	if dst.IsValid() {
@@ -732,14 +761,7 @@ func (d *decoder) mapValue(p *plan, dst reflect.Value) error {
 			kv = reflect.New(p.typ.Key()).Elem()
 		}
 	}
-	return d.members(func(key []byte) error {
-		for _, k := range d.seen[mark:] {
-			if bytes.Equal(k, key) {
-				return &viewError{path: d.pathString() + "[" + string(key) + "]", reason: "duplicate field", named: true}
-			}
-		}
-		d.seen = append(d.seen, key)
-		d.path = append(d.path, step{key: key, index: -1})
+	return d.mapEntries(func(key []byte) error {
 		if strs != nil {
 			d.ws()
 			if d.i < len(d.data) && d.data[d.i] == '"' {
@@ -748,7 +770,6 @@ func (d *decoder) mapValue(p *plan, dst reflect.Value) error {
 					return err
 				}
 				strs[string(key)] = v
-				d.path = d.path[:len(d.path)-1]
 				return nil
 			}
 			ev = reflect.New(p.typ.Elem()).Elem()
@@ -758,7 +779,6 @@ func (d *decoder) mapValue(p *plan, dst reflect.Value) error {
 		if err := d.value(p.elem, ev); err != nil {
 			return err
 		}
-		d.path = d.path[:len(d.path)-1]
 		if strs != nil {
 			strs[string(key)] = ev.String()
 		} else if dst.IsValid() {

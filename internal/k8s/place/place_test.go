@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -134,5 +135,33 @@ func checkPlacement(t *testing.T, rep *Report) {
 			t.Errorf("bad placement %+v", p)
 		}
 		seen[p.Pod] = true
+	}
+}
+
+// TestNoHeadersListsEveryPlacement: --no-headers is for scripts, which
+// read every row as a placement: all of them are listed, with no "... and
+// N more" row, at, below and above MaxListed; the table for people stops
+// at MaxListed.
+func TestNoHeadersListsEveryPlacement(t *testing.T) {
+	for _, n := range []int{MaxListed - 1, MaxListed, MaxListed + 1, 3 * MaxListed} {
+		r := &Report{Fits: true}
+		for i := range n {
+			r.Placements = append(r.Placements, Placement{Pod: fmt.Sprintf("p%d", i), Task: "w", Node: fmt.Sprintf("n%d", i)})
+		}
+		var b bytes.Buffer
+		if err := r.WriteTable(&b, output.Options{NoHeaders: true}); err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
+		if len(lines) != n || strings.Contains(b.String(), "more") || !strings.HasPrefix(lines[n-1], fmt.Sprintf("p%d ", n-1)) {
+			t.Errorf("%d placements: %d rows:\n%s", n, len(lines), b.String())
+		}
+		b.Reset()
+		if err := r.WriteTable(&b, output.Options{}); err != nil {
+			t.Fatal(err)
+		}
+		if more := strings.Contains(b.String(), fmt.Sprintf("... and %d more", n-MaxListed)); more != (n > MaxListed) {
+			t.Errorf("%d placements, for people: 'and more' line %v:\n%s", n, more, b.String())
+		}
 	}
 }

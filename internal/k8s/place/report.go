@@ -533,7 +533,7 @@ func (r *Report) WriteTable(w io.Writer, o output.Options) error {
 		if !r.Fits {
 			return nil
 		}
-		return output.Print(w, r.placementGrid(), o)
+		return output.Print(w, r.placementGrid(len(r.Placements)), o)
 	}
 	ew := &output.ErrWriter{W: w}
 	x := &r.Explain
@@ -603,7 +603,7 @@ func (r *Report) WriteTable(w io.Writer, o output.Options) error {
 	}
 	if r.Fits {
 		ew.Printf("\n")
-		if err := output.Print(ew, r.placementGrid(), o); err != nil {
+		if err := output.Print(ew, r.placementGrid(MaxListed), o); err != nil {
 			return err
 		}
 		if x.PreferredMet != nil && !*x.PreferredMet {
@@ -668,13 +668,14 @@ func (r *Report) WriteTable(w io.Writer, o output.Options) error {
 // ListItems implements output.Lister: one row per placed pod.
 func (r *Report) ListItems() any { return r.Placements }
 
-// placementGrid is the table of placed pods (the first MaxListed, then a
-// line saying how many more -o json lists).
-func (r *Report) placementGrid() output.Grid {
+// placementGrid is the table of placed pods: the first limit, then a line
+// saying how many more -o json lists (--no-headers lists them all: a
+// script reads every row as a placement).
+func (r *Report) placementGrid(limit int) output.Grid {
 	g := output.NewGrid("POD", "TASK", "NODE")
 	for i, p := range r.Placements {
-		if i == MaxListed {
-			g.AddRow(fmt.Sprintf("... and %d more (-o json lists them)", len(r.Placements)-MaxListed))
+		if i == limit {
+			g.AddRow(fmt.Sprintf("... and %d more (-o json lists them)", len(r.Placements)-limit))
 			break
 		}
 		task := p.Task
