@@ -67,14 +67,18 @@ GO
 (cd "$work/hexec" && GOFLAGS= go mod init hexec >/dev/null 2>&1 && CGO_ENABLED=0 go build -o "$work/hexec-bin" .)
 have_cgo_floor=0
 (cd "$work/hexec-cgo" && GOFLAGS= go mod init hexeccgo >/dev/null 2>&1 && CGO_ENABLED=1 go build -o "$work/hexec-cgo-bin" . 2>/dev/null) && have_cgo_floor=1
+# Each binary's package list is taken once and matched from the variable:
+# 'go list | grep -q' under pipefail reads as no match when grep exits at
+# its match before go list has written everything (SIGPIPE, 141).
+kubelet_linked=no
 for b in gpunode gpunode-full; do
   size=$(stat -c %s "$work/$b")
-  pkgs=$(go list -deps ./cmd/$b | wc -l)
-  k8spkgs=$(go list -deps ./cmd/$b | grep -c '^k8s.io/\|^sigs.k8s.io/' || true)
+  deps=$(go list -deps ./cmd/$b)
+  pkgs=$(wc -l <<<"$deps")
+  k8spkgs=$(grep -c '^k8s.io/\|^sigs.k8s.io/' <<<"$deps" || true)
   printf '%s: binary %.1f MB, %d packages linked (%d from k8s.io / sigs.k8s.io)\n' "$b" "$(echo "$size / 1000000" | bc -l)" "$pkgs" "$k8spkgs"
+  if [ "$b" = gpunode-full ] && grep -q '^k8s.io/kubelet/config/v1beta1$' <<<"$deps"; then kubelet_linked=yes; fi
 done
-kubelet_linked=no
-go list -deps ./cmd/gpunode-full | grep -q '^k8s.io/kubelet/config/v1beta1$' && kubelet_linked=yes
 echo "k8s.io/kubelet/config/v1beta1 linked into gpunode-full: $kubelet_linked"
 
 echo "== package inits at start-up (GODEBUG=inittrace=1 gpunode version, 21 runs)"

@@ -719,11 +719,12 @@ func TestStats(t *testing.T) {
 	}
 }
 
-// TestNUMADurationAndMemoryBound: --duration bounds the whole run (the
-// kernels. shares add up to at most two thirds of it; the run, with a
-// fifth more for a loaded machine) and the buffers
-// (a first touch of all of them per pair within a quarter of it at
-// 1 GiB/s); free memory caps them to half the least free node.
+// TestNUMADurationAndMemoryBound: --duration bounds the whole run (each
+// kernel's share is at most two thirds of the time left when it is handed
+// out, so shares spent one after the other add up to at most --duration;
+// the run, with a second more for a loaded machine) and the buffers (a
+// first touch of all of them per pair within a quarter of it at 1 GiB/s);
+// free memory caps them to half the least free node.
 func TestNUMADurationAndMemoryBound(t *testing.T) {
 	tp := fixture(t, "dgx-h100")
 	for _, d := range []time.Duration{500 * time.Millisecond, 10 * time.Second} {

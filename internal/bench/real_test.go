@@ -17,34 +17,30 @@ import (
 
 // The tests in this file measure this machine and compare with real tools
 // (mbw, a C pointer chase compiled here, jemalloc/tcmalloc). They run only
-// when asked with GPUNODE_REAL_BENCH=1 (.ci/run's bench step sets it and
-// installs the tools; there, with CI=true, a missing tool fails): inside
+// when asked with GPUNODE_REAL_BENCH=1, and then a missing tool fails
+// (.ci/run's bench step installs the tools and sets it; README.md,
+// docs/CONTRIBUTING.md): inside
 // `go test ./...` other packages' tests share the CPUs and a bandwidth
 // comparison would measure them, not the kernels.
 
-// realBench skips the test unless it should run, and reports whether a
-// missing tool is a failure.
-func realBench(t *testing.T) (required bool) {
+// realBench skips the test unless GPUNODE_REAL_BENCH=1 asks for it; asked,
+// a missing tool is a failure.
+func realBench(t *testing.T) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("measures this machine")
 	}
-	ci, want := os.Getenv("CI") == "true", os.Getenv("GPUNODE_REAL_BENCH") == "1"
-	if !want {
+	if os.Getenv("GPUNODE_REAL_BENCH") != "1" {
 		t.Skip("measures this machine against real tools: set GPUNODE_REAL_BENCH=1 (the bench step of .ci/run does)")
 	}
-	return ci
 }
 
 func needTool(t *testing.T, name string) string {
 	t.Helper()
-	required := realBench(t)
+	realBench(t)
 	p, err := exec.LookPath(name)
 	if err != nil {
-		if required {
-			t.Fatalf("%s is missing in CI (.ci/run installs it): %v", name, err)
-		}
-		t.Skipf("%s not installed", name)
+		t.Fatalf("GPUNODE_REAL_BENCH=1 but %s is not installed (.ci/run installs it): %v", name, err)
 	}
 	return p
 }
@@ -251,9 +247,9 @@ func abs(x float64) float64 {
 // re-executed) under glibc and every allocator found; the child checks that
 // the preloaded library is really mapped.
 func TestRealAllocWorkload(t *testing.T) {
-	required := realBench(t)
+	realBench(t)
 	if !WorkloadAvailable {
-		t.Skip("built without cgo")
+		t.Fatal("GPUNODE_REAL_BENCH=1 but built without cgo: the workload needs it")
 	}
 	fs, err := hostfs.New("/")
 	if err != nil {
@@ -266,10 +262,7 @@ func TestRealAllocWorkload(t *testing.T) {
 		hasJemalloc = hasJemalloc || l.Allocator == Jemalloc
 	}
 	if !hasJemalloc {
-		if required {
-			t.Fatal("jemalloc not found in CI (.ci/run installs libjemalloc2)")
-		}
-		t.Skip("jemalloc not installed")
+		t.Fatal("GPUNODE_REAL_BENCH=1 but jemalloc is not installed (.ci/run installs libjemalloc2)")
 	}
 	exe, err := os.Executable()
 	if err != nil {

@@ -357,10 +357,11 @@ var errShortConfig = errors.New("config space shorter than 4096 bytes")
 // whether it has an ACS capability, and the ACS control register. The root
 // port itself is skipped: ACS there isolates whole switches, which is
 // wanted. It returns the number of ports read and of bridges. The config
-// spaces are read once per Host (scanACS): the check and its fix share them.
-func acsPorts(t *topo.Topology, h *Host, fn func(br string, hasACS bool, ctrl uint16)) (read, ports int) {
-	if h.acs == nil || h.acs.topo != t {
-		h.acs = scanACS(t, h)
+// spaces are read once per Host (scanACS): the check and its fix share
+// them. h.Topo is set (needTopo).
+func acsPorts(h *Host, fn func(br string, hasACS bool, ctrl uint16)) (read, bridges int) {
+	if h.acs == nil {
+		h.acs = scanACS(h.Topo, h)
 	}
 	for _, p := range h.acs.ports {
 		fn(p.br, p.hasACS, p.ctrl)
@@ -371,7 +372,6 @@ func acsPorts(t *topo.Topology, h *Host, fn func(br string, hasACS bool, ctrl ui
 // acsScan is what acsPorts read: the check and its fix share it, so each
 // bridge's config space is read once per Host.
 type acsScan struct {
-	topo    *topo.Topology
 	ports   []acsPort // the bridges whose config space was read
 	bridges int       // every bridge on a GPU's or NIC's path
 }
@@ -383,7 +383,7 @@ type acsPort struct {
 }
 
 func scanACS(t *topo.Topology, h *Host) *acsScan {
-	out := &acsScan{topo: t}
+	out := &acsScan{}
 	seen := map[string]bool{}
 	for _, d := range append(append([]topo.PCIDevice{}, t.GPUs...), t.NICs...) {
 		if len(d.PCIePath) < 3 {
@@ -414,13 +414,12 @@ func scanACS(t *topo.Topology, h *Host) *acsScan {
 // peer-to-peer requests to the root complex (ACS P2P redirect), which would
 // send GPUDirect P2P/RDMA traffic through the CPU.
 func checkACS(h *Host) (bool, string, string, error) {
-	t, err := needTopo(h)
-	if err != nil {
+	if _, err := needTopo(h); err != nil {
 		return false, "", "", err
 	}
 	withACS := 0
 	var bad []string
-	read, ports := acsPorts(t, h, func(br string, hasACS bool, ctrl uint16) {
+	read, ports := acsPorts(h, func(br string, hasACS bool, ctrl uint16) {
 		if !hasACS {
 			return
 		}

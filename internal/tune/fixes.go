@@ -224,12 +224,11 @@ func sortedKeys[V any](m map[string]V) []string {
 // it set (setpci from pciutils, on Debian/Ubuntu and RHEL alike), then
 // says how to make it persistent.
 func acsFix(h *Host) []string {
-	t, err := needTopo(h)
-	if err != nil {
+	if _, err := needTopo(h); err != nil {
 		return nil
 	}
 	var out, ports []string
-	acsPorts(t, h, func(br string, hasACS bool, ctrl uint16) {
+	acsPorts(h, func(br string, hasACS bool, ctrl uint16) {
 		if hasACS && ctrl&acsRedirectAny != 0 {
 			ports = append(ports, br)
 			out = append(out, fmt.Sprintf("setpci -s %s ECAP_ACS+0x6.w=%04x", br, ctrl&^acsRedirectAny))

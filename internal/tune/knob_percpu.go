@@ -150,15 +150,13 @@ func (k perCPUKnob) persists(w string) persist {
 
 func (k perCPUKnob) changes(h *Host, o observation, w string) ([]change, persist, error) {
 	p := k.persists(w)
-	vals := o.perCPU
-	if vals == nil {
-		var err error
-		if vals, err = k.values(h); err != nil {
-			return nil, p, err
-		}
+	if o.perCPU == nil {
+		// read keeps at least one CPU's value or fails, and a failed
+		// read's setting never gets here (plan, profilePersist).
+		return nil, p, fmt.Errorf("%s: no per-CPU values read", k.rel)
 	}
 	var cs []change
-	for _, v := range vals {
+	for _, v := range o.perCPU {
 		if v.val != w {
 			cs = append(cs, valueChangeRaw(h, path.Base(v.dir)+"/"+k.rel, v.dir+"/"+k.rel, v.val, v.raw, w))
 		}

@@ -8,8 +8,8 @@ import (
 
 // TestPerCPUChangesFromRead: a per-CPU knob's changes work from the values
 // its read saw (one read of each CPU's file per audit), and equal what
-// reading the files again gives while the host is unchanged: the same
-// steps, original values and original bytes.
+// a new Host's read gives while the host is unchanged: the same steps,
+// original values and original bytes.
 func TestPerCPUChangesFromRead(t *testing.T) {
 	root, fsys := stockHost(t, "dgx-h100")
 	const gov = "/sys/devices/system/cpu/cpu5/cpufreq/scaling_governor"
@@ -31,9 +31,17 @@ func TestPerCPUChangesFromRead(t *testing.T) {
 	if got := k.persists("performance"); !reflect.DeepEqual(got, ps) {
 		t.Errorf("persists %+v, changes' persist %+v", got, ps)
 	}
-	reread, _, err := k.changes(h, observation{}, "performance")
+	fresh := newHost(t, fsys)
+	obs2, err := k.read(context.Background(), fresh)
 	if err != nil {
 		t.Fatal(err)
+	}
+	reread, _, err := k.changes(fresh, obs2, "performance")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := k.changes(h, observation{}, "performance"); err == nil {
+		t.Error("changes without the read's values: no error")
 	}
 	if len(fromRead) != 223 || len(fromRead) != len(reread) {
 		t.Fatalf("%d changes from the read, %d from a new read; want 223 (every CPU but cpu5)", len(fromRead), len(reread))

@@ -75,7 +75,7 @@ func (s spec) validate(v string) error {
 			return fmt.Errorf("%q is not a cpulist: %w", v, err)
 		}
 	default:
-		// A catalogue bug; TestCatalogueSpecKinds keeps it from shipping.
+		// A catalogue bug; TestSpecKinds keeps it from shipping.
 		return fmt.Errorf("setting has an unknown value kind %d: no value is valid", s.kind)
 	}
 	return nil

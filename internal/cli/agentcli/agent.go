@@ -56,7 +56,9 @@ func (a *app) RunAudit(ctx context.Context, o AuditOptions) (agent.Result, error
 	h := tune.NewHost(ctx, fs)
 	srcs := a.AuditSources(ctx, h, o.Backend, "", 0)
 	// The IRQ series come from the analysis the irq.off-node checks were
-	// made from: one analysis per cycle, not two.
+	// made from: one analysis per cycle, not two. The audit runs every
+	// source, so a cycle without it is one whose analysis failed (its
+	// error is the irq check's); analysing again would fail again.
 	var irqRep *irq.Report
 	for i, s := range srcs {
 		if is, ok := s.(irq.Source); ok {
@@ -90,11 +92,6 @@ func (a *app) RunAudit(ctx context.Context, o AuditOptions) (agent.Result, error
 		return agent.Result{}, err
 	}
 	res := agent.Result{Report: r, Topo: h.Topo, Pods: pods.Report(), IRQ: irqRep}
-	if irqRep == nil && h.Topo != nil {
-		if q, err := irq.Analyze(ctx, fs, h.Topo, irq.Options{}); err == nil {
-			res.IRQ = q
-		}
-	}
 	for _, s := range srcs {
 		g, ok := s.(gpu.Source)
 		if !ok || g.Backend == nil {
