@@ -20,14 +20,15 @@ echo "date: $(date -u +%Y-%m-%dT%H:%MZ)  cpus: $(nproc)  $(grep -m1 'model name'
 go version
 
 echo "== build"
-# As installed: gpunode (node commands) with gpunode-full beside it (k8s,
-# bench, agent, report, which gpunode execs). Default build flags (cgo on,
-# for NVML), as a user's 'go build' gives.
-go build -o "$work/gpunode" ./cmd/gpunode
+# As installed (README, deploy/Dockerfile): gpunode (node commands) built
+# without cgo, a static executable that hands commands needing NVML to
+# gpunode-agent; gpunode-full beside it (k8s, bench, agent, report, which
+# gpunode execs). gpunode-cgo is the node binary as a plain 'go build' with
+# cgo on gives it (NVML linked, dynamic loader and libc start-up), for
+# comparison.
+CGO_ENABLED=0 go build -o "$work/gpunode" ./cmd/gpunode
 go build -o "$work/gpunode-full" ./cmd/gpunode-full
-# As the image ships it (deploy/Dockerfile): no cgo, so no dynamic loader or
-# libc start-up, and GPU queries through nvidia-smi instead of NVML.
-CGO_ENABLED=0 go build -o "$work/gpunode-static" ./cmd/gpunode
+CGO_ENABLED=1 go build -o "$work/gpunode-cgo" ./cmd/gpunode
 mkdir -p "$work/hello"
 cat >"$work/hello/main.go" <<'GO'
 package main
@@ -105,7 +106,7 @@ verdict() { # a figure that was not measured (a failed benchmark) is n/a, never 
 echo "== whole process (median of $runs round-robin runs, ms)"
 cmds=(true "$work/hello-bin" "$work/hexec-bin" "$work/gpunode version" "$work/gpunode bind --node 0 --quiet -- true" "$work/gpunode-full version")
 [ "$have_cgo_floor" = 1 ] && cmds+=("$work/hexec-cgo-bin")
-cmds+=("$work/gpunode-static bind --node 0 --quiet -- true")
+cmds+=("$work/gpunode-cgo bind --node 0 --quiet -- true")
 have_numactl=0
 if command -v numactl >/dev/null; then cmds+=("numactl --cpunodebind=0 --membind=0 true"); have_numactl=1; fi
 command -v taskset >/dev/null && cmds+=("taskset -c 0 true")
@@ -135,9 +136,9 @@ t_ver=$(med "$work/gpunode version")
 t_hello=$(med "$work/hello-bin")
 bind_over=$(echo "$t_bind - $t_true" | bc -l)
 add "gpunode bind -- true, over true" "$(printf %.2f "$bind_over") ms" "<= 3 ms" "$(verdict "$bind_over" 3)"
-t_bind_static=$(med "$work/gpunode-static bind --node 0 --quiet -- true")
+t_bind_static=$(med "$work/gpunode-cgo bind --node 0 --quiet -- true")
 bind_static_over=$(echo "$t_bind_static - $t_true" | bc -l)
-add "  for comparison: the CGO_ENABLED=0 build (the image's), over true" "$(printf %.2f "$bind_static_over") ms" "-" "-"
+add "  for comparison: a cgo build (NVML linked), over true" "$(printf %.2f "$bind_static_over") ms" "-" "-"
 add "  floor: a Go program that only execs true, over true" "$(printf %.2f "$(echo "$(med "$work/hexec-bin") - $t_true" | bc -l)") ms" "-" "-"
 if [ "$have_cgo_floor" = 1 ]; then
   add "  floor: the same with cgo (as gpunode, for NVML), over true" "$(printf %.2f "$(echo "$(med "$work/hexec-cgo-bin") - $t_true" | bc -l)") ms" "-" "-"
@@ -329,7 +330,7 @@ startup_ratio() {
   # program that only execs true, static, with cgo, and linking purego.
   echo "== start-up in CPU time (median of $runs round-robin runs, ms; proctime -cpu)"
   CGO_ENABLED=0 go build -o "$work/hexec-purego-bin" ./scripts/nvmlproto/floor
-  local c=(true "$work/hello-bin" "$work/gpunode version" "$work/gpunode-static version" "$work/hexec-bin" "$work/hexec-purego-bin")
+  local c=(true "$work/hello-bin" "$work/gpunode version" "$work/gpunode-cgo version" "$work/hexec-bin" "$work/hexec-purego-bin")
   [ "$have_cgo_floor" = 1 ] && c+=("$work/hexec-cgo-bin")
   go run ./scripts/proctime -cpu -n "$runs" "${c[@]}" | tee "$work/cpu.txt"
   cpu() { awk -v c="$1" 'NR > 1 { line = $0; sub(/[ ]+[0-9.]+[ ]+[0-9.]+[ ]+[0-9]+[ ]+[0-9]+[ ]+[0-9.]+$/, "", line); if (line == c) print $NF }' "$work/cpu.txt"; }
@@ -337,13 +338,13 @@ startup_ratio() {
   ct=$(cpu true); ch=$(cpu "$work/hello-bin")
   ho=$(echo "$ch - $ct" | bc -l)
   vo=$(echo "$(cpu "$work/gpunode version") - $ct" | bc -l)
-  so=$(echo "$(cpu "$work/gpunode-static version") - $ct" | bc -l)
+  so=$(echo "$(cpu "$work/gpunode-cgo version") - $ct" | bc -l)
   r=n/a; rs=n/a
   if le 0.001 "$ho"; then
     r=$(printf %.2f "$(echo "$vo / $ho" | bc -l)"); rs=$(printf %.2f "$(echo "$so / $ho" | bc -l)")
   fi
   add "gpunode version over true / hello world over true (CPU)" "${r}x ($(printf %.2f "$vo") vs $(printf %.2f "$ho") ms)" "<= 1.5x" "$(verdict "$r" 1.5)"
-  add "  the CGO_ENABLED=0 build (no NVML), same ratio (CPU)" "${rs}x ($(printf %.2f "$so") ms)" "-" "-"
+  add "  a cgo build of the node binary (NVML linked), same ratio (CPU)" "${rs}x ($(printf %.2f "$so") ms)" "-" "-"
   local f
   for f in "hexec-bin:static" "hexec-cgo-bin:cgo" "hexec-purego-bin:purego linked (CGO_ENABLED=0)"; do
     local b=${f%%:*} v

@@ -125,7 +125,8 @@ tar -C "$work/base" -cf "$work/base.tar" .
 pm import -q "$work/base.tar" "$base_img" >/dev/null
 step "runtime base $base_img: $(du -sk "$work/base" | cut -f1) KiB from Debian libc6, libgcc-s1"
 
-# The binaries: by default (BINARIES=prebuilt) cgo builds made here with the
+# The binaries: by default (BINARIES=prebuilt) builds made here (gpunode
+# static, gpunode-agent and gpunode-full cgo) with the
 # flags the Dockerfile's source stage uses (-ldflags "-s -w"; without
 # -trimpath, so CI's test step has compiled every package already); with
 # --from-source the Dockerfile's own source stage builds them in a builder
@@ -158,8 +159,9 @@ if [ "$from_source" = 1 ]; then
     --volume "$modcache:/go/pkg/mod" --volume "$gocache:/root/.cache/go-build")
   ctx=$repo
 else
-  CGO_ENABLED=1 go build -ldflags="-s -w" -o "$work/ctx/bin/" ./cmd/gpunode ./cmd/gpunode-agent ./cmd/gpunode-full
-  step "cgo binaries built: $(stat -c %s "$work/ctx/bin/gpunode"), $(stat -c %s "$work/ctx/bin/gpunode-agent") and $(stat -c %s "$work/ctx/bin/gpunode-full") bytes"
+  CGO_ENABLED=0 go build -ldflags="-s -w" -o "$work/ctx/bin/" ./cmd/gpunode
+  CGO_ENABLED=1 go build -ldflags="-s -w" -o "$work/ctx/bin/" ./cmd/gpunode-agent ./cmd/gpunode-full
+  step "binaries built (gpunode static, the others cgo): $(stat -c %s "$work/ctx/bin/gpunode"), $(stat -c %s "$work/ctx/bin/gpunode-agent") and $(stat -c %s "$work/ctx/bin/gpunode-full") bytes"
   build_args=(--build-arg BINARIES=prebuilt)
   ctx=$work/ctx
 fi

@@ -298,6 +298,9 @@ func (g *gpuSource) GPUs(ctx context.Context) ([]bind.GPUInfo, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := g.a.handOffForNVML(g.kind, g.a.LiveRoot || host.IsLive()); err != nil {
+		return nil, err
+	}
 	b, err := gpu.Open(ctx, gpu.Options{Kind: g.kind, Host: host, Timeout: g.a.GPUTimeout, LiveRoot: g.a.LiveRoot, LookPath: func(string) (string, error) {
 		return "", errors.New("not used by bind")
 	}})

@@ -5,10 +5,12 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -35,6 +37,9 @@ type Env struct {
 	Exec func(argv0 string, argv, envv []string) error
 	// IsTerminal reports whether Stdout is a terminal (for colour).
 	IsTerminal bool
+	// HaveNVML overrides whether this build has the NVML backend
+	// (gpu.HaveNVML); tests set it to run the static build's hand-off.
+	HaveNVML func() bool
 }
 
 // OSEnv returns the Env of the running process.
@@ -72,13 +77,24 @@ type App struct {
 	LiveRoot bool
 	format   output.Format
 	host     *hostfs.FS // opened by Host
+	// companion: this executable has extra commands (gpunode-agent,
+	// gpunode-full), so it is where GPU commands are handed, never from.
+	companion bool
+	// printed is set by the first write to Stdout or Stderr.
+	printed atomic.Bool
 }
 
 // Main runs gpunode with env and returns the process exit code. extra are
 // the companion's commands (gpunode-full passes them); without them the
 // forwarded commands exec the companion.
 func Main(ctx context.Context, env Env, extra ...Command) int {
-	app := &App{Env: env}
+	app := &App{Env: env, companion: len(extra) > 0}
+	if env.Stdout != nil {
+		app.Stdout = watchWriter{w: env.Stdout, printed: &app.printed}
+	}
+	if env.Stderr != nil {
+		app.Stderr = watchWriter{w: env.Stderr, printed: &app.printed}
+	}
 	cmd := app.newRoot(extra, runTarget(env.Args))
 	// A forwarded command that extra does not replace execs the
 	// executable that holds it (gpunode-agent forwards k8s, bench, report).
@@ -92,9 +108,12 @@ func Main(ctx context.Context, env Env, extra ...Command) int {
 	}
 	cmd.SetArgs(env.Args)
 	cmd.SetIn(env.Stdin)
-	cmd.SetOut(env.Stdout)
-	cmd.SetErr(env.Stderr)
+	cmd.SetOut(app.Stdout)
+	cmd.SetErr(app.Stderr)
 	ran, err := cmd.ExecuteContextC(ctx)
+	if errors.Is(err, ErrHandedOff) {
+		return ExitOK
+	}
 	app.reportRefused()
 	if err != nil && !isFindings(err) {
 		msg := err.Error()

@@ -154,6 +154,10 @@ const NVMLLibrary = "libnvidia-ml.so.1"
 // libnvidia-ml.so.1 cannot be loaded.
 var ErrNVMLLibraryNotFound = errors.New("NVML library " + NVMLLibrary + " not found")
 
+// ErrNoNVMLBuild is OpenNVML's error in a build without cgo (HaveNVML
+// false), such as the static node binary.
+var ErrNoNVMLBuild = errors.New("this gpunode was built without cgo, so it has no NVML backend: install gpunode-agent beside it (gpunode then runs GPU commands there), or use --gpu-backend nvidia-smi")
+
 // ErrFakeLiveRoot is returned for --gpu-backend fake with --live-root.
 var ErrFakeLiveRoot = errors.New("--gpu-backend fake with --live-root: the root is this running host, whose GPUs the live backends (nvml, nvidia-smi) read; the fake file describes a captured tree (drop --live-root to read one)")
 

@@ -29,6 +29,10 @@ func (b *nvmlBackend) SetTimeout(d time.Duration) { b.timeout = d }
 
 var _ Backend = (*nvmlBackend)(nil)
 
+// HaveNVML says whether this build has the NVML backend (a cgo build on
+// Linux: go-nvml dlopens libnvidia-ml.so.1 through cgo).
+const HaveNVML = true
+
 // OpenNVML loads libnvidia-ml.so.1 and initialises NVML. It fails (without
 // crashing) when the library or the kernel driver is missing.
 func OpenNVML() (Backend, error) { return NewNVML(nvml.New()) }

@@ -2,10 +2,12 @@
 
 package gpu
 
-import "errors"
+// HaveNVML says whether this build has the NVML backend: not without cgo
+// (go-nvml needs it). The static node binary is such a build: it hands the
+// commands that would open NVML to gpunode-agent when that is installed
+// (internal/cli, nvmlforward.go).
+const HaveNVML = false
 
-// OpenNVML always fails in a build without cgo (go-nvml needs cgo), so auto
-// selection falls back to nvidia-smi.
-func OpenNVML() (Backend, error) {
-	return nil, errors.New("gpunode was built without cgo, so it has no NVML backend (use nvidia-smi)")
-}
+// OpenNVML always fails in a build without cgo, so auto selection falls
+// back to nvidia-smi.
+func OpenNVML() (Backend, error) { return nil, ErrNoNVMLBuild }

@@ -102,7 +102,7 @@ func (fl *Faults) Log() []string {
 // WithFaults returns a copy of f that counts its write-side operations in
 // fl and faults the one fl selects. The copy shares f's root.
 func (f *FS) WithFaults(fl *Faults) *FS {
-	c := &FS{root: f.root, rootFD: noFD, rec: f.rec, faults: fl, maxDir: f.maxDir}
+	c := &FS{root: f.root, rootFD: noFD, rec: f.rec, faults: fl, maxDir: f.maxDir, changed: f.changed}
 	if f.rootFD != noFD {
 		// The copy holds its own descriptor: f's is closed when f is
 		// collected, which may be long before the copy is.
@@ -117,6 +117,7 @@ func (f *FS) WithFaults(fl *Faults) *FS {
 // op counts write-side operation op on host path p and returns the injected
 // error when it is the faulted one.
 func (f *FS) op(op Op, p string) error {
+	f.markChanged()
 	fl := f.faults
 	if fl == nil {
 		return nil

@@ -23,6 +23,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -51,6 +52,9 @@ type FS struct {
 	// maxDir bounds one directory listing: MaxDirEntries, lowered by
 	// tests to reach the bound with a few entries.
 	maxDir int
+	// changed is set by the first write-side operation (see Changed);
+	// shared by copies of the FS.
+	changed *atomic.Bool
 }
 
 // Access kinds recorded by an FS.
@@ -85,7 +89,7 @@ func New(root string) (*FS, error) {
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("%s: not a directory", root)
 	}
-	f := &FS{root: abs, rootFD: noFD, refused: &refusals{paths: map[string]string{}}, maxDir: MaxDirEntries}
+	f := &FS{root: abs, rootFD: noFD, refused: &refusals{paths: map[string]string{}}, maxDir: MaxDirEntries, changed: new(atomic.Bool)}
 	if abs != "/" {
 		if fd, err := unix.Open(abs, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err == nil {
 			f.rootFD = fd
@@ -440,6 +444,21 @@ func (f *FS) Root() string { return f.root }
 
 // IsLive reports whether the FS reads the running machine (root "/").
 func (f *FS) IsLive() bool { return f.root == "/" }
+
+// Changed reports whether f (or a copy of it) has made a write-side
+// operation under the root: opened a file for writing, written, renamed,
+// made a directory or link, changed a mode or owner, removed, or written an
+// output file. Attempts count, failed ones included: a caller that must not
+// repeat work (a command about to run again in another executable) asks it
+// before anything could have changed.
+func (f *FS) Changed() bool { return f.changed != nil && f.changed.Load() }
+
+// markChanged records a write-side operation (see Changed).
+func (f *FS) markChanged() {
+	if f.changed != nil {
+		f.changed.Store(true)
+	}
+}
 
 // Record makes f remember every host path it touches from now on.
 func (f *FS) Record() {

@@ -185,6 +185,7 @@ func (f *FS) WriteOutputFile(p string, data []byte, perm fs.FileMode, opt Output
 	if err != nil {
 		return err
 	}
+	f.markChanged()
 	return WriteOutput(lp, data, perm, opt)
 }
 
