@@ -241,6 +241,14 @@ grep -q '^gpunode.io/audit.pass=' "$work/nfd/gpunode" 2>/dev/null || fail "no NF
 promtool check metrics <"$m" >"$work/promtool.txt" 2>&1 || { cat "$work/promtool.txt" >&2; fail "promtool check metrics"; }
 [ ! -s "$work/promtool.txt" ] || { cat "$work/promtool.txt" >&2; fail "promtool check metrics printed findings"; }
 step "/metrics: 8 GPUs on NUMA 0,0,0,0,1,1,1,1, gpu.driver ok, promtool check metrics clean ($(wc -l <"$m") lines)"
+# The image's gpunode is static (no NVML): a GPU command run through it
+# hands over to gpunode-agent, which answers through NVML (the stub).
+file_out=$(pm exec "$ctr" /usr/local/bin/gpunode --root=/host --live-root gpu status -o json 2>&1) ||
+  { echo "$file_out" >&2; fail "gpunode gpu status in the container"; }
+echo "$file_out" | grep -q '"backend": "nvml"' || { echo "$file_out" >&2; fail "gpunode gpu status did not answer through NVML (hand-off to gpunode-agent)"; }
+n=$(echo "$file_out" | grep -c '"uuid": "GPU-' || true)
+[ "$n" = 8 ] || { echo "$file_out" >&2; fail "gpunode gpu status: $n GPUs, want 8"; }
+step "static gpunode gpu status: handed to gpunode-agent, NVML backend, 8 GPUs"
 if [ -n "${GPUNODE_IMAGE_OUT:-}" ]; then
   { echo "# podman run ... $image ${args[*]}"; echo "# curl -s http://127.0.0.1:$port/metrics"; cat "$m"; } >"$GPUNODE_IMAGE_OUT"
 fi
