@@ -330,7 +330,8 @@ startup_ratio() {
   # program that only execs true, static, with cgo, and linking purego.
   echo "== start-up in CPU time (median of $runs round-robin runs, ms; proctime -cpu)"
   CGO_ENABLED=0 go build -o "$work/hexec-purego-bin" ./scripts/nvmlproto/floor
-  local c=(true "$work/hello-bin" "$work/gpunode version" "$work/gpunode-cgo version" "$work/hexec-bin" "$work/hexec-purego-bin")
+  CGO_ENABLED=0 go build -o "$work/cobrafloor" ./scripts/cobrafloor
+  local c=(true "$work/hello-bin" "$work/gpunode version" "$work/gpunode-cgo version" "$work/cobrafloor version" "$work/hexec-bin" "$work/hexec-purego-bin")
   [ "$have_cgo_floor" = 1 ] && c+=("$work/hexec-cgo-bin")
   go run ./scripts/proctime -cpu -n "$runs" "${c[@]}" | tee "$work/cpu.txt"
   cpu() { awk -v c="$1" 'NR > 1 { line = $0; sub(/[ ]+[0-9.]+[ ]+[0-9.]+[ ]+[0-9]+[ ]+[0-9]+[ ]+[0-9.]+$/, "", line); if (line == c) print $NF }' "$work/cpu.txt"; }
@@ -345,6 +346,12 @@ startup_ratio() {
   fi
   add "gpunode version over true / hello world over true (CPU)" "${r}x ($(printf %.2f "$vo") vs $(printf %.2f "$ho") ms)" "<= 1.5x" "$(verdict "$r" 1.5)"
   add "  a cgo build of the node binary (NVML linked), same ratio (CPU)" "${rs}x ($(printf %.2f "$so") ms)" "-" "-"
+  # The floor of any cobra CLI: scripts/cobrafloor (root, two persistent
+  # flags, a 'version' subcommand), static, against the same hello world.
+  local fo rf=n/a
+  fo=$(echo "$(cpu "$work/cobrafloor version") - $ct" | bc -l)
+  le 0.001 "$ho" && rf=$(printf %.2f "$(echo "$fo / $ho" | bc -l)")
+  add "  floor: a minimal cobra CLI's version (scripts/cobrafloor), same ratio (CPU)" "${rf}x ($(printf %.2f "$fo") ms)" "-" "-"
   local f
   for f in "hexec-bin:static" "hexec-cgo-bin:cgo" "hexec-purego-bin:purego linked (CGO_ENABLED=0)"; do
     local b=${f%%:*} v
