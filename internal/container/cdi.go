@@ -69,10 +69,7 @@ func ParseCDISpec(file string, data []byte) (*CDISpec, error) {
 		return nil, &ParseError{File: file, Reason: "empty spec"}
 	}
 	invalid := func(err error) error { return &ParseError{File: file, Reason: err.Error()} }
-	if err := cdiNullEntries(raw); err != nil {
-		return nil, invalid(err)
-	}
-	if err := cdispec.ValidateVersion(raw); err != nil {
+	if err := cdiVersionValid(raw); err != nil {
 		return nil, invalid(err)
 	}
 	vendor, class := parser.ParseQualifier(raw.Kind)
@@ -121,29 +118,41 @@ func ParseCDISpec(file string, data []byte) (*CDISpec, error) {
 	return s, nil
 }
 
-// cdiNullEntries rejects a null device node or mount ("deviceNodes:
-// [null]"), with the message the edit rules give it: specs-go's
-// ValidateVersion reads every one and would panic (so does pkg/cdi's
-// ReadSpec, v1.1.2, which runs it first).
-func cdiNullEntries(raw *cdispec.Spec) error {
-	null := func(e *cdispec.ContainerEdits) error {
+// cdiVersionValid is specs-go's ValidateVersion (the version is known,
+// and the spec uses no field newer than it), run on a copy in which a null
+// device node or mount ("deviceNodes: [null]") is an empty one:
+// ValidateVersion reads every node and mount and would panic on a null
+// (pkg/cdi's ReadSpec, v1.1.2, does). An empty entry asks for no version,
+// so the answer is CDI's wherever CDI gives one; the null entry itself is
+// then rejected by the edit rules.
+func cdiVersionValid(raw *cdispec.Spec) error {
+	fill := func(e *cdispec.ContainerEdits) {
 		if slices.Contains(e.DeviceNodes, nil) {
-			return errors.New("invalid (nil) device node")
+			nodes := slices.Clone(e.DeviceNodes)
+			for i, n := range nodes {
+				if n == nil {
+					nodes[i] = &cdispec.DeviceNode{}
+				}
+			}
+			e.DeviceNodes = nodes
 		}
 		if slices.Contains(e.Mounts, nil) {
-			return errors.New("invalid (nil) mount")
-		}
-		return nil
-	}
-	if err := null(&raw.ContainerEdits); err != nil {
-		return fmt.Errorf("containerEdits: %w", err)
-	}
-	for i := range raw.Devices {
-		if err := null(&raw.Devices[i].ContainerEdits); err != nil {
-			return fmt.Errorf("device %q: %w", raw.Devices[i].Name, err)
+			mounts := slices.Clone(e.Mounts)
+			for i, m := range mounts {
+				if m == nil {
+					mounts[i] = &cdispec.Mount{}
+				}
+			}
+			e.Mounts = mounts
 		}
 	}
-	return nil
+	spec := *raw
+	fill(&spec.ContainerEdits)
+	spec.Devices = slices.Clone(raw.Devices)
+	for i := range spec.Devices {
+		fill(&spec.Devices[i].ContainerEdits)
+	}
+	return cdispec.ValidateVersion(&spec)
 }
 
 // decodeCDISpec decodes the first document of data as CDI does: yaml.v3
