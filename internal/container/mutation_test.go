@@ -136,3 +136,56 @@ func TestContainerdImports(t *testing.T) {
 		t.Errorf("files %s, want %s", got, want)
 	}
 }
+
+// TestCDIRules: each of CDI's rules rejects with CDI's message (the
+// product's own prefix before it), and what CDI accepts is accepted;
+// conformance/ctk compares the same rules with pkg/cdi itself.
+func TestCDIRules(t *testing.T) {
+	spec := func(version, edits string) string {
+		return "cdiVersion: " + version + "\nkind: vendor.com/class\ndevices:\n- name: d\n  containerEdits:\n" + edits
+	}
+	for _, c := range []struct{ in, want string }{
+		{spec("0.5.0", "    env: [A=1, B=]\n"), ""},
+		{spec("0.5.0", "    env: [\"=1\"]\n"), `device "d": invalid container edits: invalid environment variable "=1"`},
+		{spec("0.5.0", "    env: [A]\n"), `invalid environment variable "A"`},
+		{spec("0.5.0", "    deviceNodes: [{path: /dev/x, type: c, major: 1, minor: 2, permissions: rwm}]\n"), ""},
+		{spec("0.5.0", "    deviceNodes: [{path: /dev/x, permissions: none}]\n"), ""},
+		{spec("0.5.0", "    deviceNodes: [null]\n"), "invalid (nil) device node"},
+		{spec("0.5.0", "    deviceNodes: [{path: /dev/x, type: x}]\n"), `device "/dev/x": invalid type "x"`},
+		{spec("0.5.0", "    deviceNodes: [{path: /dev/x, minor: -1}]\n"), `device "/dev/x": invalid (negative) device number 0:-1`},
+		{spec("0.5.0", "    deviceNodes: [{path: /dev/x, permissions: rx}]\n"), `device "/dev/x": invalid permissions "rx"`},
+		{spec("0.5.0", "    hooks: [{hookName: poststop, path: /bin/h, env: [X=1]}]\n"), ""},
+		{spec("0.5.0", "    hooks: [null]\n"), "invalid (nil) hook"},
+		{spec("0.5.0", "    hooks: [{hookName: postStop, path: /bin/h}]\n"), `invalid hook name "postStop"`},
+		{spec("0.5.0", "    hooks: [{hookName: prestart}]\n"), `invalid hook "prestart" with empty path`},
+		{spec("0.5.0", "    hooks: [{hookName: prestart, path: /h, env: [X]}]\n"), `invalid hook "prestart": invalid environment variable "X"`},
+		{spec("0.5.0", "    mounts: [null]\n"), "invalid (nil) mount"},
+		{spec("0.5.0", "    mounts: [{containerPath: /a}]\n"), "invalid mount, empty host path"},
+		{spec("0.5.0", "    mounts: [{hostPath: /a}]\n"), "invalid mount, empty container path"},
+		{spec("0.7.0", "    intelRdt: {closID: /}\n"), ""},
+		{spec("0.7.0", "    intelRdt: {closID: a/b}\n"), "invalid ClosID"},
+		{spec("0.7.0", "    intelRdt: {closID: ..}\n"), "invalid ClosID"},
+		{spec("0.7.0", "    intelRdt: {closID: "+strings.Repeat("a", 4096)+"}\n"), "invalid ClosID"},
+		{spec("0.7.0", "    additionalGids: [0]\n"), ""},
+		{spec("1.1.0", "    netDevices: [{hostInterfaceName: a, name: b}, {hostInterfaceName: c, name: d}]\n"), ""},
+		{spec("1.1.0", "    netDevices: [null]\n"), "invalid (nil) linux net device"},
+		{spec("1.1.0", "    netDevices: [{name: b}]\n"), "invalid linux net device, empty HostInterfaceName"},
+		{spec("1.1.0", "    netDevices: [{hostInterfaceName: a}]\n"), "invalid linux net device, empty Name"},
+		{spec("1.1.0", "    netDevices: [{hostInterfaceName: a, name: b}, {hostInterfaceName: a, name: c}]\n"), `duplicate HostInterfaceName "a" with names "c" and "b"`},
+		{spec("1.1.0", "    netDevices: [{hostInterfaceName: a, name: b}, {hostInterfaceName: c, name: b}]\n"), `duplicate Name "b" with HostInterfaceName "c" and "a"`},
+		{spec("0.5.0", "    netDevices: [{hostInterfaceName: a, name: b}]\n"), "1.1.0"},
+		{spec("0.5.0", "    env: []\n"), `device "d": invalid device, empty device edits`},
+		{spec("0.5.0", "    env: [A=1]\n- name: d\n  containerEdits:\n    env: [A=1]\n"), `invalid spec, multiple device "d"`},
+		{"cdiVersion: 0.5.0\nkind: vendor.com/class\ndevices: []\ncontainerEdits:\n  env: [A]\n", `containerEdits: invalid container edits: invalid environment variable "A"`},
+		{"cdiVersion: 0.5.0\nkind: vendor.com/class\ndevices: []\n", "invalid spec, no devices"},
+		{"cdiVersion: 0.6.0\nkind: vendor.com/class\nannotations: {\"not/a/key\": x}\ndevices:\n- name: d\n  annotations: {\"bad key\": x}\n  containerEdits:\n    env: [A=1]\n", ""},
+	} {
+		_, err := ParseCDISpec("/etc/cdi/x.yaml", []byte(c.in))
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%q: %v, want accepted", c.in, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%q: %v, want an error with %q", c.in, err, c.want)
+		}
+	}
+}

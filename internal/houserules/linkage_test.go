@@ -87,6 +87,35 @@ func TestNodeBinaryLinksNoHeavyLibraries(t *testing.T) {
 	}
 }
 
+// notForNodeBinary are libraries that cmd/gpunode must not link and that
+// no binary of the product links any more, so they are not in
+// heavyForNodeBinary (whose second half asks the companion to still have
+// them). CDI's pkg/cdi (its spec cache) brings fsnotify, the OCI runtime
+// spec and its own copy of Kubernetes' name regexps, compiled at every
+// start; 'container check' validates specs with internal/container's own
+// rules over CDI's leaf packages (specs-go, pkg/parser), checked against
+// pkg/cdi in conformance/ctk (issue 29 item 5).
+var notForNodeBinary = []string{
+	"tags.cncf.io/container-device-interface/pkg/cdi",
+	"tags.cncf.io/container-device-interface/internal/",
+	"github.com/fsnotify/fsnotify",
+	"github.com/opencontainers/runtime-spec/",
+}
+
+func TestNodeBinaryLinksNoCDICache(t *testing.T) {
+	deps := goDeps(t, "./cmd/gpunode")
+	if !slices.Contains(deps, "github.com/gpunode/gpunode/internal/container") {
+		t.Fatal("cmd/gpunode does not link internal/container: this test checks nothing")
+	}
+	for _, p := range deps {
+		for _, h := range notForNodeBinary {
+			if strings.HasPrefix(p, h) {
+				t.Errorf("cmd/gpunode links %s: validate CDI specs with internal/container's rules (cdi.go), not pkg/cdi", p)
+			}
+		}
+	}
+}
+
 // heavyForAgentBinary are libraries the fleet agent's binary
 // (cmd/gpunode-agent, what the DaemonSet runs) must not link: their code and
 // initialisers become file pages of a process that lives for months (issue
