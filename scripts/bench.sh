@@ -352,6 +352,23 @@ startup_ratio() {
   fo=$(echo "$(cpu "$work/cobrafloor version") - $ct" | bc -l)
   le 0.001 "$ho" && rf=$(printf %.2f "$(echo "$fo / $ho" | bc -l)")
   add "  floor: a minimal cobra CLI's version (scripts/cobrafloor), same ratio (CPU)" "${rf}x ($(printf %.2f "$fo") ms)" "-" "-"
+  # The same in user-space instructions (callgrind; the load does not move
+  # them, the kernel's share of a start, exec and page faults, is not in
+  # them): medians of 5 runs.
+  if command -v valgrind >/dev/null; then
+    instr() {
+      local i
+      for i in 1 2 3 4 5; do
+        # shellcheck disable=SC2086
+        GODEBUG=asyncpreemptoff=1 valgrind --tool=callgrind --callgrind-out-file=/dev/null $1 2>&1 >/dev/null | awk '/Collected/ { print $4 }'
+      done | sort -n | sed -n 3p
+    }
+    local it ih iv ic
+    it=$(instr true); ih=$(instr "$work/hello-bin"); iv=$(instr "$work/gpunode version"); ic=$(instr "$work/cobrafloor version")
+    if [[ "$it" =~ ^[0-9]+$ && "$ih" =~ ^[0-9]+$ && "$iv" =~ ^[0-9]+$ && "$ic" =~ ^[0-9]+$ ]] && [ "$ih" -gt "$it" ]; then
+      add "  user-space instructions over true: gpunode version / cobrafloor / hello world (callgrind)" "$((iv - it)) / $((ic - it)) / $((ih - it)) ($(printf %.2f "$(echo "($iv - $it) / ($ih - $it)" | bc -l)")x / $(printf %.2f "$(echo "($ic - $it) / ($ih - $it)" | bc -l)")x)" "-" "-"
+    fi
+  fi
   local f
   for f in "hexec-bin:static" "hexec-cgo-bin:cgo" "hexec-purego-bin:purego linked (CGO_ENABLED=0)"; do
     local b=${f%%:*} v
