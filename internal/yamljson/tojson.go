@@ -1,0 +1,380 @@
+package yamljson
+
+import (
+	"bytes"
+	"encoding"
+	"encoding/json"
+	"fmt"
+	"math"
+	"reflect"
+	"strconv"
+	"strings"
+	"unicode"
+)
+
+// YAMLToJSON converts the first document of y to JSON (object keys
+// sorted, as encoding/json writes maps). An empty document is null. A
+// duplicate key keeps the last value.
+func YAMLToJSON(y []byte) ([]byte, error) {
+	return toJSON(y, false, nil)
+}
+
+// YAMLToJSONStrict is YAMLToJSON with a duplicate key an error.
+func YAMLToJSONStrict(y []byte) ([]byte, error) {
+	return toJSON(y, true, nil)
+}
+
+// Unmarshal converts y to JSON and decodes it into obj (a non-nil pointer)
+// with encoding/json; numbers and booleans become strings where obj's field
+// is a string. Unknown fields are ignored.
+func Unmarshal(y []byte, obj any) error {
+	return unmarshal(y, obj, false)
+}
+
+// UnmarshalStrict is Unmarshal with a duplicate key and an unknown field
+// errors.
+func UnmarshalStrict(y []byte, obj any) error {
+	return unmarshal(y, obj, true)
+}
+
+func unmarshal(y []byte, obj any, strict bool) error {
+	var t *target
+	if obj != nil {
+		t = &target{t: reflect.TypeOf(obj)}
+	}
+	j, err := toJSON(y, strict, t)
+	if err != nil {
+		return fmt.Errorf("error converting YAML to JSON: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(j))
+	if strict {
+		dec.DisallowUnknownFields()
+	}
+	if err := dec.Decode(&obj); err != nil {
+		return fmt.Errorf("error unmarshaling JSON: while decoding JSON: %w", err)
+	}
+	return nil
+}
+
+func toJSON(y []byte, strict bool, t *target) ([]byte, error) {
+	v, err := parse(y, strict)
+	if err != nil {
+		return nil, err
+	}
+	c := converter{fields: map[reflect.Type][]jsonField{}}
+	jv, err := c.convert(v, t)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(jv)
+}
+
+// target is the Go type a value will be decoded into, and whether the
+// value there is addressable (which decides whether pointer methods count,
+// as for encoding/json).
+type target struct {
+	t    reflect.Type
+	addr bool
+}
+
+var (
+	jsonUnmarshalerType = reflect.TypeFor[json.Unmarshaler]()
+	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
+)
+
+// settle follows pointers to the type encoding/json fills, or returns nil
+// where a type decodes itself (UnmarshalJSON, UnmarshalText): no conversion
+// is done below such a type.
+func (t *target) settle() *target {
+	if t == nil {
+		return nil
+	}
+	rt := t.t
+	if rt.Kind() != reflect.Pointer && rt.Name() != "" && t.addr {
+		rt = reflect.PointerTo(rt)
+	}
+	for rt.Kind() == reflect.Pointer {
+		if rt.NumMethod() > 0 && (rt.Implements(jsonUnmarshalerType) || rt.Implements(textUnmarshalerType)) {
+			return nil
+		}
+		rt = rt.Elem()
+	}
+	return &target{t: rt, addr: true}
+}
+
+// converter turns resolved values into what encoding/json writes as the
+// same JSON (map[string]any, []any, scalars).
+type converter struct {
+	// fields caches the JSON fields of the struct types met in one call.
+	fields map[reflect.Type][]jsonField
+}
+
+func (c *converter) convert(v any, t *target) (any, error) {
+	t = t.settle()
+	switch v := v.(type) {
+	case *mapping:
+		out := make(map[string]any, len(v.keys))
+		for i, k := range v.keys {
+			ks, err := keyString(k, v.vals[i])
+			if err != nil {
+				return nil, err
+			}
+			var et *target
+			if t != nil {
+				switch t.t.Kind() {
+				case reflect.Struct:
+					if f := c.field(t.t, ks); f != nil {
+						et = &target{t: t.t.Field(f.index[0]).Type, addr: t.addr}
+					}
+				case reflect.Map:
+					et = &target{t: t.t.Elem()}
+				}
+			}
+			if out[ks], err = c.convert(v.vals[i], et); err != nil {
+				return nil, err
+			}
+		}
+		return out, nil
+	case []any:
+		var et *target
+		if t != nil && t.t.Kind() == reflect.Slice {
+			et = &target{t: t.t.Elem(), addr: true}
+		}
+		out := make([]any, len(v))
+		for i, e := range v {
+			var err error
+			if out[i], err = c.convert(e, et); err != nil {
+				return nil, err
+			}
+		}
+		return out, nil
+	case float64:
+		if t != nil && t.t.Kind() == reflect.String {
+			return strconv.FormatFloat(v, 'g', -1, 32), nil
+		}
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, fmt.Errorf("json: unsupported value: %s", strconv.FormatFloat(v, 'g', -1, 64))
+		}
+		return v, nil
+	case int:
+		if t != nil && t.t.Kind() == reflect.String {
+			return strconv.Itoa(v), nil
+		}
+	case uint64:
+		if t != nil && t.t.Kind() == reflect.String {
+			return strconv.FormatUint(v, 10), nil
+		}
+	case bool:
+		if t != nil && t.t.Kind() == reflect.String {
+			return strconv.FormatBool(v), nil
+		}
+	}
+	return v, nil
+}
+
+// keyString is the JSON form of a mapping key, as sigs.k8s.io/yaml makes
+// it.
+func keyString(k, v any) (string, error) {
+	switch k := k.(type) {
+	case string:
+		return k, nil
+	case int:
+		return strconv.Itoa(k), nil
+	case bool:
+		return strconv.FormatBool(k), nil
+	case float64:
+		switch {
+		case math.IsInf(k, 1):
+			return ".inf", nil
+		case math.IsInf(k, -1):
+			return "-.inf", nil
+		case math.IsNaN(k):
+			return ".nan", nil
+		}
+		return strconv.FormatFloat(k, 'g', -1, 32), nil
+	}
+	return "", fmt.Errorf("unsupported map key of type: %s, key: %+#v, value: %+#v", reflect.TypeOf(k), k, plainValue(v))
+}
+
+// plainValue is v for an error message (a mapping as a Go map).
+func plainValue(v any) any {
+	if m, ok := v.(*mapping); ok {
+		out := make(map[any]any, len(m.keys))
+		for i, k := range m.keys {
+			out[k] = plainValue(m.vals[i])
+		}
+		return out
+	}
+	return v
+}
+
+// jsonField is one field encoding/json decodes a struct key into.
+type jsonField struct {
+	name   string
+	index  []int
+	tagged bool
+}
+
+// field finds the field key k goes to in struct type st: the first field
+// of that exact name, else the first one equal under case folding.
+func (c *converter) field(st reflect.Type, k string) *jsonField {
+	fs, ok := c.fields[st]
+	if !ok {
+		fs = structFields(st)
+		c.fields[st] = fs
+	}
+	var fold *jsonField
+	for i := range fs {
+		if fs[i].name == k {
+			return &fs[i]
+		}
+		if fold == nil && strings.EqualFold(fs[i].name, k) {
+			fold = &fs[i]
+		}
+	}
+	return fold
+}
+
+// structFields lists the JSON fields of struct type st in field order, by
+// the rules of the encoding/json copy in sigs.k8s.io/yaml: exported fields
+// (an embedded struct without a tag name is walked into, level by level),
+// json:"-" skipped, and of several fields with one name the shallowest
+// wins, a tagged one among equals, none if still tied.
+func structFields(st reflect.Type) []jsonField {
+	type embedded struct {
+		t     reflect.Type
+		index []int
+	}
+	var all []jsonField
+	level := []embedded{{t: st}}
+	// times counts how often each struct type of a level was embedded at
+	// the level above: a type embedded twice gives each of its fields
+	// twice (a tie, so neither wins).
+	times := map[reflect.Type]int{}
+	seen := map[reflect.Type]bool{}
+	for depth := 0; len(level) > 0 && depth < 64; depth++ {
+		var next []embedded
+		nextTimes := map[reflect.Type]int{}
+		for _, e := range level {
+			if seen[e.t] {
+				continue
+			}
+			seen[e.t] = true
+			for i := 0; i < e.t.NumField(); i++ {
+				sf := e.t.Field(i)
+				if sf.PkgPath != "" {
+					continue
+				}
+				tag := sf.Tag.Get("json")
+				if tag == "-" {
+					continue
+				}
+				name, _, _ := strings.Cut(tag, ",")
+				if !validTagName(name) {
+					name = ""
+				}
+				index := append(append([]int(nil), e.index...), i)
+				ft := sf.Type
+				if ft.Name() == "" && ft.Kind() == reflect.Pointer {
+					ft = ft.Elem()
+				}
+				if name == "" && sf.Anonymous && ft.Kind() == reflect.Struct {
+					nextTimes[ft]++
+					if nextTimes[ft] == 1 {
+						next = append(next, embedded{t: ft, index: index})
+					}
+					continue
+				}
+				f := jsonField{name: name, index: index, tagged: name != ""}
+				if f.name == "" {
+					f.name = sf.Name
+				}
+				all = append(all, f)
+				if times[e.t] > 1 {
+					all = append(all, f)
+				}
+			}
+		}
+		level, times = next, nextTimes
+	}
+	byName := map[string][]jsonField{}
+	var names []string
+	for _, f := range all {
+		if _, ok := byName[f.name]; !ok {
+			names = append(names, f.name)
+		}
+		byName[f.name] = append(byName[f.name], f)
+	}
+	var out []jsonField
+	for _, n := range names {
+		if f, ok := dominant(byName[n]); ok {
+			out = append(out, f)
+		}
+	}
+	sortByIndex(out)
+	return out
+}
+
+// dominant picks the field of one name that encoding/json uses.
+func dominant(fs []jsonField) (jsonField, bool) {
+	short := len(fs[0].index)
+	for _, f := range fs {
+		short = min(short, len(f.index))
+	}
+	var top []jsonField
+	for _, f := range fs {
+		if len(f.index) == short {
+			top = append(top, f)
+		}
+	}
+	tagged := -1
+	for i, f := range top {
+		if f.tagged {
+			if tagged >= 0 {
+				return jsonField{}, false
+			}
+			tagged = i
+		}
+	}
+	if tagged >= 0 {
+		return top[tagged], true
+	}
+	if len(top) > 1 {
+		return jsonField{}, false
+	}
+	return top[0], true
+}
+
+func sortByIndex(fs []jsonField) {
+	less := func(a, b []int) bool {
+		for k := range a {
+			if k >= len(b) {
+				return false
+			}
+			if a[k] != b[k] {
+				return a[k] < b[k]
+			}
+		}
+		return len(a) < len(b)
+	}
+	for i := 1; i < len(fs); i++ {
+		for j := i; j > 0 && less(fs[j].index, fs[j-1].index); j-- {
+			fs[j], fs[j-1] = fs[j-1], fs[j]
+		}
+	}
+}
+
+// validTagName is encoding/json's test of a tag name.
+func validTagName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range s {
+		switch {
+		case strings.ContainsRune("!#$%&()*+-./:<=>?@[]^_{|}~ ", c):
+		case !unicode.IsLetter(c) && !unicode.IsDigit(c):
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,224 @@
+package yamljson
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// The conformance module conformance/yaml compares every function here
+// with sigs.k8s.io/yaml; these tests pin the rules of doc.go without it.
+
+func TestYAMLToJSON(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"", "null"},
+		{"# comment\n", "null"},
+		{"a: 1\n---\nb: 2\n", `{"a":1}`},
+		{"[y, Y, yes, Yes, YES, on, On, ON, true, True, TRUE]", `[true,true,true,true,true,true,true,true,true,true,true]`},
+		{"[n, N, no, No, NO, off, Off, OFF, false, False, FALSE]", `[false,false,false,false,false,false,false,false,false,false,false]`},
+		{"[yEs, 'yes', \"no\", ~~]", `["yEs","yes","no","~~"]`},
+		{"[0x1F, 0o17, 017, 0b101, +12, 1_000, 08, 0b+1, -0b11]", `[31,15,15,5,12,1000,8,1,-3]`},
+		{"[9223372036854775808, 18446744073709551616, 1e3, .5, 1., -0]", `[9223372036854775808,18446744073709552000,1000,0.5,1,0]`},
+		{"a:\nb: ~\nc: Null\nd: ''\n", `{"a":null,"b":null,"c":null,"d":""}`},
+		{"[2001-12-14, 2001-12-14t21:59:43.10-05:00, 1:20, 1e400]", `["2001-12-14","2001-12-14t21:59:43.10-05:00","1:20","1e400"]`},
+		{"1: a\n2.5: b\ntrue: c\nno: d\n0x10: e\n.inf: f\n0.1234567891: g\n", `{".inf":"f","0.12345679":"g","1":"a","16":"e","2.5":"b","false":"d","true":"c"}`},
+		{"a: 1\na: 2\n", `{"a":2}`},
+		{"base: &b {p: 1, q: 2}\nd:\n  <<: *b\n  q: 3\n", `{"base":{"p":1,"q":2},"d":{"p":1,"q":3}}`},
+		{"base: &b {p: 1, q: 2}\nd:\n  q: 3\n  <<: *b\n", `{"base":{"p":1,"q":2},"d":{"p":1,"q":2}}`},
+		{"c:\n  <<: [{p: 1}, {p: 2, q: 2}]\n", `{"c":{"p":1,"q":2}}`},
+		{"{y: 1, n: 2}", `{"false":2,"true":1}`},
+		{"c:\n  \"<<\": {x: 1}\n", `{"c":{"\u003c\u003c":{"x":1}}}`},
+		{"[!!str 12, !!float 1, !!bool yes, !custom 12, !!binary aGk=, !!int \"12\"]", `["12",1,true,"12","hi",12]`},
+		{"a: \"<&>\"\n", `{"a":"\u003c\u0026\u003e"}`},
+	} {
+		got, err := YAMLToJSON([]byte(tc.in))
+		if err != nil || string(got) != tc.want {
+			t.Errorf("YAMLToJSON(%q) = %s, %v; want %s", tc.in, got, err, tc.want)
+		}
+	}
+}
+
+func TestYAMLToJSONErrors(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"a: [1\n", "yaml: line 1"},
+		{"a: .inf\n", "unsupported value"},
+		{"~: a\n", "unsupported map key"},
+		{"18446744073709551615: a\n", "unsupported map key of type: uint64"},
+		{"[a]: b\n", "invalid map key"},
+		{"a: &x [*x]\n", "contains itself"},
+		{"a: *nope\n", "unknown anchor"},
+		{"c:\n  <<: 1\n", "map merge requires"},
+		{"a: !!int abc\n", "cannot decode !!str `abc` as a !!int"},
+		{"a: !!float 18446744073709551615\n", "as a !!float"},
+		{"a: !!binary '!!'\n", "invalid base64"},
+	} {
+		_, err := YAMLToJSON([]byte(tc.in))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("YAMLToJSON(%q): error %v, want %q", tc.in, err, tc.want)
+		}
+	}
+	for _, in := range []string{"a: 1\na: 2\n", "yes: 1\ntrue: 2\n", "c:\n  <<: {x: 1}\n  x: 2\n"} {
+		if _, err := YAMLToJSON([]byte(in)); err != nil {
+			t.Errorf("YAMLToJSON(%q): %v", in, err)
+		}
+		_, err := YAMLToJSONStrict([]byte(in))
+		if err == nil || !strings.Contains(err.Error(), "already set in map") || !strings.Contains(err.Error(), "line ") {
+			t.Errorf("YAMLToJSONStrict(%q): error %v, want a duplicate key with its line", in, err)
+		}
+	}
+}
+
+type inner struct {
+	Promoted string `json:"promoted"`
+}
+
+type doc struct {
+	inner
+	Embedded
+	Name   string            `json:"name"`
+	Count  int               `json:"count"`
+	Labels map[string]string `json:"labels"`
+	Items  []string          `json:"items"`
+	Ptr    *string           `json:"ptr"`
+	Raw    json.RawMessage   `json:"raw"`
+}
+
+type Embedded struct {
+	Deep string `json:"deep"`
+}
+
+func TestUnmarshal(t *testing.T) {
+	in := "name: 12\nNAME: 1.5\ncount: 3\nlabels: {a: yes, b: 0x10}\nitems: [1, true, x]\nptr: 7\nraw: 5\nunknown: 1\n"
+	var got doc
+	if err := Unmarshal([]byte(in), &got); err != nil {
+		t.Fatal(err)
+	}
+	seven := "7"
+	want := doc{Name: "12", Count: 3, Labels: map[string]string{"a": "true", "b": "16"}, Items: []string{"1", "true", "x"}, Ptr: &seven, Raw: json.RawMessage("5")}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %+v, want %+v", got, want)
+	}
+	if err := UnmarshalStrict([]byte(in), &doc{}); err == nil || !strings.Contains(err.Error(), `unknown field "unknown"`) ||
+		!strings.HasPrefix(err.Error(), "error unmarshaling JSON: while decoding JSON: json: ") {
+		t.Errorf("UnmarshalStrict: %v, want the unknown field", err)
+	}
+	// A promoted field is looked up as its embedded struct: no conversion.
+	err := Unmarshal([]byte("deep: 1\n"), &doc{})
+	if err == nil || !strings.Contains(err.Error(), "cannot unmarshal number") {
+		t.Errorf("promoted field converted: %v", err)
+	}
+	err = Unmarshal([]byte("a: [1\n"), &doc{})
+	if err == nil || !strings.HasPrefix(err.Error(), "error converting YAML to JSON: yaml: line 1") {
+		t.Errorf("syntax error: %v", err)
+	}
+}
+
+func TestMarshal(t *testing.T) {
+	type spec struct {
+		Version string         `json:"version"`
+		Configs map[string]any `json:"mig-configs"`
+		Empty   map[string]int `json:"empty"`
+		Nil     map[string]int `json:"nil"`
+		List    []any          `json:"list,omitempty"`
+	}
+	got, err := Marshal(spec{
+		Version: "v1",
+		Empty:   map[string]int{},
+		Configs: map[string]any{
+			"1g.10gb": 1, "1g.5gb": 2, "b": "yes", "a": "x\ny", "2:30": "1:20", "n": nil, "f": 1.5, "big": uint64(1 << 63),
+			"tab": "a\tb\nc",
+		},
+		List: []any{[]any{1, "on"}, map[string]any{"k": "0x1F"}, []any{}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `empty: {}
+list:
+- - 1
+  - "on"
+- k: "0x1F"
+- []
+mig-configs:
+  1g.5gb: 2
+  1g.10gb: 1
+  "2:30": "1:20"
+  a: |-
+    x
+    y
+  b: "yes"
+  big: 9223372036854775808
+  f: 1.5
+  "n": null
+  tab: "a\tb\nc"
+nil: null
+version: v1
+`
+	if string(got) != want {
+		t.Errorf("Marshal:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+func TestKeyLess(t *testing.T) {
+	sorted := []any{false, 0, true, 1, 2.5, uint64(1 << 63), nil, "-x", "1g.5gb", "1g.10gb", "a", "a1", "a01", "a2", "a10", "ab", "b", "é"}
+	for i := range sorted {
+		for j := range sorted {
+			if got := keyLess(sorted[i], sorted[j]); got != (i < j) {
+				t.Errorf("keyLess(%#v, %#v) = %v", sorted[i], sorted[j], got)
+			}
+		}
+	}
+}
+
+func TestIsBase60Float(t *testing.T) {
+	for s, want := range map[string]bool{
+		"1:20": true, "190:20:30.15": true, "-1:30": true, "+1_0:59": true, "1:5": true, "1:20.": true,
+		"1:60": false, "1:": false, ":20": false, "a:20": false, "1:20:": false, "1": false, "": false, "1:2a": false,
+	} {
+		if got := isBase60Float(s); got != want {
+			t.Errorf("isBase60Float(%q) = %v", s, got)
+		}
+	}
+}
+
+// FuzzYAMLToJSON: no panic on bounded input; the output is JSON, and read
+// back as YAML it converts to the same value (JSON is YAML).
+func FuzzYAMLToJSON(f *testing.F) {
+	for _, s := range []string{"a: 1\n", "[yes, 0x1F, 1_000, ~, 2001-12-14]", "a: &x {b: 1}\nc:\n  <<: *x\n", "1: a\n1.5: b\n", "a: |\n  x\n", "- !!binary aGk=\n"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, src []byte) {
+		if len(src) > 1<<14 {
+			return
+		}
+		j, err := YAMLToJSON(src)
+		if err != nil {
+			if _, serr := YAMLToJSONStrict(src); serr == nil {
+				t.Fatalf("strict accepts what non-strict refuses: %v", err)
+			}
+			return
+		}
+		var v any
+		if err := json.Unmarshal(j, &v); err != nil {
+			t.Fatalf("not JSON: %q: %v", j, err)
+		}
+		again, err := YAMLToJSON(j)
+		if err != nil {
+			t.Fatalf("own JSON does not read back: %q: %v", j, err)
+		}
+		var w any
+		if err := json.Unmarshal(again, &w); err != nil || !reflect.DeepEqual(v, w) {
+			t.Fatalf("JSON %s reads back as %s", j, again)
+		}
+		y, err := JSONToYAML(j)
+		if err != nil {
+			t.Fatalf("JSONToYAML(%s): %v", j, err)
+		}
+		back, err := YAMLToJSON(y)
+		var u any
+		if err != nil || json.Unmarshal(back, &u) != nil || !reflect.DeepEqual(v, u) {
+			t.Fatalf("JSON %s written as YAML %q reads back as %s (%v)", j, y, back, err)
+		}
+	})
+}
