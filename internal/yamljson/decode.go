@@ -31,26 +31,49 @@ const (
 type mapping struct {
 	keys []any
 	vals []any
-	at   map[any]int
+	// at indexes keys once there are more than smallMapping of them.
+	at map[any]int
+}
+
+// smallMapping is the size up to which keys are looked up by a scan.
+const smallMapping = 16
+
+// find returns the position of key k, -1 if absent (NaN is never found,
+// as in a Go map).
+func (m *mapping) find(k any) int {
+	if m.at != nil {
+		if i, ok := m.at[k]; ok {
+			return i
+		}
+		return -1
+	}
+	for i, e := range m.keys {
+		if e == k {
+			return i
+		}
+	}
+	return -1
 }
 
 func (m *mapping) set(k, v any) {
-	if i, ok := m.at[k]; ok {
+	if i := m.find(k); i >= 0 {
 		m.vals[i] = v
 		return
 	}
-	if m.at == nil {
-		m.at = map[any]int{}
-	}
-	m.at[k] = len(m.keys)
 	m.keys = append(m.keys, k)
 	m.vals = append(m.vals, v)
+	switch {
+	case m.at != nil:
+		m.at[k] = len(m.keys) - 1
+	case len(m.keys) > smallMapping:
+		m.at = make(map[any]int, len(m.keys))
+		for i, e := range m.keys {
+			m.at[e] = i
+		}
+	}
 }
 
-func (m *mapping) has(k any) bool {
-	_, ok := m.at[k]
-	return ok
-}
+func (m *mapping) has(k any) bool { return m.find(k) >= 0 }
 
 // decoder turns a yaml v3 node tree into resolved values.
 type decoder struct {

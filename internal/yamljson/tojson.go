@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // YAMLToJSON converts the first document of y to JSON (object keys
@@ -61,12 +63,11 @@ func toJSON(y []byte, strict bool, t *target) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := converter{fields: map[reflect.Type][]jsonField{}}
-	jv, err := c.convert(v, t)
-	if err != nil {
+	w := writer{fields: map[reflect.Type][]jsonField{}, out: make([]byte, 0, len(y)+len(y)/4)}
+	if err := w.value(v, t); err != nil {
 		return nil, err
 	}
-	return json.Marshal(jv)
+	return w.out, nil
 }
 
 // target is the Go type a value will be decoded into, and whether the
@@ -102,74 +103,190 @@ func (t *target) settle() *target {
 	return &target{t: rt, addr: true}
 }
 
-// converter turns resolved values into what encoding/json writes as the
-// same JSON (map[string]any, []any, scalars).
-type converter struct {
+// writer writes resolved values as JSON, byte for byte as encoding/json
+// writes the map[string]any, []any and scalars sigs.k8s.io/yaml builds:
+// object keys sorted, HTML characters escaped, floats in ES6 form.
+type writer struct {
+	out []byte
 	// fields caches the JSON fields of the struct types met in one call.
 	fields map[reflect.Type][]jsonField
 }
 
-func (c *converter) convert(v any, t *target) (any, error) {
+func (w *writer) value(v any, t *target) error {
 	t = t.settle()
+	asString := t != nil && t.t.Kind() == reflect.String
 	switch v := v.(type) {
 	case *mapping:
-		out := make(map[string]any, len(v.keys))
-		for i, k := range v.keys {
-			ks, err := keyString(k, v.vals[i])
-			if err != nil {
-				return nil, err
-			}
-			var et *target
-			if t != nil {
-				switch t.t.Kind() {
-				case reflect.Struct:
-					if f := c.field(t.t, ks); f != nil {
-						et = &target{t: t.t.Field(f.index[0]).Type, addr: t.addr}
-					}
-				case reflect.Map:
-					et = &target{t: t.t.Elem()}
-				}
-			}
-			if out[ks], err = c.convert(v.vals[i], et); err != nil {
-				return nil, err
-			}
-		}
-		return out, nil
+		return w.object(v, t)
 	case []any:
 		var et *target
 		if t != nil && t.t.Kind() == reflect.Slice {
 			et = &target{t: t.t.Elem(), addr: true}
 		}
-		out := make([]any, len(v))
+		w.out = append(w.out, '[')
 		for i, e := range v {
-			var err error
-			if out[i], err = c.convert(e, et); err != nil {
-				return nil, err
+			if i > 0 {
+				w.out = append(w.out, ',')
+			}
+			if err := w.value(e, et); err != nil {
+				return err
 			}
 		}
-		return out, nil
-	case float64:
-		if t != nil && t.t.Kind() == reflect.String {
-			return strconv.FormatFloat(v, 'g', -1, 32), nil
+		w.out = append(w.out, ']')
+	case nil:
+		w.out = append(w.out, "null"...)
+	case string:
+		w.out = appendJSONString(w.out, v)
+	case bool:
+		if asString {
+			w.out = appendJSONString(w.out, strconv.FormatBool(v))
+		} else {
+			w.out = strconv.AppendBool(w.out, v)
 		}
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return nil, fmt.Errorf("json: unsupported value: %s", strconv.FormatFloat(v, 'g', -1, 64))
-		}
-		return v, nil
 	case int:
-		if t != nil && t.t.Kind() == reflect.String {
-			return strconv.Itoa(v), nil
+		if asString {
+			w.out = appendJSONString(w.out, strconv.Itoa(v))
+		} else {
+			w.out = strconv.AppendInt(w.out, int64(v), 10)
 		}
 	case uint64:
-		if t != nil && t.t.Kind() == reflect.String {
-			return strconv.FormatUint(v, 10), nil
+		if asString {
+			w.out = appendJSONString(w.out, strconv.FormatUint(v, 10))
+		} else {
+			w.out = strconv.AppendUint(w.out, v, 10)
 		}
-	case bool:
-		if t != nil && t.t.Kind() == reflect.String {
-			return strconv.FormatBool(v), nil
+	case float64:
+		if asString {
+			w.out = appendJSONString(w.out, strconv.FormatFloat(v, 'g', -1, 32))
+			return nil
+		}
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("json: unsupported value: %s", strconv.FormatFloat(v, 'g', -1, 64))
+		}
+		w.out = appendJSONFloat(w.out, v)
+	default:
+		return fmt.Errorf("json: unsupported type: %T", v)
+	}
+	return nil
+}
+
+// object writes a mapping as a JSON object: keys converted to strings and
+// sorted; of two keys with one string the later one is kept.
+func (w *writer) object(m *mapping, t *target) error {
+	type entry struct {
+		key string
+		at  int
+	}
+	entries := make([]entry, len(m.keys))
+	for i, k := range m.keys {
+		ks, err := keyString(k, m.vals[i])
+		if err != nil {
+			return err
+		}
+		entries[i] = entry{ks, i}
+	}
+	slices.SortStableFunc(entries, func(a, b entry) int { return strings.Compare(a.key, b.key) })
+	w.out = append(w.out, '{')
+	first := true
+	for i, e := range entries {
+		if i+1 < len(entries) && entries[i+1].key == e.key {
+			continue
+		}
+		if !first {
+			w.out = append(w.out, ',')
+		}
+		first = false
+		w.out = appendJSONString(w.out, e.key)
+		w.out = append(w.out, ':')
+		var et *target
+		if t != nil {
+			switch t.t.Kind() {
+			case reflect.Struct:
+				if f := w.field(t.t, e.key); f != nil {
+					et = &target{t: t.t.Field(f.index[0]).Type, addr: t.addr}
+				}
+			case reflect.Map:
+				et = &target{t: t.t.Elem()}
+			}
+		}
+		if err := w.value(m.vals[e.at], et); err != nil {
+			return err
 		}
 	}
-	return v, nil
+	w.out = append(w.out, '}')
+	return nil
+}
+
+// appendJSONString writes s as encoding/json does (HTML-safe: <, > and &
+// escaped; invalid UTF-8 as U+FFFD; U+2028 and U+2029 escaped).
+func appendJSONString(dst []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if b := s[i]; b < utf8.RuneSelf {
+			if b >= 0x20 && b != '"' && b != '\\' && b != '<' && b != '>' && b != '&' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch b {
+			case '\\', '"':
+				dst = append(dst, '\\', b)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hex[b>>4], hex[b&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		c, size := utf8.DecodeRuneInString(s[i:])
+		if c == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i++
+			start = i
+			continue
+		}
+		if c == '\u2028' || c == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hex[c&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
+// appendJSONFloat writes a finite f as encoding/json does (ES6 number
+// form: exponent only below 1e-6 and from 1e21, unpadded).
+func appendJSONFloat(dst []byte, f float64) []byte {
+	form := byte('f')
+	if a := math.Abs(f); a != 0 && (a < 1e-6 || a >= 1e21) {
+		form = 'e'
+	}
+	dst = strconv.AppendFloat(dst, f, form, -1, 64)
+	if form == 'e' {
+		n := len(dst)
+		if n >= 4 && dst[n-4] == 'e' && dst[n-3] == '-' && dst[n-2] == '0' {
+			dst[n-2] = dst[n-1]
+			dst = dst[:n-1]
+		}
+	}
+	return dst
 }
 
 // keyString is the JSON form of a mapping key, as sigs.k8s.io/yaml makes
@@ -217,11 +334,11 @@ type jsonField struct {
 
 // field finds the field key k goes to in struct type st: the first field
 // of that exact name, else the first one equal under case folding.
-func (c *converter) field(st reflect.Type, k string) *jsonField {
-	fs, ok := c.fields[st]
+func (w *writer) field(st reflect.Type, k string) *jsonField {
+	fs, ok := w.fields[st]
 	if !ok {
 		fs = structFields(st)
-		c.fields[st] = fs
+		w.fields[st] = fs
 	}
 	var fold *jsonField
 	for i := range fs {
