@@ -81,7 +81,7 @@ var edgeCases = []string{
 	// base 60 and other YAML 1.1 leftovers stay strings
 	"[1:20, 190:20:30.15, 12:30:00, -1:30, a:b]",
 	// non-string keys
-	"1: a\n2.5: b\ntrue: c\nno: d\n0x10: e\n1e3: f\n.inf: g\n-.inf: h\n0.1234567891: j\n", ".nan: a\nb: 1\n",
+	"1: a\n2.5: b\ntrue: c\nno: d\n0x10: e\n1e3: f\n.inf: g\n-.inf: h\n0.1234567891: j\n1e70: k\n-1e70: l\n", ".nan: a\nb: 1\n",
 	"~: a\n", "null: a\n", "18446744073709551615: a\n", "[a]: b\n", "{a: 1}: b\n", "? [a, b]\n: c\n",
 	"2001-12-14: a\n", "!!binary aGk=: a\n",
 	// duplicates

@@ -300,15 +300,17 @@ func keyString(k, v any) (string, error) {
 	case bool:
 		return strconv.FormatBool(k), nil
 	case float64:
-		switch {
-		case math.IsInf(k, 1):
+		// Formatted as a float32 (so 1e70 is +Inf too), then YAML's names.
+		switch s := strconv.FormatFloat(k, 'g', -1, 32); s {
+		case "+Inf":
 			return ".inf", nil
-		case math.IsInf(k, -1):
+		case "-Inf":
 			return "-.inf", nil
-		case math.IsNaN(k):
+		case "NaN":
 			return ".nan", nil
+		default:
+			return s, nil
 		}
-		return strconv.FormatFloat(k, 'g', -1, 32), nil
 	}
 	return "", fmt.Errorf("unsupported map key of type: %s, key: %+#v, value: %+#v", reflect.TypeOf(k), k, plainValue(v))
 }
