@@ -78,11 +78,6 @@ type target struct {
 	addr bool
 }
 
-var (
-	jsonUnmarshalerType = reflect.TypeFor[json.Unmarshaler]()
-	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
-)
-
 // settle follows pointers to the type encoding/json fills, or returns nil
 // where a type decodes itself (UnmarshalJSON, UnmarshalText): no conversion
 // is done below such a type.
@@ -95,7 +90,7 @@ func (t *target) settle() *target {
 		rt = reflect.PointerTo(rt)
 	}
 	for rt.Kind() == reflect.Pointer {
-		if rt.NumMethod() > 0 && (rt.Implements(jsonUnmarshalerType) || rt.Implements(textUnmarshalerType)) {
+		if rt.NumMethod() > 0 && (rt.Implements(reflect.TypeFor[json.Unmarshaler]()) || rt.Implements(reflect.TypeFor[encoding.TextUnmarshaler]())) {
 			return nil
 		}
 		rt = rt.Elem()
