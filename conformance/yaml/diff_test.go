@@ -385,6 +385,11 @@ func TestKnownDifferences(t *testing.T) {
 	if string(na) != ".nan: a\n" || string(nb) != ".nan: null\n" {
 		t.Errorf("5: .nan key written %q here, %q by sigs", na, nb)
 	}
+	_, le := yamljson.YAMLToJSON([]byte("a: 1\nb\nc: 2\n"))
+	_, lb := sigs.YAMLToJSON([]byte("a: 1\nb\nc: 2\n"))
+	if le == nil || lb == nil || !strings.Contains(le.Error(), "line 2:") || !strings.Contains(lb.Error(), "line 3:") {
+		t.Errorf("6: a key without its colon: %v here, %v in sigs", le, lb)
+	}
 	for _, c := range parserDifferences {
 		_, aerr := yamljson.YAMLToJSON([]byte(c.src))
 		_, berr := sigs.YAMLToJSON([]byte(c.src))

@@ -211,7 +211,7 @@ func (d *decoder) fill(m *mapping, n *yaml.Node) {
 		k := d.value(kn)
 		switch k.(type) {
 		case *mapping, []any:
-			d.fail("invalid map key: %s", describeKey(k))
+			d.fail("invalid map key: %#v", plainValue(k))
 		}
 		v := d.value(vn)
 		if d.strict && m.has(k) {
@@ -220,14 +220,6 @@ func (d *decoder) fill(m *mapping, n *yaml.Node) {
 		}
 		m.set(k, v)
 	}
-}
-
-// describeKey names a collection used as a key in yaml v2's words.
-func describeKey(k any) string {
-	if _, ok := k.(*mapping); ok {
-		return "map[interface {}]interface {}{...}"
-	}
-	return "[]interface {}{...}"
 }
 
 func (d *decoder) failWantMap() {

@@ -82,7 +82,16 @@
 //     again (NaN is not equal to itself) and writes its value as null,
 //     and the NaN throws its key sort off; here the value is kept. (JSON
 //     has no such key.)
-//  6. Unmarshal decides the conversion of numbers to strings from the
+//  6. The line a syntax error names. yaml v2 names the line of the token
+//     that does not fit; yaml v3 the line where the construct it was
+//     reading began, when it knows one ("a: 1\nb\nc: 2\n": yaml v2 "line
+//     3: could not find expected ':'", yaml v3 "line 2", the key without
+//     its colon). Never a later line. Over 20,000 random mutated documents
+//     of conformance/yaml both failed on 11,898: the same message 9,423
+//     times, an earlier line 1,979 times, and other words 496 times (yaml
+//     v3 reads one token further, known difference 4, and meets a
+//     different problem first).
+//  7. Unmarshal decides the conversion of numbers to strings from the
 //     target's type, not its value: a non-nil interface field holding a
 //     pointer, which sigs.k8s.io/yaml looks through, is not looked into.
 package yamljson

@@ -310,12 +310,20 @@ func keyString(k, v any) (string, error) {
 	return "", fmt.Errorf("unsupported map key of type: %s, key: %+#v, value: %+#v", reflect.TypeOf(k), k, plainValue(v))
 }
 
-// plainValue is v for an error message (a mapping as a Go map).
+// plainValue is v as yaml v2 decodes it into interface{} (a mapping as a
+// Go map), for error messages that print it as yaml v2's do.
 func plainValue(v any) any {
-	if m, ok := v.(*mapping); ok {
-		out := make(map[any]any, len(m.keys))
-		for i, k := range m.keys {
-			out[k] = plainValue(m.vals[i])
+	switch v := v.(type) {
+	case *mapping:
+		out := make(map[any]any, len(v.keys))
+		for i, k := range v.keys {
+			out[k] = plainValue(v.vals[i])
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = plainValue(e)
 		}
 		return out
 	}
