@@ -390,6 +390,14 @@ func TestKnownDifferences(t *testing.T) {
 	if le == nil || lb == nil || !strings.Contains(le.Error(), "line 2:") || !strings.Contains(lb.Error(), "line 3:") {
 		t.Errorf("6: a key without its colon: %v here, %v in sigs", le, lb)
 	}
+	type holder struct {
+		V any `json:"v"`
+	}
+	ha, hb := &holder{V: new(string)}, &holder{V: new(string)}
+	aerr, berr := yamljson.Unmarshal([]byte("v: 12\n"), ha), sigs.Unmarshal([]byte("v: 12\n"), hb)
+	if aerr == nil || berr != nil || *hb.V.(*string) != "12" {
+		t.Errorf("7: an interface field holding *string: %v here, %v and %q in sigs", aerr, berr, *hb.V.(*string))
+	}
 	for _, c := range parserDifferences {
 		_, aerr := yamljson.YAMLToJSON([]byte(c.src))
 		_, berr := sigs.YAMLToJSON([]byte(c.src))
