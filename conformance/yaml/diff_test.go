@@ -84,6 +84,8 @@ var edgeCases = []string{
 	"1: a\n2.5: b\ntrue: c\nno: d\n0x10: e\n1e3: f\n.inf: g\n-.inf: h\n0.1234567891: j\n1e70: k\n-1e70: l\n", ".nan: a\nb: 1\n",
 	"~: a\n", "null: a\n", "18446744073709551615: a\n", "[a]: b\n", "{a: 1}: b\n", "? [a, b]\n: c\n",
 	"2001-12-14: a\n", "!!binary aGk=: a\n",
+	// yaml v2's key order: digit runs by value, leading zeros, letters
+	`{"1005": 1, "1050": 2, "a01": 3, "a1": 4, "a001": 5, "b100": 6, "b0100": 7, "a109": 8, "a1005": 9, "a19": 14, "a105": 15, "a2": 16, "a10": 17, "-x": 10, "é": 11, "1g.10gb": 12, "1g.5gb": 13}`,
 	// duplicates
 	"a: 1\na: 2\n", "1: a\n0x1: b\n", "yes: a\ntrue: b\n", "a: 1\nb: {c: 1, c: 2}\n", "'a': 1\n\"a\": 2\n",
 	// anchors, aliases, merges
@@ -110,6 +112,8 @@ var edgeCases = []string{
 	"apiVersion: v1\nkind: Pod\nmetadata:\n  name: 12\n", "kind: yes\n", "kind: 1.0\n", "metadata: {name: 0x10}\n",
 	"gpus:\n- index: 0\n  uuid: GPU-1\n  bdf: 0000:18:00.0\n  name: 12\n", "driverVersion: 550.54\n", "driverVersion: '550.54'\n",
 	"schemaVersion: 1\n", "gpus: [{index: '0'}]\n",
+	// types that decode themselves
+	"rawf: 12\nrawl: [12, yes]\nrawm: {a: 12, b: 1.5}\n", "text: 12\n", "text: x\n", "rawf: {a: 1}\n",
 }
 
 // nonSpecificTag finds the tag "!" alone (known difference 2).
@@ -131,6 +135,16 @@ type embeddedProbe struct {
 
 type kindString string
 
+// rawJSON keeps the JSON it is given (UnmarshalJSON, pointer receiver);
+// textOnly reads only strings (UnmarshalText).
+type rawJSON string
+
+func (r *rawJSON) UnmarshalJSON(b []byte) error { *r = rawJSON(b); return nil }
+
+type textOnly string
+
+func (x *textOnly) UnmarshalText(b []byte) error { *x = textOnly(b); return nil }
+
 type testDoc struct {
 	embeddedProbe
 	Name     string             `json:"name"`
@@ -146,7 +160,11 @@ type testDoc struct {
 	Shadow   string             `json:"shadow"`
 	Nested   struct{ S string } `json:"nested"`
 	Untagged string
-	Array    [2]string `json:"array"`
+	Array    [2]string          `json:"array"`
+	RawF     rawJSON            `json:"rawf"`
+	RawL     []rawJSON          `json:"rawl"`
+	RawM     map[string]rawJSON `json:"rawm"`
+	Text     textOnly           `json:"text"`
 }
 
 type kindProbe struct {

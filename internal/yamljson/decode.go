@@ -346,19 +346,16 @@ func resolveNumber(s string) (any, string) {
 			return f, tagFloat
 		}
 	}
-	// yaml v2 tries a "0b" or "-0b" prefix once more, in base 2 on what
-	// follows it, so that a sign there is read ("0b+1" is 1).
-	switch {
-	case strings.HasPrefix(plain, "0b"):
+	// yaml v2 tries a "0b" prefix once more, in base 2 on what follows it,
+	// so that a sign there is read ("0b+1" is 1). (It does the same for
+	// "-0b", which cannot succeed there: what base 2 reads after "-0b",
+	// ParseInt with base 0 has read already.)
+	if strings.HasPrefix(plain, "0b") {
 		if i, err := strconv.ParseInt(plain[2:], 2, 64); err == nil {
 			return int(i), tagInt
 		}
 		if u, err := strconv.ParseUint(plain[2:], 2, 64); err == nil {
 			return u, tagInt
-		}
-	case strings.HasPrefix(plain, "-0b"):
-		if i, err := strconv.ParseInt("-"+plain[3:], 2, 64); err == nil {
-			return int(i), tagInt
 		}
 	}
 	return s, tagStr

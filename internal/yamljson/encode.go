@@ -31,10 +31,7 @@ func JSONToYAML(j []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	n, err := node(v)
-	if err != nil {
-		return nil, err
-	}
+	n := node(v)
 	var b bytes.Buffer
 	enc := yaml.NewEncoder(&b)
 	enc.SetIndent(2)
@@ -50,7 +47,7 @@ func JSONToYAML(j []byte) ([]byte, error) {
 
 // node builds the yaml v3 node of a resolved value, with the styles yaml
 // v2 would choose.
-func node(v any) (*yaml.Node, error) {
+func node(v any) *yaml.Node {
 	switch v := v.(type) {
 	case *mapping:
 		order := make([]int, len(v.keys))
@@ -60,35 +57,21 @@ func node(v any) (*yaml.Node, error) {
 		sort.SliceStable(order, func(a, b int) bool { return keyLess(v.keys[order[a]], v.keys[order[b]]) })
 		n := &yaml.Node{Kind: yaml.MappingNode}
 		for _, i := range order {
-			k, err := node(v.keys[i])
-			if err != nil {
-				return nil, err
-			}
-			e, err := node(v.vals[i])
-			if err != nil {
-				return nil, err
-			}
-			n.Content = append(n.Content, k, e)
+			n.Content = append(n.Content, node(v.keys[i]), node(v.vals[i]))
 		}
-		return n, nil
+		return n
 	case []any:
 		n := &yaml.Node{Kind: yaml.SequenceNode}
 		for _, e := range v {
-			c, err := node(e)
-			if err != nil {
-				return nil, err
-			}
-			n.Content = append(n.Content, c)
+			n.Content = append(n.Content, node(e))
 		}
-		return n, nil
-	case nil:
-		return scalarNode("null", 0), nil
+		return n
 	case bool:
-		return scalarNode(strconv.FormatBool(v), 0), nil
+		return scalarNode(strconv.FormatBool(v), 0)
 	case int:
-		return scalarNode(strconv.Itoa(v), 0), nil
+		return scalarNode(strconv.Itoa(v), 0)
 	case uint64:
-		return scalarNode(strconv.FormatUint(v, 10), 0), nil
+		return scalarNode(strconv.FormatUint(v, 10), 0)
 	case float64:
 		s := strconv.FormatFloat(v, 'g', -1, 64)
 		switch {
@@ -99,11 +82,12 @@ func node(v any) (*yaml.Node, error) {
 		case math.IsNaN(v):
 			s = ".nan"
 		}
-		return scalarNode(s, 0), nil
+		return scalarNode(s, 0)
 	case string:
-		return stringNode(v), nil
+		return stringNode(v)
 	}
-	return nil, fmt.Errorf("yaml: cannot marshal type: %T", v)
+	// nil: parse makes no other type.
+	return scalarNode("null", 0)
 }
 
 func scalarNode(s string, style yaml.Style) *yaml.Node {

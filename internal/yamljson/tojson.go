@@ -128,8 +128,6 @@ func (w *writer) value(v any, t *target) error {
 			}
 		}
 		w.out = append(w.out, ']')
-	case nil:
-		w.out = append(w.out, "null"...)
 	case string:
 		w.out = appendJSONString(w.out, v)
 	case bool:
@@ -160,7 +158,8 @@ func (w *writer) value(v any, t *target) error {
 		}
 		w.out = appendJSONFloat(w.out, v)
 	default:
-		return fmt.Errorf("json: unsupported type: %T", v)
+		// nil: parse makes no other type.
+		w.out = append(w.out, "null"...)
 	}
 	return nil
 }
@@ -374,7 +373,8 @@ func structFields(st reflect.Type) []jsonField {
 	// twice (a tie, so neither wins).
 	times := map[reflect.Type]int{}
 	seen := map[reflect.Type]bool{}
-	for depth := 0; len(level) > 0 && depth < 64; depth++ {
+	// Each struct type is walked once (seen), so the levels end.
+	for len(level) > 0 {
 		var next []embedded
 		nextTimes := map[reflect.Type]int{}
 		for _, e := range level {

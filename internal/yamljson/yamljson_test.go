@@ -2,7 +2,9 @@ package yamljson
 
 import (
 	"encoding/json"
+	"math"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -41,7 +43,7 @@ func TestYAMLToJSON(t *testing.T) {
 
 func TestYAMLToJSONErrors(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
-		{"a: [1\n", "yaml: line 1"},
+		{"a: [1\n", "yaml: line 1:"},
 		{"a: .inf\n", "unsupported value"},
 		{"~: a\n", "unsupported map key"},
 		{"18446744073709551615: a\n", "unsupported map key of type: uint64"},
@@ -51,10 +53,17 @@ func TestYAMLToJSONErrors(t *testing.T) {
 		{"c:\n  <<: 1\n", "map merge requires"},
 		{"a: !!int abc\n", "cannot decode !!str `abc` as a !!int"},
 		{"a: !!float 18446744073709551615\n", "as a !!float"},
-		{"a: !!binary '!!'\n", "invalid base64"},
+		{"a: !!binary '!!'\n", "yaml: !!binary value contains invalid base64 data"},
+		{"a: !!int 1.5\n", "yaml: cannot decode !!float `1.5` as a !!int"},
+		{"a: !!bool 1\n", "yaml: cannot decode !!int `1` as a !!bool"},
+		{"a: !!timestamp 12\n", "yaml: cannot decode !!int `12` as a !!timestamp"},
+		{"a: [1, .nan]\n", "json: unsupported value: NaN"},
+		{"a: {b: [x, -.inf]}\n", "json: unsupported value: -Inf"},
+		{"a: &a [x, x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\nc: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\ne: [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]\n", "yaml: document contains excessive aliasing"},
 	} {
 		_, err := YAMLToJSON([]byte(tc.in))
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
+		// A whole yaml v2 message must be that message.
+		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.HasPrefix(tc.want, "yaml: ") && !strings.HasSuffix(tc.want, ":") && err.Error() != tc.want {
 			t.Errorf("YAMLToJSON(%q): error %v, want %q", tc.in, err, tc.want)
 		}
 	}
@@ -114,6 +123,42 @@ func TestUnmarshal(t *testing.T) {
 	}
 }
 
+// raw keeps the JSON it is given (an UnmarshalJSON with a pointer
+// receiver); text reads only strings (an UnmarshalText).
+type raw string
+
+func (r *raw) UnmarshalJSON(b []byte) error { *r = raw(b); return nil }
+
+type text string
+
+func (x *text) UnmarshalText(b []byte) error { *x = text(b); return nil }
+
+// TestUnmarshalStopsAtUnmarshalers: no number-to-string conversion for a
+// type that decodes itself, found through its pointer where the value is
+// addressable (a struct field, a list element) and not in a map value.
+func TestUnmarshalStopsAtUnmarshalers(t *testing.T) {
+	var v struct {
+		R  raw            `json:"r"`
+		RL []raw          `json:"rl"`
+		RM map[string]raw `json:"rm"`
+	}
+	if err := Unmarshal([]byte("r: 12\nrl: [12]\nrm: {a: 12}\n"), &v); err != nil {
+		t.Fatal(err)
+	}
+	if v.R != "12" || len(v.RL) != 1 || v.RL[0] != "12" || v.RM["a"] != `"12"` {
+		t.Errorf("got %+v, want r and rl raw 12, rm the converted \"12\"", v)
+	}
+	var w struct {
+		T text `json:"t"`
+	}
+	if err := Unmarshal([]byte("t: 12\n"), &w); err == nil {
+		t.Errorf("a number into an UnmarshalText type was converted: %+v", w)
+	}
+	if err := Unmarshal([]byte("t: x\n"), &w); err != nil || w.T != "x" {
+		t.Errorf("t: x: %+v %v", w, err)
+	}
+}
+
 func TestMarshal(t *testing.T) {
 	type spec struct {
 		Version string         `json:"version"`
@@ -158,10 +203,13 @@ version: v1
 	if string(got) != want {
 		t.Errorf("Marshal:\n%s\nwant:\n%s", got, want)
 	}
+	if _, err := Marshal(map[string]any{"f": math.NaN()}); err == nil || !strings.HasPrefix(err.Error(), "error marshaling into JSON: json: unsupported value: NaN") {
+		t.Errorf("Marshal of NaN: %v", err)
+	}
 }
 
 func TestKeyLess(t *testing.T) {
-	sorted := []any{false, 0, true, 1, 2.5, uint64(1 << 63), nil, "-x", "1g.5gb", "1g.10gb", "a", "a1", "a01", "a2", "a10", "ab", "b", "é"}
+	sorted := []any{false, 0, true, 1, 2.5, uint64(1 << 63), nil, "-x", "1005", "1050", "1g.5gb", "1g.10gb", "a", "a1", "a01", "a001", "a2", "a10", "a19", "a105", "a109", "a1005", "ab", "b", "b100", "b0100", "é"}
 	for i := range sorted {
 		for j := range sorted {
 			if got := keyLess(sorted[i], sorted[j]); got != (i < j) {
@@ -174,6 +222,7 @@ func TestKeyLess(t *testing.T) {
 func TestIsBase60Float(t *testing.T) {
 	for s, want := range map[string]bool{
 		"1:20": true, "190:20:30.15": true, "-1:30": true, "+1_0:59": true, "1:5": true, "1:20.": true,
+		"1:20._5": true, "1:20.5_": true, "1:20.x": false,
 		"1:60": false, "1:": false, ":20": false, "a:20": false, "1:20:": false, "1": false, "": false, "1:2a": false,
 	} {
 		if got := isBase60Float(s); got != want {
@@ -221,4 +270,176 @@ func FuzzYAMLToJSON(f *testing.F) {
 			t.Fatalf("JSON %s written as YAML %q reads back as %s (%v)", j, y, back, err)
 		}
 	})
+}
+
+// TestResolveSpellings: every spelling yaml v2 maps to a boolean, null or
+// infinity, and near misses that stay strings.
+func TestResolveSpellings(t *testing.T) {
+	classes := map[string][]string{
+		"true":  {"y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON"},
+		"false": {"n", "N", "no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF"},
+		"null":  {"", "~", "null", "Null", "NULL"},
+		".inf":  {".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF"},
+		"-.inf": {"-.inf", "-.Inf", "-.INF"},
+		".nan":  {".nan", ".NaN", ".NAN"},
+	}
+	for want, spellings := range classes {
+		for _, s := range spellings {
+			v, _ := resolvePlain(s, true)
+			got := "string"
+			switch v := v.(type) {
+			case nil:
+				got = "null"
+			case bool, float64:
+				if f, ok := v.(float64); ok {
+					got, _ = keyString(f, nil)
+				} else {
+					got = strconv.FormatBool(v.(bool))
+				}
+			}
+			if got != want {
+				t.Errorf("%q resolves to %v (%s), want %s", s, v, got, want)
+			}
+		}
+	}
+	for _, s := range []string{"yEs", "nULL", ".iNf", "-.nan", "+.nan", "<<", "0x", "0b", "-0b", "1e", ".", "._5", "0x1p3", "2001-12-14x", "0x_", "_1", "x_y", "a1"} {
+		if v, tag := resolvePlain(s, true); tag != tagStr || v != s {
+			t.Errorf("%q resolves to %v (%s), want the string", s, v, tag)
+		}
+	}
+	if v, tag := resolvePlain("2001-12-14", false); tag == tagTimestamp || v != "2001-12-14" {
+		t.Errorf("a timestamp tried where it should not be: %v %s", v, tag)
+	}
+	for _, ts := range []string{"2001-12-14", "2001-1-2", "2001-12-14T21:59:43.10Z", "2001-12-14t21:59:43.10-05:00", "2002-12-14 21:59:43.10", "2002-12-14 21:59:43"} {
+		if v, tag := resolvePlain(ts, true); tag != tagTimestamp || v != ts {
+			t.Errorf("%s is %v (%s), want a timestamp kept as written", ts, v, tag)
+		}
+	}
+	for _, ts := range []string{"2001-12-14 21:59:43.10 -5", "20011-12-14", "2001-13-45", "2001-12-14T"} {
+		if _, tag := resolvePlain(ts, true); tag == tagTimestamp {
+			t.Errorf("%s is a timestamp, want not", ts)
+		}
+	}
+	for s, want := range map[string]float64{"+.5": 0.5, "-.25": -0.25, "+1.": 1, "1.5e3": 1500, "-1E-2": -0.01, "+.5e1": 5} {
+		if v, tag := resolvePlain(s, true); tag != tagFloat || v != want {
+			t.Errorf("%s is %v (%s), want the float %v", s, v, tag, want)
+		}
+	}
+	for _, s := range []string{"+.", "-.e1", "1e+", "1.5e", "++1", "1.2.3"} {
+		if v, tag := resolvePlain(s, true); tag != tagStr || v != s {
+			t.Errorf("%s is %v (%s), want the string", s, v, tag)
+		}
+	}
+}
+
+func TestMergeKeyForms(t *testing.T) {
+	for in, want := range map[string]string{
+		"c:\n  !!merge <<: {p: 1}\n":             `{"c":{"p":1}}`,
+		"c:\n  !!str <<: {p: 1}\n":               `{"c":{"\u003c\u003c":{"p":1}}}`,
+		"c:\n  '<<': {p: 1}\n":                   `{"c":{"\u003c\u003c":{"p":1}}}`,
+		"a: &a {p: 1}\nc:\n  <<: *a\n  q: 2\n":   `{"a":{"p":1},"c":{"p":1,"q":2}}`,
+		"a: &a {p: 1}\nc:\n  <<: [*a, {p: 2}]\n": `{"a":{"p":1},"c":{"p":1}}`,
+	} {
+		got, err := YAMLToJSON([]byte(in))
+		if err != nil || string(got) != want {
+			t.Errorf("YAMLToJSON(%q) = %s, %v; want %s", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"a: &a [1]\nc:\n  <<: [*a]\n", "c:\n  <<: [1]\n", "a: &a 1\nc:\n  <<: *a\n"} {
+		if _, err := YAMLToJSON([]byte(in)); err == nil || !strings.Contains(err.Error(), "map merge requires") {
+			t.Errorf("YAMLToJSON(%q): %v, want a merge error", in, err)
+		}
+	}
+}
+
+func TestJSONForms(t *testing.T) {
+	for in, want := range map[string]string{
+		"[1e-7, 1.5e-10, 1e21, 1e-100, 123456789e13, 0.000001, -2.5e-7]": `[1e-7,1.5e-10,1e+21,1e-100,1.23456789e+21,0.000001,-2.5e-7]`,
+		`"\b\f\u0001\u007f\u2028\u2029é<>&\\\""`:                         `"\b\f\u0001` + "\x7f" + `\u2028\u2029é\u003c\u003e\u0026\\\""`,
+		"!!binary /w==":                                                  `"\ufffd"`,
+		"{}":                                                             `{}`,
+		"[' a b ', '']":                                                  `[" a b ",""]`,
+		"\"\ufffd\"":                                                      "\"\ufffd\"",
+		"[]":                                                             `[]`,
+	} {
+		got, err := YAMLToJSON([]byte(in))
+		if err != nil || string(got) != want {
+			t.Errorf("YAMLToJSON(%q) = %s, %v; want %s", in, got, err, want)
+		}
+		var a, b any
+		if json.Unmarshal(got, &a) != nil || json.Unmarshal([]byte(want), &b) != nil || !reflect.DeepEqual(a, b) {
+			t.Errorf("%s is not the JSON it should be", got)
+		}
+	}
+	if _, err := JSONToYAML([]byte("{a: 1")); err == nil || !strings.HasPrefix(err.Error(), "yaml: line 1:") {
+		t.Errorf("JSONToYAML of broken input: %v", err)
+	}
+	for in, want := range map[string]string{"a: .nan\n": "a: .nan\n", "a: -.inf\n": "a: -.inf\n", "a: .inf\n": "a: .inf\n", "a: 1e-7\n": "a: 1e-07\n"} {
+		got, err := JSONToYAML([]byte(in))
+		if err != nil || string(got) != want {
+			t.Errorf("JSONToYAML(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+}
+
+type left struct{ X string }
+type LeftT struct{ X string }
+type RightT struct{ X string }
+type TaggedT struct {
+	X string `json:"X"`
+}
+type fieldsProbe struct {
+	left
+	LeftT
+	Left   left
+	RightT `json:"-"`
+	*TaggedT
+	Skip    string `json:"-"`
+	Renamed string `json:"other,omitempty"`
+	Dash    string `json:"-,"`
+	Bad     string `json:"a\"b"`
+	hidden  string
+}
+
+type ambiguous struct {
+	A1
+	A2
+}
+type A1 struct{ X, Y string }
+type A2 struct{ X string }
+type T1 struct {
+	X string `json:"X"`
+}
+type T2 struct {
+	X string `json:"X"`
+}
+
+
+func TestStructFields(t *testing.T) {
+	names := func(fs []jsonField) []string {
+		var out []string
+		for _, f := range fs {
+			out = append(out, f.name)
+		}
+		return out
+	}
+	// The tagged X (one level down, through a pointer) beats the untagged
+	// one of the same level; an unexported embedded struct and RightT
+	// (json:"-") are skipped; "-," names a field "-"; an invalid tag name
+	// falls back to the field's name.
+	if got, want := names(structFields(reflect.TypeFor[fieldsProbe]())), []string{"Left", "X", "other", "-", "Bad"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("fields %v, want %v", got, want)
+	}
+	if got, want := names(structFields(reflect.TypeFor[ambiguous]())), []string{"Y"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("fields %v, want %v (X is ambiguous)", got, want)
+	}
+	// Built at run time: go vet refuses a repeated json tag in source.
+	twoTagged := reflect.StructOf([]reflect.StructField{
+		{Name: "T1", Type: reflect.TypeFor[T1](), Anonymous: true},
+		{Name: "T2", Type: reflect.TypeFor[T2](), Anonymous: true},
+	})
+	if got := names(structFields(twoTagged)); len(got) != 0 {
+		t.Errorf("fields %v, want none (two tagged X at one level)", got)
+	}
+	_ = fieldsProbe{}.hidden
 }
