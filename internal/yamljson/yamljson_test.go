@@ -356,11 +356,11 @@ func TestJSONForms(t *testing.T) {
 	for in, want := range map[string]string{
 		"[1e-7, 1.5e-10, 1e21, 1e-100, 123456789e13, 0.000001, -2.5e-7]": `[1e-7,1.5e-10,1e+21,1e-100,1.23456789e+21,0.000001,-2.5e-7]`,
 		`"\b\f\u0001\u007f\u2028\u2029é<>&\\\""`:                         `"\b\f\u0001` + "\x7f" + `\u2028\u2029é\u003c\u003e\u0026\\\""`,
-		"!!binary /w==":                                                  `"\ufffd"`,
-		"{}":                                                             `{}`,
-		"[' a b ', '']":                                                  `[" a b ",""]`,
-		"\"\ufffd\"":                                                      "\"\ufffd\"",
-		"[]":                                                             `[]`,
+		"!!binary /w==": `"\ufffd"`,
+		"{}":            `{}`,
+		"[' a b ', '']": `[" a b ",""]`,
+		"\"\ufffd\"":    "\"\ufffd\"",
+		"[]":            `[]`,
 	} {
 		got, err := YAMLToJSON([]byte(in))
 		if err != nil || string(got) != want {
@@ -413,7 +413,6 @@ type T1 struct {
 type T2 struct {
 	X string `json:"X"`
 }
-
 
 func TestStructFields(t *testing.T) {
 	names := func(fs []jsonField) []string {
