@@ -196,12 +196,18 @@ var parserDifferences = []struct{ src, why string }{
 	{"NAME: all\n---\n\n\"he: doc\n", "in the second document"},
 	{"[],\t", "a tab after the root"},
 	{"'q']:\n  a: 1\n", "after the root scalar, no line in the message"},
+	{"#\n\t#", "a tab before a comment, no content"},
 }
 
 // parserDifference names the parser difference src meets, or "".
 func parserDifference(src []byte) string {
 	_, aerr := yamljson.JSONToYAML(src)
 	want, berr := sigs.JSONToYAML(src)
+	if aerr == nil && berr != nil && commentsOnly(src) {
+		// yaml v3 reads comments itself and lets a tab indent one in a
+		// stream with no content; yaml v2's scanner refuses the tab.
+		return "comments only: a tab before a comment in a stream with no content"
+	}
 	if aerr == nil || berr != nil {
 		return ""
 	}
@@ -221,4 +227,15 @@ func parserDifference(src []byte) string {
 // folded (known difference 1).
 func sameButFolding(a, b []byte) bool {
 	return bytes.Equal(bytes.Join(bytes.Fields(a), nil), bytes.Join(bytes.Fields(b), nil))
+}
+
+// commentsOnly reports a stream of blank and comment lines.
+func commentsOnly(src []byte) bool {
+	for _, l := range bytes.Split(src, []byte("\n")) {
+		l = bytes.TrimLeft(l, " \t\r")
+		if len(l) > 0 && l[0] != '#' {
+			return false
+		}
+	}
+	return true
 }
