@@ -76,11 +76,11 @@
 //  4. Text after the first document's root node (garbage after a root
 //     scalar, a broken second document): yaml v2 stops reading at the
 //     root's end, yaml v3 reads the next token (for comments) and fails
-//     where that is not YAML. A file that reads here reads the same in
-//     sigs.k8s.io/yaml; the converse does not hold for such files. And a
-//     stream of comments only, one indented by a tab ("#\n\t#"): yaml v3,
-//     which reads comments itself, finds no document (null); yaml v2's
-//     scanner refuses the tab.
+//     where that is not YAML: such a file is refused here and read by
+//     sigs.k8s.io/yaml. The other way round, one case: a stream of
+//     comments only, one indented by a tab ("#\n\t#"): yaml v3, which
+//     reads comments itself, finds no document (null); yaml v2's scanner
+//     refuses the tab.
 //  5. JSONToYAML of YAML with a .nan key: yaml v2 cannot look the key up
 //     again (NaN is not equal to itself) and writes its value as null,
 //     and the NaN throws its key sort off; here the value is kept. (JSON
