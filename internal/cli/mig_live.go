@@ -7,12 +7,12 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/yaml"
 
 	"github.com/gpunode/gpunode/internal/journal"
 	"github.com/gpunode/gpunode/internal/mig"
 	"github.com/gpunode/gpunode/internal/miglive"
 	"github.com/gpunode/gpunode/internal/output"
+	"github.com/gpunode/gpunode/internal/yamljson"
 )
 
 // The live-GPU MIG subcommands: apply, assert, export (mig-parted's format).
@@ -158,7 +158,7 @@ type MIGExport struct {
 
 // WriteTable implements output.Tabler: the spec as mig-parted YAML.
 func (e MIGExport) WriteTable(w io.Writer, _ output.Options) error {
-	b, err := yaml.Marshal(e.MigPartedSpec)
+	b, err := yamljson.Marshal(e.MigPartedSpec)
 	if err != nil {
 		return err
 	}

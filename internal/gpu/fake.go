@@ -6,9 +6,8 @@ import (
 	"fmt"
 	"sync"
 
-	"sigs.k8s.io/yaml"
-
 	"github.com/gpunode/gpunode/internal/hostfs"
+	"github.com/gpunode/gpunode/internal/yamljson"
 )
 
 // fake is a backend described by a YAML or JSON file holding a Status.
@@ -46,7 +45,7 @@ func NewFake(st Status) Backend {
 // is used in error messages.
 func ParseFake(data []byte, name string) (Status, error) {
 	var file fakeFileStatus
-	if err := yaml.UnmarshalStrict(data, &file); err != nil {
+	if err := yamljson.UnmarshalStrict(data, &file); err != nil {
 		return Status{}, fmt.Errorf("%s: %w", name, err)
 	}
 	st, err := file.status()

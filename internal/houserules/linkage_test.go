@@ -67,6 +67,11 @@ var heavyForNodeBinary = []string{
 	// -o jsonpath is gpunode's own engine (internal/output/jp.go)
 	"k8s.io/client-go/",
 	"helm.sh/",
+	// YAML 1.1 as sigs.k8s.io/yaml reads and writes it is internal/yamljson
+	// (on yaml v3, proven equal by conformance/yaml): yaml v2's package
+	// initialiser compiles regexps at every start (issue 29 item 5).
+	"sigs.k8s.io/yaml",
+	"go.yaml.in/yaml/v2",
 }
 
 func TestNodeBinaryLinksNoHeavyLibraries(t *testing.T) {
@@ -205,5 +210,51 @@ func TestFullBinaryLinksNoHelm(t *testing.T) {
 	}
 	if slices.Contains(helper, "github.com/gpunode/gpunode/internal/cli/companion") {
 		t.Error("cmd/gpunode-helm links the companion's commands: it renders charts only")
+	}
+}
+
+// yamlLibraries are the YAML libraries a node package must not import: it
+// reads and writes YAML 1.1 with internal/yamljson (issue 29 item 5).
+var yamlLibraries = []string{"sigs.k8s.io/yaml", "go.yaml.in/yaml/v2"}
+
+// importersOf lists the gpunode packages that bin links and that import
+// one of libs directly, as "package imports lib".
+func importersOf(t *testing.T, bin string, libs []string) []string {
+	t.Helper()
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go tool")
+	}
+	cmd := exec.Command("go", "list", "-deps", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, bin)
+	cmd.Dir = repoRoot
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list -deps %s: %v", bin, err)
+	}
+	var found []string
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 || !strings.HasPrefix(f[0], "github.com/gpunode/gpunode/") {
+			continue
+		}
+		for _, imp := range f[1:] {
+			if slices.Contains(libs, imp) {
+				found = append(found, f[0]+" imports "+imp)
+			}
+		}
+	}
+	return found
+}
+
+// TestNodePackagesDoNotImportSigsYAML names the package that brings a YAML
+// library back into cmd/gpunode (TestNodeBinaryLinksNoHeavyLibraries only
+// says that something links it).
+func TestNodePackagesDoNotImportSigsYAML(t *testing.T) {
+	for _, f := range importersOf(t, "./cmd/gpunode", yamlLibraries) {
+		t.Errorf("%s: cmd/gpunode links it; use internal/yamljson (same semantics, no yaml v2)", f)
+	}
+	// The scan sees the companion's k8s packages, which keep
+	// sigs.k8s.io/yaml (else it would pass by seeing nothing).
+	if len(importersOf(t, "./cmd/gpunode-full", yamlLibraries)) == 0 {
+		t.Error("no package of cmd/gpunode-full imports sigs.k8s.io/yaml: the scan is broken, or the list is stale")
 	}
 }

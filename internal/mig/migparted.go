@@ -70,8 +70,7 @@ import (
 	"strconv"
 	"strings"
 
-	"sigs.k8s.io/yaml"
-
+	"github.com/gpunode/gpunode/internal/yamljson"
 	"github.com/gpunode/gpunode/internal/yamlpos"
 )
 
@@ -174,7 +173,7 @@ func (e *SpecError) Error() string {
 // with mig-parted's rules. A refusal is a *SpecError, or a YAML syntax
 // error.
 func ParseMigParted(data []byte) (*MigPartedSpec, error) {
-	doc, err := yaml.YAMLToJSON(data)
+	doc, err := yamljson.YAMLToJSON(data)
 	if err == nil {
 		return (&specReader{src: data}).document(doc)
 	}
@@ -256,8 +255,9 @@ func plainKey(k string) bool {
 	return true
 }
 
-// specReader walks the JSON form of a file. JSON is what sigs.k8s.io/yaml
-// makes of the YAML, the same conversion mig-parted reads; scalar values
+// specReader walks the JSON form of a file. JSON is what internal/yamljson
+// makes of the YAML, the conversion mig-parted reads through
+// sigs.k8s.io/yaml (conformance/yaml compares the two); scalar values
 // are decoded with encoding/json as mig-parted's are (null into a string is
 // "", into a bool false, into a count 0). src is kept to find line numbers
 // when something is wrong.

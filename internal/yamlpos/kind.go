@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"sigs.k8s.io/yaml"
+	"github.com/gpunode/gpunode/internal/yamljson"
 )
 
 // WrongKind returns an error when src's (first) document declares a kind
@@ -20,7 +20,7 @@ func WrongKind(src []byte, wantKind, what string) error {
 			Name string `json:"name"`
 		} `json:"metadata"`
 	}
-	if yaml.Unmarshal(src, &m) != nil || m.Kind == "" || m.Kind == wantKind {
+	if yamljson.Unmarshal(src, &m) != nil || m.Kind == "" || m.Kind == wantKind {
 		return nil
 	}
 	found := m.Kind
@@ -36,8 +36,9 @@ func WrongKind(src []byte, wantKind, what string) error {
 	return fmt.Errorf("kind: this is a %s, not a %s", found, what)
 }
 
-// decoderPrefixes are the layers sigs.k8s.io/yaml and encoding/json put in
-// front of a strict decode's message; a user reads the message without them.
+// decoderPrefixes are the layers sigs.k8s.io/yaml (and internal/yamljson,
+// which writes the same) and encoding/json put in front of a strict
+// decode's message; a user reads the message without them.
 var decoderPrefixes = []string{"error converting YAML to JSON: ", "error unmarshaling JSON: ", "while decoding JSON: ", "json: "}
 
 // CleanMessage removes the decoders' own prefixes from msg, and turns

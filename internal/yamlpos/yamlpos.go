@@ -1,6 +1,7 @@
 // Package yamlpos finds where a field is in a YAML (or JSON) document, so
 // that errors about user files name the line: the strict decoders gpunode
-// uses (sigs.k8s.io/yaml, encoding/json) work on JSON and lose positions.
+// uses (sigs.k8s.io/yaml, internal/yamljson, encoding/json) work on JSON
+// and lose positions.
 // On the error path only, the document is parsed again with
 // go.yaml.in/yaml/v3, whose nodes keep their lines, and a field path
 // ("spec.containers[0].resources.requests[nvidia.com/gpu]") is walked
