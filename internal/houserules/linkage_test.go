@@ -258,3 +258,43 @@ func TestNodePackagesDoNotImportSigsYAML(t *testing.T) {
 		t.Error("no package of cmd/gpunode-full imports sigs.k8s.io/yaml: the scan is broken, or the list is stale")
 	}
 }
+
+// nodeBinaryMayLink are the only modules outside the standard library that
+// cmd/gpunode may link (issue 29 item 5: every package linked runs its
+// initialisers at every start of the node binary). A new one needs a
+// reason here; yaml v2 (sigs.k8s.io/yaml), CDI's pkg/cdi (fsnotify, the
+// OCI runtime spec, CDI's validation regexps), client-go and the
+// Kubernetes API types went, and must not come back through a new import.
+var nodeBinaryMayLink = []string{
+	"github.com/gpunode/gpunode/",
+	"github.com/spf13/cobra",          // the command line
+	"github.com/spf13/pflag",          // cobra's flags
+	"golang.org/x/sys/unix",           // system calls (openat2, sched_setaffinity, mbind)
+	"k8s.io/utils/cpuset",             // kubelet's CPU list syntax, as bind and lint parse it
+	"go.yaml.in/yaml/v3",              // YAML: -o yaml, tune profiles, mig-parted configs, CDI specs (internal/yamljson on top)
+	"github.com/pelletier/go-toml/v2", // containerd's and the container toolkit's config.toml
+	// CDI's leaf packages: the spec types and the name rules (no
+	// initialisers), under internal/container's own edit rules.
+	"tags.cncf.io/container-device-interface/specs-go",
+	"tags.cncf.io/container-device-interface/pkg/parser",
+	// NVML, in cgo builds only: the node binary is built with
+	// CGO_ENABLED=0 (TestNodeBinaryIsStatic) and hands NVML commands to
+	// gpunode-agent.
+	"github.com/NVIDIA/go-nvml/",
+}
+
+func TestNodeBinaryLinksOnlyAllowedModules(t *testing.T) {
+	for _, p := range goDeps(t, "./cmd/gpunode") {
+		first, _, _ := strings.Cut(p, "/")
+		if !strings.Contains(first, ".") {
+			continue // the standard library
+		}
+		ok := false
+		for _, m := range nodeBinaryMayLink {
+			ok = ok || p == strings.TrimSuffix(m, "/") || strings.HasPrefix(p, m) || strings.HasPrefix(p, m+"/")
+		}
+		if !ok {
+			t.Errorf("cmd/gpunode links %s, which is not in nodeBinaryMayLink: move the command that needs it to gpunode-full (internal/cli/companion), or add it with its reason", p)
+		}
+	}
+}
