@@ -169,3 +169,52 @@ func TestLiveBandwidthRoutines(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkCopyRoutines times the two copy routines of bench numa's memcpy
+// passes on the same two 256 MiB arrays (mbw -t1 256's setup: the source
+// filled by a loop first), one glibc memcpy pass and one Go copy pass in
+// turn, so that load from other processes falls on both alike. It reports
+// each as mbw counts (MiB of one array over the mean pass time) and their
+// ratio. go test -run '^$' -bench '^BenchmarkCopyRoutines$' -benchtime 10x
+// ./internal/bench/ (docs/BANDWIDTH.md).
+func BenchmarkCopyRoutines(b *testing.B) {
+	l, err := dlopenLibc(libcFile)
+	if err != nil {
+		b.Skipf("no glibc here: %v", err)
+	}
+	defer l.release()
+	mc := chooseMemcpy(func(string) (libcMemcpy, error) { return l, nil })
+	const size = 256 << 20
+	src, err := mapOnNode(size, -1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer unmap(src)
+	dst, err := mapOnNode(size, -1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer unmap(dst)
+	a, c := float64s(src), float64s(dst)
+	for j := range a {
+		a[j], c[j] = 1, 0
+	}
+	// Warm-up of each, excluded (mbw has none, but its arrays are filled
+	// before its first pass, as these are).
+	mc.copy(dst, src)
+	copy(dst, src)
+	var tC, tGo time.Duration
+	b.ResetTimer()
+	for range b.N {
+		t0 := time.Now()
+		mc.copy(dst, src)
+		t1 := time.Now()
+		copy(dst, src)
+		tC += t1.Sub(t0)
+		tGo += time.Since(t1)
+	}
+	mib := float64(size>>20) * float64(b.N)
+	b.ReportMetric(mib/tC.Seconds(), "glibc-MiB/s")
+	b.ReportMetric(mib/tGo.Seconds(), "go-MiB/s")
+	b.ReportMetric(tC.Seconds()/tGo.Seconds(), "go/glibc")
+}
