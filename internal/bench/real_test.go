@@ -140,15 +140,27 @@ func mbwAvg(t *testing.T, mbw string, mib int, cpus string) float64 {
 // processes hits both; the medians of the rounds are compared. Go's copy
 // (goCopyMbwMiBps) is logged against the same mbw figures, not gated: it
 // is another routine (docs/BANDWIDTH.md).
+//
+// Five rounds, and when their medians are more than 15% apart five more,
+// the medians of all ten deciding: on a quiet 2-vCPU VM the medians of
+// five rounds were 0.88-1.07 apart, the rounds of one run up to 1.5x, so
+// one unlucky round of either side can pull a median of five past the
+// limit; a difference in what is measured (Go's copy against mbw: 1.17-1.40x
+// in the same runs) stays in ten rounds as in five.
 func TestRealNUMABandwidthVsMbw(t *testing.T) {
 	mbw := needTool(t, "mbw")
 	tp := liveTopo(t)
 	const mib, rounds = 256, 5
+	inside := func(r float64) bool { return r >= 0.85 && r <= 1.15 }
 	var ours, goCopies, theirs []float64
-	for range rounds {
-		// 4 kernel shares (copy, triad, memcpy, chase) in two thirds of d,
-		// mapping and first touch included: about 1 s of memcpy passes,
-		// 10 or so on this VM, as mbw's -n 10.
+	for i := range 2 * rounds {
+		if i == rounds && inside(Median(ours)/Median(theirs)) {
+			break
+		}
+		// 5 kernel shares (copy, triad, memcpy, Go's copy, chase) in two
+		// thirds of d, mapping and first touch included: about 0.9 s of
+		// memcpy passes, tens of them on this VM (mbw's -n 10 makes ten;
+		// both average the passes' times).
 		const d = 8 * time.Second
 		t0 := time.Now()
 		p, routine := localRunFor(t, tp, mib<<20, minLatencyBytes, d)
@@ -168,9 +180,9 @@ func TestRealNUMABandwidthVsMbw(t *testing.T) {
 		theirs = append(theirs, mbwAvg(t, mbw, mib, p.CPUs))
 	}
 	g, m, gc := Median(ours), Median(theirs), Median(goCopies)
-	t.Logf("copy as mbw counts it, one thread, %d MiB arrays, median of %d alternating rounds: gpunode (glibc memcpy) %.0f MiB/s %v, mbw -t1 %.0f MiB/s %v: ratio %.2f", mib, rounds, g, ours, m, theirs, g/m)
+	t.Logf("copy as mbw counts it, one thread, %d MiB arrays, median of %d alternating rounds: gpunode (glibc memcpy) %.0f MiB/s %v, mbw -t1 %.0f MiB/s %v: ratio %.2f", mib, len(ours), g, ours, m, theirs, g/m)
 	t.Logf("for comparison, not gated: Go's copy (runtime memmove) %.0f MiB/s %v: %.2fx mbw -t1", gc, goCopies, gc/m)
-	if r := g / m; r < 0.85 || r > 1.15 {
+	if r := g / m; !inside(r) {
 		t.Errorf("bench numa memcpyMbwMiBps %.0f vs mbw -t1 %.0f MiB/s: ratio %.2f, outside 0.85-1.15", g, m, r)
 	}
 }
