@@ -13,6 +13,7 @@ import (
 
 	"github.com/gpunode/gpunode/internal/hostfs"
 	"github.com/gpunode/gpunode/internal/topo"
+	"golang.org/x/sys/unix"
 )
 
 // The tests in this file measure this machine and compare with real tools
@@ -150,6 +151,7 @@ func mbwAvg(t *testing.T, mbw string, mib int, cpus string) float64 {
 func TestRealNUMABandwidthVsMbw(t *testing.T) {
 	mbw := needTool(t, "mbw")
 	tp := liveTopo(t)
+	others := otherProcessesCPU(t)
 	const mib, rounds = 256, 5
 	inside := func(r float64) bool { return r >= 0.85 && r <= 1.15 }
 	var ours, goCopies, theirs []float64
@@ -182,8 +184,69 @@ func TestRealNUMABandwidthVsMbw(t *testing.T) {
 	g, m, gc := Median(ours), Median(theirs), Median(goCopies)
 	t.Logf("copy as mbw counts it, one thread, %d MiB arrays, median of %d alternating rounds: gpunode (glibc memcpy) %.0f MiB/s %v, mbw -t1 %.0f MiB/s %v: ratio %.2f", mib, len(ours), g, ours, m, theirs, g/m)
 	t.Logf("for comparison, not gated: Go's copy (runtime memmove) %.0f MiB/s %v: %.2fx mbw -t1", gc, goCopies, gc/m)
+	busy := others()
+	t.Logf("other processes (and the hypervisor's steal) used %.2f CPUs on average during the test", busy)
 	if r := g / m; !inside(r) {
+		if busy > maxOtherCPUs {
+			// Under load the rounds of either side wait for a CPU (at load
+			// average 3-7 on this VM the ratios were 0.70-1.50): not a
+			// measurement of the copies.
+			t.Skipf("bench numa memcpyMbwMiBps %.0f vs mbw -t1 %.0f MiB/s: ratio %.2f, outside 0.85-1.15, not judged: other processes used %.2f CPUs during the test (judged up to %.2f)", g, m, r, busy, maxOtherCPUs)
+		}
 		t.Errorf("bench numa memcpyMbwMiBps %.0f vs mbw -t1 %.0f MiB/s: ratio %.2f, outside 0.85-1.15", g, m, r)
+	}
+}
+
+// maxOtherCPUs is how much CPU time other processes may take, on average
+// over TestRealNUMABandwidthVsMbw, for its ratio to be judged.
+const maxOtherCPUs = 0.5
+
+// otherProcessesCPU returns a function that says how many CPUs, on
+// average since this call, everything but this process and its waited-for
+// children kept busy (including the hypervisor's steal): the busy time of
+// /proc/stat's cpu line less this process's rusage.
+func otherProcessesCPU(t *testing.T) func() float64 {
+	t.Helper()
+	fs, err := hostfs.New("/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	busy := func() time.Duration {
+		b, err := fs.ReadFile("/proc/stat")
+		if err != nil {
+			t.Fatal(err)
+		}
+		line, _, _ := strings.Cut(string(b), "\n")
+		f := strings.Fields(line)
+		// cpu user nice system idle iowait irq softirq steal ...
+		if len(f) < 9 || f[0] != "cpu" {
+			t.Fatalf("/proc/stat: %q", line)
+		}
+		var ticks int64
+		for _, i := range []int{1, 2, 3, 6, 7, 8} {
+			v, err := strconv.ParseInt(f[i], 10, 64)
+			if err != nil {
+				t.Fatalf("/proc/stat: %q: %v", line, err)
+			}
+			ticks += v
+		}
+		// USER_HZ is 100 on every Linux architecture gpunode builds for.
+		return time.Duration(ticks) * 10 * time.Millisecond
+	}
+	own := func() time.Duration {
+		var d time.Duration
+		for _, who := range []int{unix.RUSAGE_SELF, unix.RUSAGE_CHILDREN} {
+			var ru unix.Rusage
+			if err := unix.Getrusage(who, &ru); err != nil {
+				t.Fatal(err)
+			}
+			d += time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		}
+		return d
+	}
+	b0, o0, t0 := busy(), own(), time.Now()
+	return func() float64 {
+		return max(0, (busy()-b0)-(own()-o0)).Seconds() / time.Since(t0).Seconds()
 	}
 }
 
