@@ -144,10 +144,10 @@ func mbwAvg(t *testing.T, mbw string, mib int, cpus string) float64 {
 //
 // Five rounds, and when their medians are more than 15% apart five more,
 // the medians of all ten deciding: on a quiet 2-vCPU VM the medians of
-// five rounds were 0.88-1.07 apart, the rounds of one run up to 1.5x, so
-// one unlucky round of either side can pull a median of five past the
-// limit; a difference in what is measured (Go's copy against mbw: 1.17-1.40x
-// in the same runs) stays in ten rounds as in five.
+// five rounds were 0.88-1.07 apart in ten runs, the rounds of one run up
+// to 1.8x, so one unlucky round of either side can pull a median of five
+// past the limit; a difference in what is measured (Go's copy against mbw:
+// 1.04-1.40x in the same runs, median 1.27) stays in ten rounds as in five.
 func TestRealNUMABandwidthVsMbw(t *testing.T) {
 	mbw := needTool(t, "mbw")
 	tp := liveTopo(t)
