@@ -390,26 +390,37 @@ mbw_figures() {
   fi
   # Debian's mbw 1.2.2 -t1 runs glibc's memcpy (its lines say DUMB), -t0
   # the element loop (its lines say MEMCPY): docs/BANDWIDTH.md. bench
-  # numa's memcpyMbwMiBps is the first, copyMbwMiBps the second.
-  local m g r i gs=() ms=() m0s=() c0s=() out
-  # Interleaved, three rounds each, medians: the machine is shared.
+  # numa's memcpyMbwMiBps is the first (its memcpy passes call glibc's
+  # memcpy, memcpyRoutine), copyMbwMiBps the second; goCopyMbwMiBps is Go's
+  # copy (the runtime's memmove), another routine, shown for comparison.
+  local m g r i gs=() ms=() m0s=() c0s=() gcs=() out cpus routine="" pin
+  json1() { echo "$out" | sed -n "s/.*\"$1\": *\"\{0,1\}\([^\",]*\).*/\1/p" | head -1; }
+  # Interleaved, three rounds each, medians: the machine is shared. mbw
+  # runs on the CPU bench numa's thread was pinned to (taskset), as
+  # internal/bench's TestRealNUMABandwidthVsMbw does.
   for i in 1 2 3; do
-    ms+=("$(mbw -q -t1 -n 10 256 2>/dev/null | awk '/^AVG/ { for (i = 1; i <= NF; i++) if ($i == "Copy:") print $(i+1) }')")
-    m0s+=("$(mbw -q -t0 -n 10 256 2>/dev/null | awk '/^AVG/ { for (i = 1; i <= NF; i++) if ($i == "Copy:") print $(i+1) }')")
     out=$("$work/gpunode-full" bench numa --threads 1 --array-mib 256 --duration 8s --no-progress -o json 2>/dev/null || true)
-    gs+=("$(echo "$out" | sed -n 's/.*"memcpyMbwMiBps": *\([0-9.]*\).*/\1/p' | head -1)")
-    c0s+=("$(echo "$out" | sed -n 's/.*"copyMbwMiBps": *\([0-9.]*\).*/\1/p' | head -1)")
+    gs+=("$(json1 memcpyMbwMiBps)"); c0s+=("$(json1 copyMbwMiBps)"); gcs+=("$(json1 goCopyMbwMiBps)")
+    routine=$(json1 memcpyRoutine); cpus=$(json1 cpus)
+    pin=()
+    [ -n "$cpus" ] && command -v taskset >/dev/null && pin=(taskset -c "$cpus")
+    ms+=("$("${pin[@]}" mbw -q -t1 -n 10 256 2>/dev/null | awk '/^AVG/ { for (i = 1; i <= NF; i++) if ($i == "Copy:") print $(i+1) }')")
+    m0s+=("$("${pin[@]}" mbw -q -t0 -n 10 256 2>/dev/null | awk '/^AVG/ { for (i = 1; i <= NF; i++) if ($i == "Copy:") print $(i+1) }')")
   done
+  echo "bench numa memcpy (${routine:-no routine}) ${gs[*]}; mbw -t1 ${ms[*]}; Go copy ${gcs[*]}; copy loop ${c0s[*]}; mbw -t0 ${m0s[*]} (MiB/s)"
   mid() { printf '%s\n' "$@" | sort -n | sed -n 2p; }
+  ratio() { [[ "$1" =~ ^[0-9.]+$ && "$2" =~ ^[0-9.]+$ ]] && printf %.3f "$(echo "$1 / $2" | bc -l)" || echo n/a; }
   m=$(mid "${ms[@]}"); g=$(mid "${gs[@]}")
-  r=n/a
-  [[ "$m" =~ ^[0-9.]+$ && "$g" =~ ^[0-9.]+$ ]] && r=$(printf %.3f "$(echo "$g / $m" | bc -l)")
+  r=$(ratio "$g" "$m")
   local v=n/a
   [ "$r" != n/a ] && { if le 0.85 "$r" && le "$r" 1.15; then v=met; else v=MISSED; fi; }
-  add "bench numa memcpy as mbw counts / mbw -t1 256 (MiB/s, median of 3)" "$g / $m = ${r}" "0.85-1.15" "$v"
+  add "bench numa memcpy as mbw counts / mbw -t1 256 (MiB/s, median of 3; ${routine:-routine n/a})" "$g / $m = ${r}" "0.85-1.15" "$v"
+  local gc
+  gc=$(mid "${gcs[@]}")
+  add "  for comparison: Go's copy (runtime memmove), bench numa goCopyMbwMiBps / mbw -t1 (MiB/s)" "$gc / $m = $(ratio "$gc" "$m")" "-" "-"
   local m0 c0
   m0=$(mid "${m0s[@]}"); c0=$(mid "${c0s[@]}")
-  add "  for comparison: the element loop, bench numa copy / mbw -t0 (MiB/s)" "$c0 / $m0" "-" "-"
+  add "  for comparison: the element loop, bench numa copy / mbw -t0 (MiB/s)" "$c0 / $m0 = $(ratio "$c0" "$m0")" "-" "-"
   # The multi-threaded figure beside the single-thread one, per NUMA node
   # (every CPU of the node, as STREAM; GB/s read+written).
   local line

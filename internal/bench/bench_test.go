@@ -79,6 +79,8 @@ func (f *fakeNUMA) bandwidth(_ context.Context, cpus []int, node int, arrayBytes
 			s.triad = []float64{base * 1.1, base * 1.1, base * 1.12}
 		case opMemcpy:
 			s.memcpy = []float64{base * 1.5, base * 1.5}
+		case opGoCopy:
+			s.goCopy = []float64{base * 1.6, base * 2}
 		}
 	}
 	return s, nil
@@ -113,7 +115,8 @@ func newFakeNUMA(tp *topo.Topology) *fakeNUMA {
 func TestNUMAPipelineDGX(t *testing.T) {
 	tp := fixture(t, "dgx-h100")
 	f := newFakeNUMA(tp)
-	r, err := RunNUMA(context.Background(), tp, NUMAOptions{Duration: time.Hour, measure: f})
+	released := 0
+	r, err := RunNUMA(context.Background(), tp, NUMAOptions{Duration: time.Hour, measure: f, openLibc: fakeLibc("2.36", nil, &released)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,12 +128,12 @@ func TestNUMAPipelineDGX(t *testing.T) {
 	}
 	wantCalls := []string{
 		// local pairs: one thread over the same arrays first
-		"bw cpus=1 first=0 node=0 bytes=880803840 ops=2",
-		"bw cpus=112 first=0 node=0 bytes=880803840 ops=3", "lat cpu=0 node=0 bytes=880803840",
-		"bw cpus=112 first=0 node=1 bytes=880803840 ops=3", "lat cpu=0 node=1 bytes=880803840",
-		"bw cpus=112 first=56 node=0 bytes=880803840 ops=3", "lat cpu=56 node=0 bytes=880803840",
-		"bw cpus=1 first=56 node=1 bytes=880803840 ops=2",
-		"bw cpus=112 first=56 node=1 bytes=880803840 ops=3", "lat cpu=56 node=1 bytes=880803840",
+		"bw cpus=1 first=0 node=0 bytes=880803840 ops=3",
+		"bw cpus=112 first=0 node=0 bytes=880803840 ops=4", "lat cpu=0 node=0 bytes=880803840",
+		"bw cpus=112 first=0 node=1 bytes=880803840 ops=4", "lat cpu=0 node=1 bytes=880803840",
+		"bw cpus=112 first=56 node=0 bytes=880803840 ops=4", "lat cpu=56 node=0 bytes=880803840",
+		"bw cpus=1 first=56 node=1 bytes=880803840 ops=3",
+		"bw cpus=112 first=56 node=1 bytes=880803840 ops=4", "lat cpu=56 node=1 bytes=880803840",
 	}
 	if !slices.Equal(f.calls, wantCalls) {
 		t.Errorf("calls:\n%s\nwant\n%s", strings.Join(f.calls, "\n"), strings.Join(wantCalls, "\n"))
@@ -142,6 +145,15 @@ func TestNUMAPipelineDGX(t *testing.T) {
 	// second, as mbw counts it in MiB/s; one-thread and every-CPU alike.
 	if want := round3(300e9 / 2 / (1 << 20)); r.Pairs[0].MemcpyGBps != 300 || r.Pairs[0].MemcpyMbwMiBps != want || r.Pairs[0].MemcpyOneThreadMbwMiBps != want || r.Pairs[1].MemcpyOneThreadMbwMiBps != 0 {
 		t.Errorf("memcpy: %v %v %v, want 300 GB/s, %v MiB/s", r.Pairs[0].MemcpyGBps, r.Pairs[0].MemcpyMbwMiBps, r.Pairs[0].MemcpyOneThreadMbwMiBps, want)
+	}
+	// Go's copy beside it: passes of 320 and 400 GB/s read+written took
+	// 2B/320e9 and 2B/400e9 s; mbw's figure is B over their mean.
+	if want := round3(1e9 / (1 << 21) / ((1.0/320 + 1.0/400) / 2)); r.Pairs[0].GoCopyMbwMiBps != want || r.Pairs[0].GoCopyOneThreadMbwMiBps != want ||
+		r.Pairs[1].GoCopyOneThreadMbwMiBps != 0 || len(r.Pairs[1].GoCopySamplesGBps) != 2 {
+		t.Errorf("Go copy: %v %v %v, want %v MiB/s", r.Pairs[0].GoCopyMbwMiBps, r.Pairs[0].GoCopyOneThreadMbwMiBps, r.Pairs[1].GoCopySamplesGBps, want)
+	}
+	if r.MemcpyRoutine != "glibc 2.36 memcpy (libc.so.6)" || released != 1 {
+		t.Errorf("memcpy routine %q, library released %d times", r.MemcpyRoutine, released)
 	}
 	p01 := r.Pairs[1]
 	if p01.CPUNode != 0 || p01.MemNode != 1 || p01.Distance != 21 {
@@ -162,23 +174,26 @@ func TestNUMAPipelineDGX(t *testing.T) {
 	// The JSON contract of the issue.
 	var doc struct {
 		SchemaVersion string `json:"schemaVersion"`
+		MemcpyRoutine string `json:"memcpyRoutine"`
 		Pairs         []struct {
-			CPUNode   *int     `json:"cpuNode"`
-			MemNode   *int     `json:"memNode"`
-			CopyGBps  *float64 `json:"copyGBps"`
-			TriadGBps *float64 `json:"triadGBps"`
-			LatencyNs *float64 `json:"latencyNs"`
+			CPUNode        *int     `json:"cpuNode"`
+			MemNode        *int     `json:"memNode"`
+			CopyGBps       *float64 `json:"copyGBps"`
+			TriadGBps      *float64 `json:"triadGBps"`
+			LatencyNs      *float64 `json:"latencyNs"`
+			MemcpyMbwMiBps *float64 `json:"memcpyMbwMiBps"`
+			GoCopyMbwMiBps *float64 `json:"goCopyMbwMiBps"`
 		} `json:"pairs"`
 		Distances [][]int `json:"distances"`
 	}
 	if err := json.Unmarshal(render(t, r, output.JSON), &doc); err != nil {
 		t.Fatal(err)
 	}
-	if doc.SchemaVersion != "gpunode.bench.numa/v1" || len(doc.Pairs) != 4 || len(doc.Distances) != 2 {
+	if doc.SchemaVersion != "gpunode.bench.numa/v1" || doc.MemcpyRoutine != r.MemcpyRoutine || len(doc.Pairs) != 4 || len(doc.Distances) != 2 {
 		t.Fatalf("json: %+v", doc)
 	}
 	for _, p := range doc.Pairs {
-		if p.CPUNode == nil || p.MemNode == nil || p.CopyGBps == nil || p.TriadGBps == nil || p.LatencyNs == nil {
+		if p.CPUNode == nil || p.MemNode == nil || p.CopyGBps == nil || p.TriadGBps == nil || p.LatencyNs == nil || p.MemcpyMbwMiBps == nil || p.GoCopyMbwMiBps == nil {
 			t.Errorf("json pair misses a field: %+v", p)
 		}
 	}
@@ -731,7 +746,7 @@ func TestNUMADurationAndMemoryBound(t *testing.T) {
 		f := newFakeNUMA(tp)
 		f.sleep = d < time.Second
 		t0 := time.Now()
-		r, err := RunNUMA(context.Background(), tp, NUMAOptions{Duration: d, measure: f})
+		r, err := RunNUMA(context.Background(), tp, NUMAOptions{Duration: d, measure: f, openLibc: fakeLibc("", errors.New("no libc here"), nil)})
 		took := time.Since(t0)
 		if err != nil {
 			t.Fatal(err)

@@ -29,6 +29,11 @@ type NUMAResult struct {
 	// threads together); LatencyBytes the pointer-chase buffer.
 	ArrayBytes   uint64 `json:"arrayBytes"`
 	LatencyBytes uint64 `json:"latencyBytes"`
+	// MemcpyRoutine is the routine of the memcpy passes: the C library's
+	// memcpy, as 'mbw -t1' runs it (e.g. "glibc 2.36 memcpy (libc.so.6)"),
+	// or GoMemmoveRoutine where libc.so.6 cannot be loaded (a note says
+	// why). The goCopy figures are always Go's copy.
+	MemcpyRoutine string `json:"memcpyRoutine"`
 	// Nodes are the NUMA node ids, in the order of the rows and columns of
 	// Distances (the kernel's node distance matrix).
 	Nodes     []int      `json:"nodes"`
@@ -56,16 +61,22 @@ type NUMAPair struct {
 	CopyOneThreadGBps     float64 `json:"copyOneThreadGBps,omitempty"`
 	CopyOneThreadMbwMiBps float64 `json:"copyOneThreadMbwMiBps,omitempty"`
 	// MemcpyMbwMiBps is the copy as 'mbw -t1' runs it: the same arrays
-	// copied with memmove (Go's copy, which streams large copies with
-	// non-temporal stores, as glibc's memcpy does), counted as mbw counts
-	// them. Debian's mbw 1.2.2 runs memcpy for -t1 although it labels the
-	// lines DUMB (and the element loop for -t0, labelled MEMCPY; see
+	// copied with the C library's memcpy (NUMAResult.MemcpyRoutine; Go's
+	// copy where it cannot be loaded), counted as mbw counts them.
+	// Debian's mbw 1.2.2 runs glibc's memcpy for -t1 although it labels
+	// the lines DUMB (and the element loop for -t0, labelled MEMCPY; see
 	// docs/BANDWIDTH.md). MemcpyGBps is the median of the same passes
 	// counting read plus written; MemcpyOneThreadMbwMiBps the one-thread
 	// passes of a local pair, beside CopyOneThreadGBps.
 	MemcpyGBps              float64 `json:"memcpyGBps"`
 	MemcpyMbwMiBps          float64 `json:"memcpyMbwMiBps"`
 	MemcpyOneThreadMbwMiBps float64 `json:"memcpyOneThreadMbwMiBps,omitempty"`
+	// GoCopyMbwMiBps is the same copy with Go's copy (the runtime's
+	// memmove: what a Go program on the node gets), a few passes
+	// (goCopyPasses) counted as mbw counts; GoCopyOneThreadMbwMiBps the
+	// one-thread passes of a local pair.
+	GoCopyMbwMiBps          float64 `json:"goCopyMbwMiBps"`
+	GoCopyOneThreadMbwMiBps float64 `json:"goCopyOneThreadMbwMiBps,omitempty"`
 	TriadGBps               float64 `json:"triadGBps"`
 	LatencyNs               float64 `json:"latencyNs"`
 	// The best samples (STREAM reports the best pass; the fastest chase
@@ -86,6 +97,7 @@ type NUMAPair struct {
 	CopySamplesGBps   []float64 `json:"copySamplesGBps"`
 	TriadSamplesGBps  []float64 `json:"triadSamplesGBps"`
 	MemcpySamplesGBps []float64 `json:"memcpySamplesGBps"`
+	GoCopySamplesGBps []float64 `json:"goCopySamplesGBps"`
 	LatencySamplesNs  []float64 `json:"latencySamplesNs"`
 }
 
@@ -105,13 +117,16 @@ type NUMAOptions struct {
 	Progress           Progress
 	// measure replaces the live kernels (tests of the report pipeline).
 	measure numaMeasurer
+	// openLibc replaces dlopenLibc, the loader of the memcpy passes'
+	// routine (tests: a failing one for the fallback to Go's copy).
+	openLibc libcOpener
 }
 
 // bwSamples are the passes of one bandwidth run (GB/s, read plus
 // written) and the page placement probe.
 type bwSamples struct {
-	copy, triad, memcpy []float64
-	on, sampled         int
+	copy, triad, memcpy, goCopy []float64
+	on, sampled                 int
 }
 
 // numaMeasurer runs the kernels of one pair.
@@ -281,28 +296,40 @@ func RunNUMA(ctx context.Context, t *topo.Topology, o NUMAOptions) (*NUMAResult,
 	if o.Progress == nil {
 		o.Progress = NoProgress{}
 	}
-	m := o.measure
-	if m == nil {
-		m = liveNUMA{}
-	}
 	p, err := planNUMA(t, o)
 	if err != nil {
 		return nil, err
 	}
+	if o.openLibc == nil {
+		o.openLibc = dlopenLibc
+	}
+	mc := chooseMemcpy(o.openLibc)
+	if mc.release != nil {
+		defer mc.release()
+	}
+	m := o.measure
+	if m == nil {
+		m = liveNUMA{memcpy: mc.copy}
+	}
 	r := &NUMAResult{SchemaVersion: NUMASchema, Host: t.Hostname, Kernel: t.Kernel, CPUModel: t.CPUModel,
 		Time: time.Now().UTC().Format(time.RFC3339), DurationSeconds: o.Duration.Seconds(),
-		ArrayBytes: p.arrayBytes, LatencyBytes: p.latencyBytes, Notes: p.notes}
+		ArrayBytes: p.arrayBytes, LatencyBytes: p.latencyBytes, MemcpyRoutine: mc.name, Notes: p.notes}
+	if mc.note != "" {
+		r.Notes = append(r.Notes, mc.note)
+	}
 	for _, n := range t.NUMANodes {
 		r.Nodes = append(r.Nodes, n.ID)
 		r.Distances = append(r.Distances, slices.Clone(n.Distances))
 	}
 	o.Progress.Start("numa", 3*len(p.pairs), o.Duration)
 	defer o.Progress.Done()
-	// Work is counted in kernel passes of equal share: copy, triad and
-	// memcpy over every CPU of the node, the latency chase, and, on a
-	// local pair of more than one CPU, copy and memcpy of one thread.
-	allOps := []streamOp{opCopy, opTriad, opMemcpy}
-	oneOps := []streamOp{opCopy, opMemcpy}
+	// Work is counted in kernel passes of equal share: copy, triad,
+	// memcpy and Go's copy over every CPU of the node, the latency chase,
+	// and, on a local pair of more than one CPU, copy, memcpy and Go's
+	// copy of one thread. Go's copy stops after goCopyPasses: what it
+	// leaves of its share goes to the kernels after it.
+	allOps := []streamOp{opCopy, opTriad, opMemcpy, opGoCopy}
+	oneOps := []streamOp{opCopy, opMemcpy, opGoCopy}
 	unitsOf := func(pair NUMAPair) int {
 		u := len(allOps) + 1
 		if pair.CPUNode == pair.MemNode && len(p.cpus[pair.CPUNode]) > 1 {
@@ -333,6 +360,7 @@ func RunNUMA(ctx context.Context, t *topo.Topology, o NUMAOptions) (*NUMAResult,
 			}
 			pair.CopyOneThreadGBps, pair.CopyOneThreadMbwMiBps = round3(Median(s1.copy)), round3(mbwMiBps(s1.copy))
 			pair.MemcpyOneThreadMbwMiBps = round3(mbwMiBps(s1.memcpy))
+			pair.GoCopyOneThreadMbwMiBps = round3(mbwMiBps(s1.goCopy))
 		}
 		s, err := m.bandwidth(ctx, cpus, pair.MemNode, p.arrayBytes, allOps, share(len(allOps)))
 		if err != nil {
@@ -346,6 +374,8 @@ func RunNUMA(ctx context.Context, t *topo.Topology, o NUMAOptions) (*NUMAResult,
 		o.Progress.Add(1)
 		c, tr := s.copy, s.triad
 		pair.CopySamplesGBps, pair.TriadSamplesGBps, pair.MemcpySamplesGBps, pair.LatencySamplesNs = c, tr, s.memcpy, lat
+		pair.GoCopySamplesGBps = s.goCopy
+		pair.GoCopyMbwMiBps = round3(mbwMiBps(s.goCopy))
 		pair.CopyGBps, pair.TriadGBps, pair.LatencyNs = round3(Median(c)), round3(Median(tr)), round3(Median(lat))
 		pair.CopyMbwMiBps = round3(mbwMiBps(c))
 		pair.MemcpyGBps, pair.MemcpyMbwMiBps = round3(Median(s.memcpy)), round3(mbwMiBps(s.memcpy))
@@ -404,7 +434,10 @@ func addLocalRatios(pairs []NUMAPair) {
 }
 
 // liveNUMA runs the kernels on this machine.
-type liveNUMA struct{}
+type liveNUMA struct {
+	// memcpy is the routine of the memcpy passes (memcpyRoutine.copy).
+	memcpy func(dst, src []byte)
+}
 
 const triadScalar = 3.0
 
@@ -413,8 +446,14 @@ type streamOp int
 const (
 	opCopy streamOp = iota
 	opTriad
+	// opMemcpy is the C library's memcpy (liveNUMA.memcpy), opGoCopy Go's.
 	opMemcpy
+	opGoCopy
 )
+
+// goCopyPasses bounds the passes of Go's copy (warm-up excluded): mbw's
+// -n 10. The figure sits beside the memcpy passes, which take the time.
+const goCopyPasses = 10
 
 type streamWorker struct {
 	ops  chan streamOp
@@ -426,7 +465,7 @@ type span struct{ start, end time.Time }
 
 // bandwidth runs ops with one worker per CPU, each pinned to its CPU with
 // its memory bound to node, over its share of the arrays.
-func (liveNUMA) bandwidth(ctx context.Context, cpus []int, node int, arrayBytes uint64, ops []streamOp, d time.Duration) (bwSamples, error) {
+func (l liveNUMA) bandwidth(ctx context.Context, cpus []int, node int, arrayBytes uint64, ops []streamOp, d time.Duration) (bwSamples, error) {
 	var out bwSamples
 	n := len(cpus)
 	per := int(arrayBytes) / n
@@ -436,6 +475,10 @@ func (liveNUMA) bandwidth(ctx context.Context, cpus []int, node int, arrayBytes 
 	}
 	if len(ops) == 0 {
 		return out, nil
+	}
+	memcpy := l.memcpy
+	if memcpy == nil {
+		memcpy = goCopy
 	}
 	// d includes the mapping and first touch of the arrays: what they
 	// took is not measured (a loaded machine's page faults cost seconds).
@@ -482,6 +525,8 @@ func (liveNUMA) bandwidth(ctx context.Context, cpus []int, node int, arrayBytes 
 				case opTriad:
 					streamTriad(a, b, c)
 				case opMemcpy:
+					memcpy(bufs[2], bufs[0])
+				case opGoCopy:
 					copy(bufs[2], bufs[0])
 				}
 				w.done <- span{start, time.Now()}
@@ -531,19 +576,21 @@ func (liveNUMA) bandwidth(ctx context.Context, cpus []int, node int, arrayBytes 
 	}
 	d = max(d-time.Since(began), 0) / time.Duration(len(ops))
 	for _, op := range ops {
-		bytes, dst := 2*total, &out.copy
+		bytes, dst, passes := 2*total, &out.copy, maxSamples
 		switch op {
 		case opTriad:
 			bytes, dst = 3*total, &out.triad
 		case opMemcpy:
 			dst = &out.memcpy
+		case opGoCopy:
+			dst, passes = &out.goCopy, goCopyPasses
 		}
 		deadline := time.Now().Add(d)
 		if el := pass(op); el*time.Duration(minSamples+1) > d { // warm-up, excluded
 			// Passes are long for the share: no more than fit.
 			deadline = time.Now().Add(d - el)
 		}
-		for i := 0; i < maxSamples && (i == 0 || time.Now().Before(deadline)); i++ {
+		for i := 0; i < passes && (i == 0 || time.Now().Before(deadline)); i++ {
 			if ctx.Err() != nil {
 				return bwSamples{}, ctx.Err()
 			}

