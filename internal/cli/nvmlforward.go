@@ -22,8 +22,9 @@ import (
 //
 // The hand-off happens at the backend's opening, so only the commands that
 // reach the driver pay the second start (bind asks the driver only when
-// sysfs cannot answer), and only while the process has printed nothing and
-// changed nothing under --root: the second run starts from the same state.
+// sysfs cannot answer), and only while the process has printed nothing,
+// changed nothing under --root and read nothing from stdin: the second run
+// starts from the same state.
 
 // EnvNVMLForwarded is set in the environment of the executable a node
 // binary without NVML hands a GPU command to; a process that finds it set
@@ -45,7 +46,7 @@ func (a *App) haveNVML() bool {
 
 // handOffForNVML hands the command to an executable with NVML (see above)
 // when this build has none, kind would try NVML (live: the root is this
-// running host), and nothing has been printed or changed. It returns nil
+// running host), and nothing has been printed, changed or read from stdin. It returns nil
 // when the command stays here, ErrHandedOff when the exec returned without
 // error (tests), or the exec's failure.
 func (a *App) handOffForNVML(kind string, live bool) error {
@@ -58,7 +59,7 @@ func (a *App) handOffForNVML(kind string, live bool) error {
 	default:
 		return nil
 	}
-	if a.printed.Load() || (a.host != nil && a.host.Changed()) {
+	if a.printed.Load() || a.readStdin.Load() || (a.host != nil && a.host.Changed()) {
 		return nil
 	}
 	path, ok := a.nvmlExecutable()
@@ -107,4 +108,15 @@ type watchWriter struct {
 func (w watchWriter) Write(p []byte) (int, error) {
 	w.printed.Store(true)
 	return w.w.Write(p)
+}
+
+// watchReader notes that something was read through it.
+type watchReader struct {
+	r    io.Reader
+	read *atomic.Bool
+}
+
+func (r watchReader) Read(p []byte) (int, error) {
+	r.read.Store(true)
+	return r.r.Read(p)
 }

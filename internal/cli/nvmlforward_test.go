@@ -158,3 +158,32 @@ func TestNoNVMLBuildMessage(t *testing.T) {
 		t.Errorf("%q does not name %s", gpu.ErrNoNVMLBuild, AgentName)
 	}
 }
+
+// A command that has read its input from stdin (mig apply -f -) stays: the
+// executable it would be handed to finds stdin drained and would run on
+// nothing (or on the rest of a stream).
+func TestHandOffNotAfterStdinWasRead(t *testing.T) {
+	agent := fakeExecutable(t, t.TempDir(), AgentName)
+	cfg := "version: v1\nmig-configs:\n  all-disabled:\n    - devices: all\n      mig-enabled: false\n"
+	for _, args := range [][]string{
+		{"--root", handOffRoot, "--live-root", "mig", "apply", "-f", "-", "-c", "all-disabled", "--dry-run"},
+		{"--root", handOffRoot, "--live-root", "mig", "assert", "-f", "-", "-c", "all-disabled"},
+	} {
+		env, execs, _, errb := handOffEnv(t, true, map[string]string{EnvAgent: agent}, args...)
+		env.Stdin = strings.NewReader(cfg)
+		Main(context.Background(), env)
+		if len(*execs) != 0 {
+			t.Errorf("%q: exec'd %q after reading the config from stdin; want the command run here (stderr %s)", args, *execs, errb)
+		}
+	}
+	// The same command with the file named hands off.
+	f := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(f, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env, execs, _, errb := handOffEnv(t, true, map[string]string{EnvAgent: agent}, "--root", handOffRoot, "--live-root", "mig", "assert", "-f", f, "-c", "all-disabled")
+	Main(context.Background(), env)
+	if len(*execs) != 1 {
+		t.Errorf("config in a file: %d execs (stderr %s); want one hand-off", len(*execs), errb)
+	}
+}

@@ -82,6 +82,9 @@ type App struct {
 	companion bool
 	// printed is set by the first write to Stdout or Stderr.
 	printed atomic.Bool
+	// readStdin is set by the first read of Stdin (a hand-off would find
+	// it drained).
+	readStdin atomic.Bool
 }
 
 // Main runs gpunode with env and returns the process exit code. extra are
@@ -95,6 +98,9 @@ func Main(ctx context.Context, env Env, extra ...Command) int {
 	if env.Stderr != nil {
 		app.Stderr = watchWriter{w: env.Stderr, printed: &app.printed}
 	}
+	if env.Stdin != nil {
+		app.Stdin = watchReader{r: env.Stdin, read: &app.readStdin}
+	}
 	cmd := app.newRoot(extra, runTarget(env.Args))
 	// A forwarded command that extra does not replace execs the
 	// executable that holds it (gpunode-agent forwards k8s, bench, report).
@@ -107,7 +113,7 @@ func Main(ctx context.Context, env Env, extra ...Command) int {
 		return ExitCode(err)
 	}
 	cmd.SetArgs(env.Args)
-	cmd.SetIn(env.Stdin)
+	cmd.SetIn(app.Stdin)
 	cmd.SetOut(app.Stdout)
 	cmd.SetErr(app.Stderr)
 	ran, err := cmd.ExecuteContextC(ctx)
