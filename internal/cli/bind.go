@@ -116,12 +116,17 @@ func (a *App) getenv(key string) string {
 	return a.Getenv(key)
 }
 
-// EnvironList is the process environment (nil in tests without one).
+// EnvironList is the process environment (nil in tests without one),
+// less the NVML hand-off's marker (EnvNVMLForwarded): it is for this
+// process, not for what it starts (a workload's own gpunode hands off).
 func (a *App) EnvironList() []string {
 	if a.Environ == nil {
 		return nil
 	}
-	return a.Environ()
+	env := a.Environ()
+	return slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
+		return strings.HasPrefix(kv, EnvNVMLForwarded+"=")
+	})
 }
 
 func (a *App) runBind(cmd *cobra.Command, f *bindFlags, args []string) error {

@@ -187,3 +187,27 @@ func TestHandOffNotAfterStdinWasRead(t *testing.T) {
 		t.Errorf("config in a file: %d execs (stderr %s); want one hand-off", len(*execs), errb)
 	}
 }
+
+// The marker of a hand-off is for the executable handed to, not for what
+// that runs: a workload that bind (or container run) starts, and any
+// gpunode inside it (a per-rank 'gpunode bind' under torchrun), get the
+// environment without it, so their own hand-off still happens.
+func TestHandOffMarkerNotPassedOn(t *testing.T) {
+	a := &App{Env: Env{Environ: func() []string {
+		return []string{"A=1", EnvNVMLForwarded + "=1", "B=2"}
+	}}}
+	if got := strings.Join(a.EnvironList(), " "); got != "A=1 B=2" {
+		t.Errorf("EnvironList() = %q; want %s dropped", got, EnvNVMLForwarded)
+	}
+	// And the hand-off still adds it, once.
+	agent := fakeExecutable(t, t.TempDir(), AgentName)
+	env, execs, _, _ := handOffEnv(t, true, map[string]string{EnvAgent: agent})
+	env.Environ = func() []string { return []string{"A=1", EnvNVMLForwarded + "=1"} }
+	b := &App{Env: env}
+	if err := b.handOffForNVML("nvml", false); !errors.Is(err, ErrHandedOff) || len(*execs) != 1 {
+		t.Fatalf("%v, %d execs; want a hand-off", err, len(*execs))
+	}
+	if got := (*execs)[0][1]; got != "A=1 "+EnvNVMLForwarded+"=1" {
+		t.Errorf("hand-off environment %q", got)
+	}
+}
