@@ -23,8 +23,8 @@ import (
 // The hand-off happens at the backend's opening, so only the commands that
 // reach the driver pay the second start (bind asks the driver only when
 // sysfs cannot answer), and only while the process has printed nothing,
-// changed nothing under --root and read nothing from stdin: the second run
-// starts from the same state.
+// changed nothing under --root and read nothing from stdin or a pipe: the
+// second run starts from the same state.
 
 // EnvNVMLForwarded is set in the environment of the executable a node
 // binary without NVML hands a GPU command to; a process that finds it set
@@ -46,7 +46,8 @@ func (a *App) haveNVML() bool {
 
 // handOffForNVML hands the command to an executable with NVML (see above)
 // when this build has none, kind would try NVML (live: the root is this
-// running host), and nothing has been printed, changed or read from stdin. It returns nil
+// running host), and nothing has been printed, changed or read from stdin
+// or a pipe. It returns nil
 // when the command stays here, ErrHandedOff when the exec returned without
 // error (tests), or the exec's failure.
 func (a *App) handOffForNVML(kind string, live bool) error {
@@ -59,7 +60,7 @@ func (a *App) handOffForNVML(kind string, live bool) error {
 	default:
 		return nil
 	}
-	if a.printed.Load() || a.readStdin.Load() || (a.host != nil && a.host.Changed()) {
+	if a.printed.Load() || a.consumed.Load() || (a.host != nil && a.host.Changed()) {
 		return nil
 	}
 	path, ok := a.nvmlExecutable()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -209,5 +210,29 @@ func TestHandOffMarkerNotPassedOn(t *testing.T) {
 	}
 	if got := (*execs)[0][1]; got != "A=1 "+EnvNVMLForwarded+"=1" {
 		t.Errorf("hand-off environment %q", got)
+	}
+}
+
+// The same for a named file that is a pipe (-f /dev/stdin, -f <(...)):
+// reading it drains it as reading stdin does.
+func TestHandOffNotAfterAPipeWasRead(t *testing.T) {
+	agent := fakeExecutable(t, t.TempDir(), AgentName)
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if _, err := w.WriteString("version: v1\nmig-configs:\n  all-disabled:\n    - devices: all\n      mig-enabled: false\n"); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	p := fmt.Sprintf("/dev/fd/%d", r.Fd())
+	env, execs, _, errb := handOffEnv(t, true, map[string]string{EnvAgent: agent}, "--root", handOffRoot, "--live-root", "mig", "assert", "-f", p, "-c", "all-disabled")
+	Main(context.Background(), env)
+	if len(*execs) != 0 {
+		t.Errorf("exec'd %q after reading the config from a pipe (%s); want the command run here (stderr %s)", *execs, p, errb)
+	}
+	if strings.Contains(errb.String(), "all-disabled") && strings.Contains(errb.String(), "not found") {
+		t.Errorf("the pipe was not read: %s", errb)
 	}
 }

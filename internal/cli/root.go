@@ -82,9 +82,9 @@ type App struct {
 	companion bool
 	// printed is set by the first write to Stdout or Stderr.
 	printed atomic.Bool
-	// readStdin is set by the first read of Stdin (a hand-off would find
-	// it drained).
-	readStdin atomic.Bool
+	// consumed is set by the first read of Stdin or of a named input
+	// that is a pipe (a hand-off would find it drained).
+	consumed atomic.Bool
 }
 
 // Main runs gpunode with env and returns the process exit code. extra are
@@ -99,7 +99,7 @@ func Main(ctx context.Context, env Env, extra ...Command) int {
 		app.Stderr = watchWriter{w: env.Stderr, printed: &app.printed}
 	}
 	if env.Stdin != nil {
-		app.Stdin = watchReader{r: env.Stdin, read: &app.readStdin}
+		app.Stdin = watchReader{r: env.Stdin, read: &app.consumed}
 	}
 	cmd := app.newRoot(extra, runTarget(env.Args))
 	// A forwarded command that extra does not replace execs the

@@ -45,6 +45,25 @@ func tooLarge(name string, size, limit int64) error {
 // DefaultMaxBytes).
 func Read(path string, limit int64) ([]byte, error) { return ReadChecked(path, limit, 0, nil) }
 
+// ReadStream is Read that also says whether the file was a stream, not a
+// regular file (a pipe: -f /dev/stdin, -f <(...)): reading it took what a
+// second reader would have got.
+func ReadStream(path string, limit int64) (data []byte, stream bool, err error) {
+	if limit <= 0 {
+		limit = DefaultMaxBytes
+	}
+	f, err := hostfs.OpenLocal(path)
+	if err != nil {
+		return nil, false, err
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err == nil && !st.Mode().IsRegular() {
+		stream = true
+	}
+	data, err = read(f, path, limit, 0, nil)
+	return data, stream, err
+}
+
 // ReadChecked is Read that first reads at most head bytes of a regular
 // file and passes them to check: an input the start of which already
 // shows it is bad is refused without reading the rest.

@@ -165,3 +165,30 @@ func TestParseAndFormatBytes(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// TestReadStream: a regular file is read and is no stream; a pipe named by
+// path (/dev/fd/N, as -f <(...) passes it) is read and is one.
+func TestReadStream(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(p, []byte("a: 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if b, stream, err := ReadStream(p, 0); err != nil || stream || string(b) != "a: 1\n" {
+		t.Errorf("regular file: %q, stream %v, %v", b, stream, err)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if _, err := w.WriteString("b: 2\n"); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	if b, stream, err := ReadStream("/dev/fd/"+strconv.Itoa(int(r.Fd())), 0); err != nil || !stream || string(b) != "b: 2\n" {
+		t.Errorf("pipe: %q, stream %v, %v", b, stream, err)
+	}
+	if _, _, err := ReadStream(filepath.Join(t.TempDir(), "missing"), 0); err == nil {
+		t.Error("a missing file read")
+	}
+}
