@@ -18,6 +18,7 @@ import (
 	"github.com/gpunode/gpunode/internal/irq"
 	"github.com/gpunode/gpunode/internal/output"
 	"github.com/gpunode/gpunode/internal/tune"
+	"github.com/gpunode/gpunode/internal/userfile"
 )
 
 func (a *App) newAuditCommand() *cobra.Command {
@@ -185,6 +186,17 @@ func orDashStr(s string) string {
 	return s
 }
 
+// readProfileFile reads a profile file the user names (the Loader's
+// default read) and notes one that is a pipe (--profile <(...)) as
+// consumed: a hand-off would find it drained.
+func (a *App) readProfileFile(p string) ([]byte, error) {
+	b, stream, err := userfile.ReadStream(p, a.MaxInputBytes)
+	if stream {
+		a.consumed.Store(true)
+	}
+	return b, err
+}
+
 // LoadProfile opens the host and resolves --profile (name) against the
 // built-in catalogue; a bad profile is a usage error.
 func (a *App) LoadProfile(name string) (*hostfs.FS, *tune.Catalogue, *tune.Profile, error) {
@@ -196,7 +208,7 @@ func (a *App) LoadProfile(name string) (*hostfs.FS, *tune.Catalogue, *tune.Profi
 		return nil, nil, nil, Usagef("--profile: empty (try 'gpunode tune profiles')")
 	}
 	cat := tune.NewCatalogue()
-	p, err := (&tune.Loader{Cat: cat, Host: fs, Checks: sourceChecks(), MaxInputBytes: a.MaxInputBytes}).Load(name)
+	p, err := (&tune.Loader{Cat: cat, Host: fs, Checks: sourceChecks(), MaxInputBytes: a.MaxInputBytes, ReadFile: a.readProfileFile}).Load(name)
 	if err != nil {
 		return nil, nil, nil, WrapUsage(err)
 	}

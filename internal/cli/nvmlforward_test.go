@@ -236,3 +236,35 @@ func TestHandOffNotAfterAPipeWasRead(t *testing.T) {
 		t.Errorf("the pipe was not read: %s", errb)
 	}
 }
+
+// And for a tune profile read from a pipe (audit --profile <(...)).
+func TestHandOffNotAfterAProfilePipeWasRead(t *testing.T) {
+	agent := fakeExecutable(t, t.TempDir(), AgentName)
+	profile := func(t *testing.T) string {
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { r.Close() })
+		if _, err := w.WriteString("apiVersion: gpunode.tune/v1\nname: piped\ninclude: training\nsettings:\n  vm.swappiness: 1\n"); err != nil {
+			t.Fatal(err)
+		}
+		w.Close()
+		return fmt.Sprintf("/dev/fd/%d", r.Fd())
+	}
+	env, execs, _, errb := handOffEnv(t, true, map[string]string{EnvAgent: agent}, "--root", handOffRoot, "--live-root", "audit", "--profile", profile(t))
+	Main(context.Background(), env)
+	if len(*execs) != 0 {
+		t.Errorf("exec'd %q after reading the profile from a pipe; want the command run here (stderr %s)", *execs, errb)
+	}
+	// The same profile in a file hands off.
+	f := filepath.Join(t.TempDir(), "piped.yaml")
+	if err := os.WriteFile(f, []byte("apiVersion: gpunode.tune/v1\nname: piped\ninclude: training\nsettings:\n  vm.swappiness: 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env, execs, _, errb = handOffEnv(t, true, map[string]string{EnvAgent: agent}, "--root", handOffRoot, "--live-root", "audit", "--profile", f)
+	Main(context.Background(), env)
+	if len(*execs) != 1 {
+		t.Errorf("profile in a file: %d execs (stderr %s); want one hand-off", len(*execs), errb)
+	}
+}
