@@ -79,19 +79,9 @@ func (l *cudaLib) check(what string, r int32) error {
 	var s *byte
 	msg := ""
 	if l.cuGetErrorString(r, &s) == 0 && s != nil {
-		msg = goString(s, 256)
+		msg = cStringAt(s, 256)
 	}
 	return fmt.Errorf("%s: CUDA error %d %s", what, r, msg)
-}
-
-func goString(p *byte, limit int) string {
-	b := unsafe.Slice(p, limit)
-	for i, c := range b {
-		if c == 0 {
-			return string(b[:i])
-		}
-	}
-	return string(b)
 }
 
 type cudaDevice struct {
@@ -142,7 +132,7 @@ func (d *cudaDevice) Info() string {
 	_ = d.l.cuDriverGetVersion(&v)
 	name := make([]byte, 128)
 	_ = d.l.cuDeviceGetName(&name[0], int32(len(name)), d.dev)
-	return strings.TrimSpace(fmt.Sprintf("%s (CUDA driver %d.%d)", goString(&name[0], len(name)), v/1000, (v%1000)/10))
+	return strings.TrimSpace(fmt.Sprintf("%s (CUDA driver %d.%d)", cStringAt(&name[0], len(name)), v/1000, (v%1000)/10))
 }
 
 func (d *cudaDevice) Pin(host []byte) (func() error, error) {

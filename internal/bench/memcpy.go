@@ -58,6 +58,9 @@ func chooseMemcpy(open libcOpener) memcpyRoutine {
 	if err != nil || lib.memcpy == nil {
 		if err == nil {
 			err = fmt.Errorf("%s has no memcpy", libcFile)
+			if lib.release != nil {
+				lib.release()
+			}
 		}
 		return memcpyRoutine{name: GoMemmoveRoutine, copy: goCopy,
 			note: fmt.Sprintf("memcpy passes ran Go's copy (the runtime's memmove), not the C library's memcpy that 'mbw -t1' runs: %v", err)}
@@ -109,7 +112,8 @@ func dlopenLibc(file string) (libcMemcpy, error) {
 }
 
 // cStringAt reads the NUL-terminated string at p, at most limit bytes, one
-// byte at a time (never past its end).
+// byte at a time (never past its end): C strings from a loaded library
+// (gnu_get_libc_version, cuGetErrorString) and C buffers (cuDeviceGetName).
 func cStringAt(p *byte, limit int) string {
 	var b []byte
 	for i := range limit {

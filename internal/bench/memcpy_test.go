@@ -218,3 +218,31 @@ func BenchmarkCopyRoutines(b *testing.B) {
 	b.ReportMetric(mib/tGo.Seconds(), "go-MiB/s")
 	b.ReportMetric(tC.Seconds()/tGo.Seconds(), "go/glibc")
 }
+
+// A library that loads without a memcpy is given back, not kept open.
+func TestChooseMemcpyReleasesALibraryWithoutMemcpy(t *testing.T) {
+	released := 0
+	mc := chooseMemcpy(func(string) (libcMemcpy, error) {
+		return libcMemcpy{version: "2.36", release: func() { released++ }}, nil
+	})
+	if mc.name != GoMemmoveRoutine || released != 1 {
+		t.Errorf("routine %q, released %d times; want the fallback and one release", mc.name, released)
+	}
+}
+
+// cStringAt stops at the NUL and at its limit, whichever comes first.
+func TestCStringAt(t *testing.T) {
+	b := []byte("glibc\x002.36")
+	for _, c := range []struct {
+		limit int
+		want  string
+	}{{0, ""}, {4, "glib"}, {5, "glibc"}, {6, "glibc"}, {len(b), "glibc"}} {
+		if got := cStringAt(&b[0], c.limit); got != c.want {
+			t.Errorf("cStringAt(limit %d) = %q, want %q", c.limit, got, c.want)
+		}
+	}
+	n := []byte("H100")
+	if got := cStringAt(&n[0], len(n)); got != "H100" {
+		t.Errorf("unterminated buffer: %q", got)
+	}
+}
