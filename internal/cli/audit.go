@@ -186,10 +186,11 @@ func orDashStr(s string) string {
 	return s
 }
 
-// readProfileFile reads a profile file the user names (the Loader's
-// default read) and notes one that is a pipe (--profile <(...)) as
-// consumed: a hand-off would find it drained.
-func (a *App) readProfileFile(p string) ([]byte, error) {
+// readNamedInput reads a file the user names (a tune profile, a MIG
+// config) under --max-input-bytes, and notes one that is a pipe (--profile
+// <(...), -f /dev/stdin) as consumed: an NVML hand-off would find it
+// drained.
+func (a *App) readNamedInput(p string) ([]byte, error) {
 	b, stream, err := userfile.ReadStream(p, a.MaxInputBytes)
 	if stream {
 		a.consumed.Store(true)
@@ -208,7 +209,7 @@ func (a *App) LoadProfile(name string) (*hostfs.FS, *tune.Catalogue, *tune.Profi
 		return nil, nil, nil, Usagef("--profile: empty (try 'gpunode tune profiles')")
 	}
 	cat := tune.NewCatalogue()
-	p, err := (&tune.Loader{Cat: cat, Host: fs, Checks: sourceChecks(), MaxInputBytes: a.MaxInputBytes, ReadFile: a.readProfileFile}).Load(name)
+	p, err := (&tune.Loader{Cat: cat, Host: fs, Checks: sourceChecks(), MaxInputBytes: a.MaxInputBytes, ReadFile: a.readNamedInput}).Load(name)
 	if err != nil {
 		return nil, nil, nil, WrapUsage(err)
 	}

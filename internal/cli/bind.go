@@ -303,7 +303,7 @@ func (g *gpuSource) GPUs(ctx context.Context) ([]bind.GPUInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := g.a.handOffForNVML(g.kind, g.a.LiveRoot || host.IsLive()); err != nil {
+	if err := g.a.handOffForNVML(g.kind); err != nil {
 		return nil, err
 	}
 	b, err := gpu.Open(ctx, gpu.Options{Kind: g.kind, Host: host, Timeout: g.a.GPUTimeout, LiveRoot: g.a.LiveRoot, LookPath: func(string) (string, error) {

@@ -80,7 +80,7 @@ func (a *App) openGPU(ctx context.Context, kind string) (gpu.Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := a.handOffForNVML(kind, a.LiveRoot || host.IsLive()); err != nil {
+	if err := a.handOffForNVML(kind); err != nil {
 		return nil, err
 	}
 	b, err := gpu.Open(ctx, gpu.Options{Kind: kind, Host: host, Timeout: a.GPUTimeout, LiveSMI: a.GPUSMILive, LiveRoot: a.LiveRoot})

@@ -271,13 +271,7 @@ func (a *App) readMIGFile(name string) ([]byte, error) {
 	if name == "-" {
 		data, err = userfile.ReadAll(a.Stdin, "stdin", a.MaxInputBytes)
 	} else {
-		var stream bool
-		data, stream, err = userfile.ReadStream(name, a.MaxInputBytes)
-		if stream {
-			// A pipe (-f /dev/stdin, -f <(...)): a hand-off would find
-			// it drained.
-			a.consumed.Store(true)
-		}
+		data, err = a.readNamedInput(name)
 	}
 	if errors.Is(err, userfile.ErrTooLarge) {
 		return nil, WrapUsage(err)

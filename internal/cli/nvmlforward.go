@@ -45,15 +45,16 @@ func (a *App) haveNVML() bool {
 }
 
 // handOffForNVML hands the command to an executable with NVML (see above)
-// when this build has none, kind would try NVML (live: the root is this
-// running host), and nothing has been printed, changed or read from stdin
-// or a pipe. It returns nil
-// when the command stays here, ErrHandedOff when the exec returned without
-// error (tests), or the exec's failure.
-func (a *App) handOffForNVML(kind string, live bool) error {
+// when this build has none, kind would try NVML (auto does on a live root:
+// --live-root, or a host opened at /), and nothing has been printed,
+// changed or read from stdin or a pipe. It returns nil when the command
+// stays here, ErrHandedOff when the exec returned without error (tests),
+// or the exec's failure.
+func (a *App) handOffForNVML(kind string) error {
 	if a.haveNVML() || a.companion || a.getenv(EnvNVMLForwarded) != "" {
 		return nil
 	}
+	live := a.LiveRoot || (a.host != nil && a.host.IsLive())
 	switch k := strings.ToLower(strings.TrimSpace(kind)); {
 	case k == gpu.KindNVML:
 	case (k == "" || k == gpu.KindAuto) && live:

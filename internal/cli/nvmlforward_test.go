@@ -119,12 +119,12 @@ func TestNVMLBuildsKeepGPUCommands(t *testing.T) {
 func TestHandOffOnlyBeforeAnythingHappened(t *testing.T) {
 	agent := fakeExecutable(t, t.TempDir(), AgentName)
 	env, execs, _, _ := handOffEnv(t, true, map[string]string{EnvAgent: agent})
-	a := &App{Env: env}
-	if err := a.handOffForNVML("auto", true); !errors.Is(err, ErrHandedOff) || len(*execs) != 1 {
+	a := &App{Env: env, LiveRoot: true}
+	if err := a.handOffForNVML("auto"); !errors.Is(err, ErrHandedOff) || len(*execs) != 1 {
 		t.Fatalf("fresh process: %v, %d execs; want a hand-off", err, len(*execs))
 	}
 	a.printed.Store(true)
-	if err := a.handOffForNVML("auto", true); err != nil || len(*execs) != 1 {
+	if err := a.handOffForNVML("auto"); err != nil || len(*execs) != 1 {
 		t.Errorf("after printing: %v, %d execs; want none", err, len(*execs))
 	}
 	root := t.TempDir()
@@ -132,22 +132,35 @@ func TestHandOffOnlyBeforeAnythingHappened(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &App{Env: env, host: host}
+	b := &App{Env: env, host: host, LiveRoot: true}
 	if err := host.WriteFileAtomic("/f", []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.handOffForNVML("auto", true); err != nil || len(*execs) != 1 {
+	if err := b.handOffForNVML("auto"); err != nil || len(*execs) != 1 {
 		t.Errorf("after a write under the root: %v, %d execs; want none", err, len(*execs))
 	}
 	// Auto on a captured tree never asks NVML, so it stays.
-	c := &App{Env: env}
-	if err := c.handOffForNVML("auto", false); err != nil || len(*execs) != 1 {
+	captured, err := hostfs.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &App{Env: env, host: captured}
+	if err := c.handOffForNVML("auto"); err != nil || len(*execs) != 1 {
 		t.Errorf("auto, not live: %v, %d execs; want none", err, len(*execs))
+	}
+	// Auto with the host opened at / (no --live-root) asks NVML, so it goes.
+	slash, err := hostfs.New("/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &App{Env: env, host: slash}
+	if err := e.handOffForNVML("auto"); !errors.Is(err, ErrHandedOff) || len(*execs) != 2 {
+		t.Errorf("auto, root /: %v, %d execs; want a hand-off", err, len(*execs))
 	}
 	// A failed exec is an error naming the executable.
 	env.Exec = func(string, []string, []string) error { return os.ErrPermission }
 	d := &App{Env: env}
-	if err := d.handOffForNVML("nvml", false); err == nil || !strings.Contains(err.Error(), agent) || !errors.Is(err, os.ErrPermission) {
+	if err := d.handOffForNVML("nvml"); err == nil || !strings.Contains(err.Error(), agent) || !errors.Is(err, os.ErrPermission) {
 		t.Errorf("failed exec: %v; want an error naming %s", err, agent)
 	}
 }
@@ -205,7 +218,7 @@ func TestHandOffMarkerNotPassedOn(t *testing.T) {
 	env, execs, _, _ := handOffEnv(t, true, map[string]string{EnvAgent: agent})
 	env.Environ = func() []string { return []string{"A=1", EnvNVMLForwarded + "=1"} }
 	b := &App{Env: env}
-	if err := b.handOffForNVML("nvml", false); !errors.Is(err, ErrHandedOff) || len(*execs) != 1 {
+	if err := b.handOffForNVML("nvml"); !errors.Is(err, ErrHandedOff) || len(*execs) != 1 {
 		t.Fatalf("%v, %d execs; want a hand-off", err, len(*execs))
 	}
 	if got := (*execs)[0][1]; got != "A=1 "+EnvNVMLForwarded+"=1" {
