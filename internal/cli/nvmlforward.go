@@ -12,9 +12,10 @@ import (
 )
 
 // The node binary is built without cgo (a static executable: no dynamic
-// loader or libc start-up, 0.5 ms less CPU per start here; docs/ARCHITECTURE.md,
-// "Start-up of the node binary"), and NVML needs cgo. So when a command of that binary would open
-// NVML (--gpu-backend nvml, or auto on a live root), it runs again, whole,
+// loader or libc start-up, 0.5 ms less CPU per start here;
+// docs/ARCHITECTURE.md, "Start-up of the node binary"), and NVML needs
+// cgo. So when a command of that binary would open NVML (--gpu-backend
+// nvml, or auto on a live root), it runs again, whole,
 // in an installed executable that has NVML: gpunode-agent (the node
 // commands plus the agent), else gpunode-full. Without either it stays
 // here, where auto falls back to nvidia-smi and nvml fails with
